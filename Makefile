@@ -1,0 +1,32 @@
+# The obvious targets. Each builds the environment first (scripts/setup) when needed.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test lint format bench clean
+
+$(STAMP): pyproject.toml examples/node/package.json
+	bash scripts/setup $(VENV)
+
+setup: $(STAMP)
+
+demo: $(STAMP)          ## record, show, verify, replay offline and fork the example agent
+	$(PY) examples/demo.py
+
+test: $(STAMP)          ## the whole suite (unit + end to end through a real proxy)
+	$(PY) -m pytest -q
+
+lint: $(STAMP)          ## ruff (lint + format check) and mypy
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+bench: $(STAMP)         ## measure and write docs/benchmarks.md
+	$(PY) benchmarks/run.py --write docs/benchmarks.md
+
+clean:
+	rm -rf $(VENV) examples/node/node_modules .pytest_cache .mypy_cache .ruff_cache

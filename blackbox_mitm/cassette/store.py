@@ -1,0 +1,219 @@
+"""Reading and writing cassette files: strict loading, atomic saving, never a silent overwrite.
+
+``load_trace`` refuses anything it cannot trust with the file name, the JSON path
+of the problem and what to do. ``save_trace`` writes a temporary file and renames
+it into place, so a reader never sees half a cassette, and refuses to replace an
+existing file unless asked. A recording's journal (``RUN.json.journal``) met by
+any loader is first recovered into a cassette (see ``journal``).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from blackbox_mitm.cassette.trace import CURRENT_TRACE_VERSION, STEP_TYPES, Trace, TraceStep
+from blackbox_mitm.errors import CassetteError, CassetteExistsError
+
+__all__ = ["dump_trace", "load_trace", "parse_trace", "save_trace", "write_atomic"]
+
+_RERECORD = "re-record the run with this version of blackbox"
+
+
+def load_trace(path: str | os.PathLike[str], *, recover: bool = True) -> Trace:
+    """Load and structurally validate a cassette (hashes are ``verify``'s job)."""
+    p = Path(path)
+    if recover:
+        from blackbox_mitm.cassette.journal import journal_path, recover_journal
+
+        if journal_path(p).exists():
+            recover_journal(p)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise CassetteError("no such file; check the path (record one with `blackbox record -o FILE -- CMD`)", path=str(p)) from None
+    except OSError as exc:
+        raise CassetteError(f"cannot read the file ({exc.strerror}); check its permissions", path=str(p)) from exc
+    return parse_trace(raw, path=str(p))
+
+
+def parse_trace(raw: bytes | str, *, path: str = "<cassette>") -> Trace:
+    if not raw or not (raw.strip() if isinstance(raw, bytes) else raw.strip()):
+        raise CassetteError("the file is empty; it is not a cassette (re-record the run, or restore it from version control)", path=path)
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        what = "is truncated" if _looks_truncated(raw) else "is not valid JSON"
+        raise CassetteError(
+            f"the file {what} ({exc}); a cassette is one JSON object — restore it from version control, "
+            "or run `blackbox recover FILE` if a recording was interrupted",
+            path=path,
+        ) from exc
+    return trace_from_json(data, path=path)
+
+
+def trace_from_json(data: Any, *, path: str = "<cassette>") -> Trace:
+    if not isinstance(data, dict):
+        raise CassetteError(f"expected a JSON object, found {_kind(data)}; a cassette is one trace object", path=path, where="$")
+    version = data.get("version")
+    if "version" not in data:
+        raise CassetteError(f"the `version` field is missing; this is not a trace format v{CURRENT_TRACE_VERSION} cassette — {_RERECORD}", path=path, where="$.version")
+    if version == 1:
+        raise CassetteError(
+            "this is a v1 cassette (legacy tool-call encoding), which cannot be read: re-record the run; there is no v1 -> v2 migration",
+            path=path,
+            where="$.version",
+        )
+    if version != CURRENT_TRACE_VERSION or isinstance(version, bool):
+        raise CassetteError(f"unsupported trace format version {version!r}; this blackbox reads version {CURRENT_TRACE_VERSION} — {_RERECORD}", path=path, where="$.version")
+    trace_id = _need(data, "id", str, path, "$")
+    created = _need_number(data, "createdAt", path, "$")
+    parent = _opt(data, "parentId", str, path, "$")
+    forked = _opt(data, "forkedFromStepId", str, path, "$")
+    raw_steps = data.get("steps")
+    if not isinstance(raw_steps, list):
+        raise CassetteError(f"`steps` must be an array, found {_kind(raw_steps)}", path=path, where="$.steps")
+    steps: list[TraceStep] = []
+    for i, s in enumerate(raw_steps):
+        where = f"$.steps[{i}]"
+        if not isinstance(s, dict):
+            raise CassetteError(f"a step must be an object, found {_kind(s)}", path=path, where=where)
+        index = _need(s, "index", int, path, where)
+        if index != i:
+            raise CassetteError(f"step index {index} is out of order (expected {i}); steps must be numbered 0, 1, 2, ... in file order", path=path, where=f"{where}.index")
+        step_type = _need(s, "type", str, path, where)
+        if step_type not in STEP_TYPES:
+            raise CassetteError(
+                f"unknown step type {step_type!r}; expected one of {', '.join(STEP_TYPES)} (a newer blackbox may have written it: upgrade, or re-record)",
+                path=path,
+                where=f"{where}.type",
+            )
+        if "payload" not in s:
+            raise CassetteError("the step has no `payload`", path=path, where=f"{where}.payload")
+        prev = s.get("prevHash", ...)
+        if prev is ... or not (prev is None or isinstance(prev, str)):
+            raise CassetteError(f"`prevHash` must be a string or null, found {_kind(prev) if prev is not ... else 'nothing'}", path=path, where=f"{where}.prevHash")
+        steps.append(
+            TraceStep(
+                id=_need(s, "id", str, path, where),
+                index=index,
+                type=step_type,
+                timestamp=_need_number(s, "timestamp", path, where),
+                payload=s["payload"],
+                prevHash=prev,
+                hash=_need(s, "hash", str, path, where),
+            )
+        )
+    return Trace(id=trace_id, createdAt=created, steps=steps, parentId=parent, forkedFromStepId=forked, version=version)
+
+
+def dump_trace(trace: Trace) -> bytes:
+    """The file's bytes: indented for people and diff tools, keys in the spec's order."""
+    return orjson.dumps(trace.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def save_trace(trace: Trace, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+    return write_atomic(Path(path), dump_trace(trace), overwrite=overwrite)
+
+
+def write_atomic(path: Path, data: bytes, *, overwrite: bool = False) -> Path:
+    """Write ``data`` to a temporary file beside ``path``, fsync, then move it into place.
+
+    Without ``overwrite`` the final step is a hard link, which fails when ``path``
+    exists — the check and the write are one atomic operation.
+    """
+    path = Path(path)
+    if not overwrite and path.exists():
+        raise CassetteExistsError("the cassette already exists; pass --overwrite to replace it, or choose another file", path=str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise CassetteExistsError("the cassette already exists; pass --overwrite to replace it, or choose another file", path=str(path)) from None
+            except OSError:
+                # Filesystems without hard links: fall back to an exclusive create check.
+                if path.exists():
+                    raise CassetteExistsError("the cassette already exists; pass --overwrite to replace it", path=str(path)) from None
+                os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    _fsync_dir(path.parent)
+    return path
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _looks_truncated(raw: bytes | str) -> bool:
+    text = raw.rstrip() if isinstance(raw, bytes) else raw.rstrip().encode()
+    return bool(text) and text[:1] in (b"{", b"[") and text[-1:] not in (b"}", b"]")
+
+
+def _kind(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "an array"
+    if isinstance(v, dict):
+        return "an object"
+    return type(v).__name__
+
+
+def _need(obj: dict[str, Any], key: str, typ: type, path: str, where: str) -> Any:
+    if key not in obj:
+        raise CassetteError(f"the required field `{key}` is missing", path=path, where=f"{where}.{key}")
+    v = obj[key]
+    if not isinstance(v, typ) or (typ is int and isinstance(v, bool)):
+        want = {str: "a string", int: "an integer"}.get(typ, typ.__name__)
+        raise CassetteError(f"`{key}` must be {want}, found {_kind(v)}", path=path, where=f"{where}.{key}")
+    return v
+
+
+def _need_number(obj: dict[str, Any], key: str, path: str, where: str) -> int | float:
+    if key not in obj:
+        raise CassetteError(f"the required field `{key}` is missing", path=path, where=f"{where}.{key}")
+    v = obj[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise CassetteError(f"`{key}` must be a number (milliseconds since the epoch), found {_kind(v)}", path=path, where=f"{where}.{key}")
+    return v
+
+
+def _opt(obj: dict[str, Any], key: str, typ: type, path: str, where: str) -> Any:
+    if key not in obj or obj[key] is None:
+        return None
+    return _need(obj, key, typ, path, where)

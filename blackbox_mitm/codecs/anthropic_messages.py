@@ -1,0 +1,3 @@
+"""placeholder"""
+PROVIDER = "anthropic"
+PATH_SUFFIXES: tuple[str, ...] = ()

@@ -1,0 +1,3 @@
+"""placeholder"""
+PROVIDER = "openai"
+PATH_SUFFIXES: tuple[str, ...] = ()

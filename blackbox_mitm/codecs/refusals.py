@@ -1,0 +1,73 @@
+"""The refused fields, as data: every row of the limitations page, for both providers.
+
+A codec never writes a refusal's reason itself: it calls ``refuse(row_id, field)``
+with the JSON path of the offending field, and the reason comes from this table.
+The tests read the same table (one parametrized case per row), so a row added
+here without a codec check, or a check without a row, fails the suite.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NoReturn
+
+from blackbox_mitm.errors import BlackboxUnsupportedError
+
+__all__ = ["REFUSALS", "Refusal", "refuse", "row"]
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    id: str
+    provider: str  # "openai" | "anthropic" | "both"
+    side: str  # "request" | "response" | "path"
+    what: str  # the limitations page's wording
+    reason: str
+
+
+REFUSALS: tuple[Refusal, ...] = (
+    # --- Not supported yet ---------------------------------------------------------
+    Refusal("openai.responses_api", "openai", "path", "OpenAI's Responses API (/v1/responses)", "the Responses API is not supported yet; use chat.completions.create"),
+    Refusal("openai.image_content", "openai", "request", "non-text content (images, files, audio input) in messages", "non-text content is not supported yet: only text is recorded"),
+    Refusal("anthropic.image_content", "anthropic", "request", "non-text content (images, documents) in messages or tool results", "non-text content is not supported yet: only text is recorded"),
+    Refusal("anthropic.server_tool", "anthropic", "request", "server-side tools (web search, code execution, ...)", "server-side tools are not supported yet: their results are produced by the provider and could not be replayed"),
+    Refusal("anthropic.server_tool_response", "anthropic", "response", "server-side tool blocks in a response", "server-side tool use is not supported yet: it could not be replayed"),
+    Refusal("openai.custom_tool", "openai", "request", "OpenAI custom tools (type: custom)", "custom tools are not supported yet: use function tools"),
+    Refusal("openai.custom_tool_call", "openai", "response", "a custom tool call in a response or the history", "custom tools are not supported yet: use function tools"),
+    Refusal("openai.n", "openai", "request", "several choices per request (n > 1)", "several choices per request are not supported: a replay returns one"),
+    Refusal("openai.choices", "openai", "response", "a response with more than one choice", "several choices per request are not supported: a replay returns one"),
+    # --- Refused request and response fields ---------------------------------------
+    Refusal("openai.audio", "openai", "request", "the audio request field", "audio output is not recorded"),
+    Refusal("openai.audio_response", "openai", "response", "audio in a response or in the history", "audio output is not recorded"),
+    Refusal("openai.functions", "openai", "request", "the legacy functions / function_call request fields", "use tools"),
+    Refusal("openai.function_call_message", "openai", "response", "a function_call in a response or the history", "use tools"),
+    Refusal("openai.message_name", "openai", "request", "a message name (messages[i].name)", "not recorded; two requests differing only in name would match"),
+    Refusal("openai.strict_tool", "openai", "request", "strict: true on a function tool", "not recorded (strict: false, the default, records like leaving it out)"),
+    Refusal("openai.content_filter", "openai", "response", 'a response with finish_reason: "content_filter"', "it would replay as a normal stop"),
+    Refusal("anthropic.strict_tool", "anthropic", "request", "strict: true on a tool", "not recorded (strict: false records like leaving it out)"),
+    Refusal("anthropic.stop_sequence", "anthropic", "response", 'a response with stop_reason: "stop_sequence"', "the matched sequence is not recorded; it would replay as end_turn"),
+    Refusal("anthropic.context_window", "anthropic", "response", 'a response with stop_reason: "model_context_window_exceeded"', "it would replay as max_tokens"),
+    Refusal("anthropic.text_blocks", "anthropic", "response", "a response with more than one text block, or text after a tool call", "a replay returns one text block before the tool calls"),
+    Refusal("openai.tool_calls_finish", "openai", "response", "tool calls with a finish_reason other than tool_calls or length", "it would replay as tool_calls (the API sends stop when tool_choice names a function)"),
+    Refusal("openai.null_content", "openai", "response", 'a final answer with null content, or tool calls with "" content', "a replay gives a final answer string content and tool calls null"),
+    Refusal("openai.refusal_mixed", "openai", "response", "a refusal together with content, tool calls or a finish_reason other than stop", "a replay returns a refusal alone"),
+    Refusal("openai.refusal_history", "openai", "request", "a refusal in the history", "in the history it would be recorded as text"),
+    Refusal("anthropic.refusal", "anthropic", "response", "a refusal together with tool calls; and, while the API sends stop_details with refusals, any refusal", "not recorded"),
+    Refusal("openai.logprobs_response", "openai", "response", "logprobs or annotations in a response", "not recorded"),
+    Refusal("openai.web_search_options", "openai", "request", "the web_search_options request field", "not recorded"),
+    Refusal("openai.content_and_refusal", "openai", "response", "a response with both content and a refusal", "only one of them is recorded"),
+    Refusal("openai.both_max_tokens", "openai", "request", "both max_tokens and max_completion_tokens in one request", "they are recorded as one value"),
+    Refusal("anthropic.citations", "anthropic", "response", "text citations, stop_details or a container in a response", "not recorded"),
+)
+
+_BY_ID = {r.id: r for r in REFUSALS}
+
+
+def row(row_id: str) -> Refusal:
+    return _BY_ID[row_id]
+
+
+def refuse(row_id: str, field: str) -> NoReturn:
+    """Raise the BlackboxUnsupportedError of table row ``row_id`` for ``field`` (a JSON path)."""
+    r = _BY_ID[row_id]
+    raise BlackboxUnsupportedError(field, r.reason, provider=None if r.provider == "both" else r.provider)

@@ -1,0 +1,1 @@
+"""The pytest plugin (pytest11 entry point ``blackbox``)."""
