@@ -7,9 +7,10 @@ A codec is a module with the same functions as its siblings (``openai_chat``,
     decode_response(body: bytes, ids: CallIds, request: DecodedRequest) -> dict   # -> model_output
     encode_response(output: dict, *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict
     encode_stream(output: dict, *, request: DecodedRequest, ids: CallIds, created_ms: int) -> bytes
-    aggregate_stream(events: list[SseEvent]) -> dict  # a recorded stream -> the equivalent JSON body
-    encode_error(message: str, *, status: int = 400, kind: str = "invalid_request") -> ErrorResponse
-    normalize_answer(answer: Any, ids: CallIds) -> dict # a user-written answer (fork --response) -> model_output
+    aggregate_stream(events: list[SseEvent]) -> bytes  # a recorded stream -> the equivalent JSON body
+    encode_error(message: str, *, status: int = 400, error_type: str | None = None) -> ErrorResponse
+    normalize_answer(answer: Any, ids: CallIds) -> dict | None  # a user-written answer (fork --response)
+    rewrite_tool_result(body: bytes, ids: CallIds, call_id: str, text: str) -> bytes | None  # a fork's edit
 
 Neutral payloads (spec: "Structured Transcript", "Model output shapes"):
 
@@ -33,7 +34,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CallIds", "DecodedRequest", "ErrorResponse", "SseEvent", "STOP_LENGTH", "STOP_REFUSAL"]
+__all__ = ["STOP_LENGTH", "STOP_REFUSAL", "CallIds", "DecodedRequest", "ErrorResponse", "SseEvent"]
 
 STOP_LENGTH = "length"
 STOP_REFUSAL = "refusal"
@@ -73,7 +74,7 @@ class DecodedRequest:
 
     def tool_results(self) -> list[dict[str, Any]]:
         """Every tool_result part in the request's messages, in order."""
-        out = []
+        out: list[dict[str, Any]] = []
         for message in self.model_input.get("messages", []):
             content = message.get("content")
             if isinstance(content, list):
@@ -115,6 +116,13 @@ class CallIds:
             found = self.assign(native, name)
         elif name is not None and found not in self._names:
             self._names[found] = name
+        return found
+
+    def lookup(self, native: str) -> str | None:
+        """The call-N a provider id already maps to, without assigning one."""
+        found = self._to_neutral.get(native)
+        if found is None and _CALL_N.match(native):
+            return native
         return found
 
     def register(self, call_id: str, name: str | None = None) -> None:

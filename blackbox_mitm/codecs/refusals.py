@@ -57,7 +57,12 @@ REFUSALS: tuple[Refusal, ...] = (
     Refusal("openai.web_search_options", "openai", "request", "the web_search_options request field", "not recorded"),
     Refusal("openai.content_and_refusal", "openai", "response", "a response with both content and a refusal", "only one of them is recorded"),
     Refusal("openai.both_max_tokens", "openai", "request", "both max_tokens and max_completion_tokens in one request", "they are recorded as one value"),
+    Refusal("openai.tool_arguments", "openai", "response", "tool-call arguments that are not a JSON text, in a response or the history", "arguments are recorded parsed, as JSON; a replay could not give this text back"),
+    Refusal("openai.finish_reason", "openai", "response", "a final answer whose finish_reason is not stop or length (missing, tool_calls without a tool call, or a value Blackbox does not know)", "a replay gives stop or length, so it would replay with another finish_reason"),
     Refusal("anthropic.citations", "anthropic", "response", "text citations, stop_details or a container in a response", "not recorded"),
+    Refusal("anthropic.pause_turn", "anthropic", "response", 'a response with stop_reason: "pause_turn" (a paused server-tool turn), or a stop_reason Blackbox does not know', "a replay only gives end_turn, tool_use or max_tokens"),
+    Refusal("anthropic.tool_use_stop", "anthropic", "response", 'tool calls with a stop_reason other than tool_use or max_tokens, or stop_reason: "tool_use" without a tool call', "a replay gives tool_use exactly when there are tool calls, so it would replay with another stop_reason"),
+    Refusal("anthropic.unknown_block", "anthropic", "response", "a response content block of a type Blackbox does not record (for example a beta compaction block)", "not recorded: a replay could not give it back"),
 )
 
 _BY_ID = {r.id: r for r in REFUSALS}
