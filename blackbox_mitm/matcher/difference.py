@@ -1,0 +1,338 @@
+"""Where an agent's request first differs from the recorded one: the ``difference`` of a divergence.
+
+``first_difference`` compares the compared views (``normalize.compared_view``) of
+the recorded and the received model_input, in this order, and reports the first
+thing that differs:
+
+1. ``model``;
+2. ``system`` (the system prompt);
+3. the messages, in order; for each, the first of
+   ``role``,
+   ``content`` — the message's text: string content as it is; for parts, one
+   line per text part and per tool result (a result that is not a string as
+   compact JSON, an error as ``error: <text>``); tool_use parts add nothing,
+   ``tool_call_id`` — the ``toolCallId`` of every tool_use and tool_result part,
+   comma-separated,
+   ``tool_calls`` — every tool_use part as ``name(<compact JSON input>)``, ``; ``-separated;
+   and when none of those texts differ but the content still does (a part
+   type, their order, a tool result's toolName, a result ``"1"`` against ``1``),
+   ``content`` again, quoting the content's compact JSON;
+   then ``missing`` (the agent's request stops before this message) or
+   ``extra`` (the recording's request stopped before it);
+4. ``tools``, the first differing tool definition, quoted as its compact JSON;
+   ``message`` is then the tool's index and ``role`` its name;
+5. ``params.<name>``, the first differing request control by sorted name, quoted
+   as compact JSON (``params.stream`` when one call streamed and the other did not).
+
+``at_char`` is the index (in code points) of the first differing character of
+the two quoted texts, None when one side is absent. Each quote is at most
+``QUOTE_CHARS`` characters starting ``QUOTE_CONTEXT`` characters before
+``at_char``, so the differing character is in view; a role (or tool name) is
+cut to ``ROLE_CHARS``. A comparison that finds nothing returns None — exactly
+when the two requests have the same ``request_digest``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from blackbox_mitm.cassette.canonical import canonical_bytes
+from blackbox_mitm.matcher.normalize import compared_view
+
+__all__ = ["MESSAGE_FIELDS", "QUOTE_CHARS", "QUOTE_CONTEXT", "ROLE_CHARS", "Difference", "first_difference"]
+
+QUOTE_CHARS = 120
+QUOTE_CONTEXT = 40
+ROLE_CHARS = 32
+
+MESSAGE_FIELDS = ("role", "content", "tool_call_id", "tool_calls")
+
+_ABSENT: Any = object()
+_SCAN_CHUNK = 1024
+
+_Found = tuple[int | None, str | None, str | None]  # at_char, recorded text, got text
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """The first place two requests differ (see the module docstring for each field)."""
+
+    field: str
+    message: int | None = None
+    role: str | None = None
+    at_char: int | None = None
+    recorded: str | None = None
+    got: str | None = None
+    recorded_messages: int = 0
+    got_messages: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "message": self.message,
+            "role": self.role,
+            "field": self.field,
+            "at_char": self.at_char,
+            "recorded": self.recorded,
+            "got": self.got,
+            "recorded_messages": self.recorded_messages,
+            "got_messages": self.got_messages,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Difference:
+        return cls(
+            field=str(data.get("field")),
+            message=data.get("message"),
+            role=data.get("role"),
+            at_char=data.get("at_char"),
+            recorded=data.get("recorded"),
+            got=data.get("got"),
+            recorded_messages=int(data.get("recorded_messages") or 0),
+            got_messages=int(data.get("got_messages") or 0),
+        )
+
+    @property
+    def area(self) -> str:
+        """What part of the request differs: ``model``, ``system prompt``, ``tools``, ``params`` or ``messages``."""
+        if self.field == "model":
+            return "model"
+        if self.field == "system":
+            return "system prompt"
+        if self.field == "tools":
+            return "tools"
+        if self.field == "params" or self.field.startswith("params."):
+            return "params"
+        return "messages"
+
+    def headline(self) -> str:
+        """One line naming what differs, e.g. ``message 1 (user): content differs at character 22``."""
+        at = f" at character {self.at_char}" if self.at_char is not None else ""
+        if self.field in ("missing", "extra") or self.field in MESSAGE_FIELDS:
+            where = f"message {self.message} ({self.role})"
+            if self.field == "missing":
+                return f"{where}: missing from the agent's request"
+            if self.field == "extra":
+                return f"{where}: extra, the recording's request ends before it"
+            return f"{where}: {self.field} differs{at}"
+        if self.field == "tools":
+            where = f"tool {self.message} ({self.role})"
+            if self.got is None:
+                return f"{where}: missing from the agent's request"
+            if self.recorded is None:
+                return f"{where}: extra, not in the recording's request"
+            return f"{where}: definition differs{at}"
+        label = "system prompt" if self.field == "system" else self.field
+        if self.recorded is None and self.got is not None:
+            return f"{label}: absent from the recording's request"
+        if self.got is None and self.recorded is not None:
+            return f"{label}: absent from the agent's request"
+        return f"{label} differs{at}"
+
+    def human_lines(self) -> list[str]:
+        """The headline, both quotes and the message counts, as the divergence report prints them."""
+        return [
+            self.headline(),
+            f"  recorded: {self._show(self.recorded)}",
+            f"  got:      {self._show(self.got)}",
+            f"(the recording's request has {_count(self.recorded_messages, 'message')}, the agent's {self.got_messages})",
+        ]
+
+    def _show(self, quote: str | None) -> str:
+        if quote is None:
+            return "(absent)"
+        lead = "…" if self.at_char is not None and self.at_char > QUOTE_CONTEXT else ""
+        return '"' + lead + _escape_controls(quote) + '"'
+
+
+def first_difference(recorded: Mapping[str, Any], got: Mapping[str, Any]) -> Difference | None:
+    """The first difference between two model_inputs (compared views are taken here), or None."""
+    rec = compared_view(recorded)
+    new = compared_view(got)
+    rec_messages: list[Any] = rec["messages"]
+    got_messages: list[Any] = new["messages"]
+
+    def make(field: str, found: _Found, index: int | None = None, role: str | None = None) -> Difference:
+        at, a, b = found
+        return Difference(field, index, role, at, _cut(a, at), _cut(b, at), len(rec_messages), len(got_messages))
+
+    found = _compare(rec.get("model", _ABSENT), new.get("model", _ABSENT), _text)
+    if found:
+        return make("model", found)
+    found = _compare(rec.get("systemPrompt", _ABSENT), new.get("systemPrompt", _ABSENT), _text)
+    if found:
+        return make("system", found)
+
+    for i in range(max(len(rec_messages), len(got_messages))):
+        a = rec_messages[i] if i < len(rec_messages) else _ABSENT
+        b = got_messages[i] if i < len(got_messages) else _ABSENT
+        role = _role_of(b if b is not _ABSENT else a)
+        if b is _ABSENT:
+            return make("missing", (None, _content_text(_get(a, "content")), None), i, role)
+        if a is _ABSENT:
+            return make("extra", (None, None, _content_text(_get(b, "content"))), i, role)
+        field_found = _message_difference(a, b)
+        if field_found:
+            return make(*field_found, i, role)
+
+    rec_tools: list[Any] = rec["tools"]
+    got_tools: list[Any] = new["tools"]
+    for i in range(max(len(rec_tools), len(got_tools))):
+        a = rec_tools[i] if i < len(rec_tools) else _ABSENT
+        b = got_tools[i] if i < len(got_tools) else _ABSENT
+        found = _compare(a, b, _json)
+        if found:
+            return make("tools", found, i, _cut_role(_get(b if b is not _ABSENT else a, "name")))
+
+    rec_params = rec.get("params", {})
+    got_params = new.get("params", {})
+    if not (isinstance(rec_params, Mapping) and isinstance(got_params, Mapping)):
+        found = _compare(rec.get("params", _ABSENT), new.get("params", _ABSENT), _json)
+        return make("params", found) if found else None
+    for name in sorted(set(rec_params) | set(got_params)):
+        found = _compare(rec_params.get(name, _ABSENT), got_params.get(name, _ABSENT), _json)
+        if found:
+            return make(f"params.{name}", found)
+    return None
+
+
+# --- comparing one message -----------------------------------------------------------------
+
+
+def _message_difference(a: Any, b: Any) -> tuple[str, _Found] | None:
+    if not (isinstance(a, Mapping) and isinstance(b, Mapping)):
+        found = _compare(a, b, _json)
+        return ("content", found) if found else None
+    found = _compare(a.get("role", _ABSENT), b.get("role", _ABSENT), _text)
+    if found:
+        return "role", found
+    ca, cb = a.get("content", _ABSENT), b.get("content", _ABSENT)
+    for field, view in (("content", _content_text), ("tool_call_id", _tool_call_ids), ("tool_calls", _tool_calls)):
+        ta = None if ca is _ABSENT else view(ca)
+        tb = None if cb is _ABSENT else view(cb)
+        if ta != tb:
+            return field, _texts_differ(ta, tb)
+    # The texts agree but the structure does not: quote the content itself.
+    found = _compare(ca, cb, _json)
+    return ("content", found) if found else None
+
+
+def _parts(content: Any) -> list[Mapping[str, Any]]:
+    if isinstance(content, list):
+        return [p for p in content if isinstance(p, Mapping)]
+    return []
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return _json(content)
+    lines = []
+    for part in _parts(content):
+        kind = part.get("type")
+        if kind == "text":
+            lines.append(_text(part.get("text")))
+        elif kind == "tool_result":
+            if "error" in part:
+                lines.append("error: " + _text(part.get("error")))
+            else:
+                lines.append(_text(part.get("result")))
+    return "\n".join(lines)
+
+
+def _tool_call_ids(content: Any) -> str:
+    return ",".join(_text(p.get("toolCallId")) for p in _parts(content) if p.get("type") in ("tool_use", "tool_result"))
+
+
+def _tool_calls(content: Any) -> str:
+    return "; ".join(f"{_text(p.get('toolName'))}({_json(p.get('toolInput'))})" for p in _parts(content) if p.get("type") == "tool_use")
+
+
+# --- texts, quotes ---------------------------------------------------------------------------
+
+
+def _json(value: Any) -> str:
+    return canonical_bytes(value).decode("utf-8")
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else _json(value)
+
+
+def _get(value: Any, key: str) -> Any:
+    return value.get(key) if isinstance(value, Mapping) else None
+
+
+def _role_of(message: Any) -> str | None:
+    return _cut_role(_get(message, "role"))
+
+
+def _cut_role(value: Any) -> str | None:
+    if value is None:
+        return None
+    return _text(value)[:ROLE_CHARS]
+
+
+def _compare(a: Any, b: Any, show: Callable[[Any], str]) -> _Found | None:
+    """Compare two values (either may be ``_ABSENT``) by ``show`` text, then by canonical JSON."""
+    if a is _ABSENT and b is _ABSENT:
+        return None
+    if a is _ABSENT or b is _ABSENT:
+        return None, None if a is _ABSENT else show(a), None if b is _ABSENT else show(b)
+    ta, tb = show(a), show(b)
+    if ta != tb:
+        return _texts_differ(ta, tb)
+    ja, jb = _json(a), _json(b)
+    if ja != jb:
+        return _texts_differ(ja, jb)
+    return None
+
+
+def _texts_differ(a: str | None, b: str | None) -> _Found:
+    if a is None or b is None:
+        return None, a, b
+    return _first_diff(a, b), a, b
+
+
+def _first_diff(a: str, b: str) -> int:
+    """Index of the first differing character (the shorter length when one is a prefix of the other)."""
+    n = min(len(a), len(b))
+    i = 0
+    # Whole chunks compare in C; only the chunk holding the difference is walked.
+    while i < n and a[i : i + _SCAN_CHUNK] == b[i : i + _SCAN_CHUNK]:
+        i += _SCAN_CHUNK
+    while i < n and a[i] == b[i]:
+        i += 1
+    return min(i, n)
+
+
+def _cut(text: str | None, at_char: int | None = None) -> str | None:
+    if text is None:
+        return None
+    start = 0 if at_char is None else max(0, at_char - QUOTE_CONTEXT)
+    return text[start : start + QUOTE_CHARS]
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _escape_controls(text: str) -> str:
+    # One line per quote: control characters are written as escapes, everything else as is.
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F or ch in "\u2028\u2029":
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return "".join(out)

@@ -1,0 +1,232 @@
+"""The recorded model calls of a run, served to a replaying agent in strict or sequence mode.
+
+Built once from a ``Trace``: every model_input step paired with the model_output
+that answered it (outputs pair with pending inputs first-in first-out, so a
+recording of one call at a time pairs each input with the next output). A
+model_input that no model_output answered is not a call (nothing could be served).
+
+Matching one request costs the same whatever the cassette's length: one digest
+of the request, one dictionary lookup ``digest -> deque of unserved calls``, and
+a cursor on the earliest unserved call that only moves forward.
+
+* ``strict``: the request is served by the earliest unserved call with the same
+  digest. Identical parallel calls are therefore handed out in the order they
+  arrive; a call that overlaps another (a side call sent before the main call it
+  was recorded after) is matched by its content and counted in ``out_of_order``.
+  A request matching no unserved call is a ``Divergence`` against the earliest
+  unserved call, and is not served.
+* ``sequence``: the earliest unserved call is served whatever the request says.
+
+When every call has been served, a request is ``Exhausted``. ``upto=N`` keeps only
+the calls whose model_output step is before N (a fork's prefix); a request past
+them is ``Exhausted`` with ``past_cut`` and is counted apart from an overrun.
+
+``status()`` counts, for the report:
+
+* ``steps_served``: each served call's model_input and model_output steps, plus
+  the tool_call / tool_result steps recorded just before its model_input (the
+  tool round whose results that request carried);
+* ``exhausted_calls``: requests refused because every recorded call had been
+  served (``past_cut_calls`` for the same past an ``upto`` cut);
+* ``incomplete``: the model_input step of every call never served;
+* ``divergences``: every refused request; the first one's report is kept. The
+  same request refused again (same digest, same expected call) is answered
+  from a cache without comparing again.
+
+Every method is safe to call from several threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from blackbox_mitm.cassette.trace import Trace
+from blackbox_mitm.matcher.difference import first_difference
+from blackbox_mitm.matcher.normalize import request_digest
+from blackbox_mitm.matcher.outcomes import Divergence, Exhausted, RecordedCall, Served
+from blackbox_mitm.matcher.report import render_report, verdict
+
+__all__ = ["DIVERGENCE_CACHE_SIZE", "MATCH_MODES", "MatchMode", "RecordedCalls", "recorded_calls_of"]
+
+MatchMode = Literal["strict", "sequence"]
+MATCH_MODES: tuple[str, ...] = ("strict", "sequence")
+
+# Divergences kept for requests refused again. A harness whose every retry differs
+# (a timestamp in the prompt) would otherwise grow it without bound.
+DIVERGENCE_CACHE_SIZE = 256
+
+_TOOL_STEPS = ("tool_call", "tool_result")
+
+
+def recorded_calls_of(trace: Trace, *, upto: int | None = None) -> list[RecordedCall]:
+    """The recorded model calls of ``trace`` in recorded order (see the module docstring)."""
+    calls: list[RecordedCall] = []
+    pending: deque[tuple[int, int]] = deque()  # (model_input step, tool steps before it)
+    tool_steps = 0
+    for step in trace.steps:
+        if upto is not None and step.index >= upto:
+            break
+        if step.type in _TOOL_STEPS:
+            tool_steps += 1
+        elif step.type == "model_input":
+            pending.append((step.index, tool_steps))
+            tool_steps = 0
+        elif step.type == "model_output":
+            tool_steps = 0
+            if not pending:
+                continue  # an output with no input: nothing asked for it
+            input_index, before = pending.popleft()
+            payload = trace.steps[input_index].payload
+            model_input: Mapping[str, Any] = payload if isinstance(payload, Mapping) else {}
+            output: Mapping[str, Any] = step.payload if isinstance(step.payload, Mapping) else {}
+            calls.append(
+                RecordedCall(
+                    number=len(calls),
+                    input_step=input_index,
+                    output_step=step.index,
+                    input=model_input,
+                    output=output,
+                    digest=request_digest(model_input),
+                    timestamp=step.timestamp,
+                    tool_steps_before=before,
+                )
+            )
+    return calls
+
+
+class RecordedCalls:
+    """The recorded model calls of one run and which of them have been served."""
+
+    def __init__(self, trace: Trace, *, upto: int | None = None) -> None:
+        self.run_id = trace.id
+        self.upto = upto
+        self._calls: list[RecordedCall] = recorded_calls_of(trace, upto=upto)
+        self._calls_view = tuple(self._calls)
+        self._index: dict[str, deque[int]] = {}
+        for call in self._calls:
+            self._index.setdefault(call.digest, deque()).append(call.number)
+        self._served = [False] * len(self._calls)
+        self._next = 0  # every call before it has been served
+        self._lock = threading.Lock()
+        self._steps_total = sum(2 + c.tool_steps_before for c in self._calls)
+        self._calls_served = 0
+        self._steps_served = 0
+        self._exhausted = 0
+        self._past_cut = 0
+        self._out_of_order = 0
+        self._divergences = 0
+        self._first_divergence: Divergence | None = None
+        self._divergence_cache: dict[tuple[int, str], Divergence] = {}
+
+    @property
+    def calls(self) -> tuple[RecordedCall, ...]:
+        """Every recorded call, in recorded order (built once; cheap to read)."""
+        return self._calls_view
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    def match(self, model_input: Mapping[str, Any], *, mode: MatchMode | str = "strict") -> Served | Divergence | Exhausted:
+        """Answer one (normalized) request: a served call, a divergence, or exhausted.
+
+        ``mode`` is ``"strict"`` or ``"sequence"`` (anything else is a ValueError).
+        """
+        if mode not in MATCH_MODES:
+            raise ValueError(f"unknown match mode {mode!r}; expected one of {', '.join(MATCH_MODES)}")
+        digest = request_digest(model_input)  # outside the lock: it is the costly part
+        with self._lock:
+            expected = self._earliest_unserved()
+            if expected is None:
+                return self._exhausted_now()
+            if mode == "sequence":
+                call = self._calls[expected]
+                queue = self._index[call.digest]
+                # Every earlier call is served, so this one leads its digest's queue.
+                queue.popleft()
+                if not queue:
+                    del self._index[call.digest]
+                return self._serve(expected, expected, matched=digest == call.digest)
+            waiting = self._index.get(digest)
+            if waiting:
+                number = waiting.popleft()
+                if not waiting:
+                    del self._index[digest]
+                return self._serve(number, expected, matched=True)
+            return self._diverge(expected, digest, model_input)
+
+    def next_expected(self) -> RecordedCall | None:
+        """The earliest recorded call not yet served (None when all have been)."""
+        with self._lock:
+            n = self._earliest_unserved()
+            return None if n is None else self._calls[n]
+
+    def status(self) -> dict[str, Any]:
+        """The replay's counts so far (see the module docstring); ``verdict`` as ``report.verdict`` gives it."""
+        with self._lock:
+            out: dict[str, Any] = {
+                "run": self.run_id,
+                "upto": self.upto,
+                "model_calls": len(self._calls),
+                "model_calls_served": self._calls_served,
+                "steps": self._steps_total,
+                "steps_served": self._steps_served,
+                "exhausted_calls": self._exhausted,
+                "past_cut_calls": self._past_cut,
+                "incomplete": [c.input_step for c, served in zip(self._calls, self._served, strict=True) if not served],
+                "out_of_order": self._out_of_order,
+                "divergences": self._divergences,
+                "first_divergence": None if self._first_divergence is None else self._first_divergence.to_json(),
+            }
+        out["verdict"] = verdict(out)
+        return out
+
+    def report(self) -> str:
+        """The end-of-replay report for people (``report.render_report`` of ``status()``)."""
+        return render_report(self.status())
+
+    # --- under the lock --------------------------------------------------------------------
+
+    def _earliest_unserved(self) -> int | None:
+        while self._next < len(self._served) and self._served[self._next]:
+            self._next += 1
+        return self._next if self._next < len(self._served) else None
+
+    def _serve(self, number: int, expected: int, *, matched: bool) -> Served:
+        self._served[number] = True
+        call = self._calls[number]
+        self._calls_served += 1
+        self._steps_served += 2 + call.tool_steps_before
+        out_of_order = number != expected
+        if out_of_order:
+            self._out_of_order += 1
+        return Served(call, out_of_order=out_of_order, matched=matched)
+
+    def _exhausted_now(self) -> Exhausted:
+        if self.upto is None:
+            self._exhausted += 1
+        else:
+            self._past_cut += 1
+        return Exhausted(self.run_id, self._calls_served, len(self._calls), self.upto)
+
+    def _diverge(self, expected: int, digest: str, model_input: Mapping[str, Any]) -> Divergence:
+        self._divergences += 1
+        key = (expected, digest)
+        cached = self._divergence_cache.get(key)
+        if cached is not None:
+            return cached
+        call = self._calls[expected]
+        divergence = Divergence(
+            run_id=self.run_id,
+            step=call.input_step,
+            difference=first_difference(call.input, model_input),
+            expected_digest=call.digest,
+            got_digest=digest,
+        )
+        if len(self._divergence_cache) < DIVERGENCE_CACHE_SIZE:
+            self._divergence_cache[key] = divergence
+        if self._first_divergence is None:
+            self._first_divergence = divergence
+        return divergence

@@ -1,0 +1,74 @@
+"""The end-of-replay verdict and its one-screen report, from a ``RecordedCalls.status()`` dict.
+
+Both work from the status alone, so a report written as JSON by one process
+(``--set blackbox_report=FILE``) can be judged and printed by another.
+
+Verdicts, first that applies: ``diverged`` (a request was refused), ``overran``
+(a request came after every recorded call had been served), ``incomplete``
+(a recorded call was never asked for), ``ok``. Requests past an ``upto`` cut
+(``past_cut_calls``) are the caller's to answer and do not change the verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from blackbox_mitm.matcher.outcomes import Divergence
+
+__all__ = ["INCOMPLETE_LISTED", "VERDICTS", "render_report", "verdict"]
+
+VERDICTS = ("ok", "diverged", "overran", "incomplete")
+INCOMPLETE_LISTED = 10  # steps named in the report; the rest are counted
+
+
+def verdict(status: Mapping[str, Any]) -> str:
+    """``diverged``, ``overran``, ``incomplete`` or ``ok`` (see the module docstring)."""
+    if status.get("divergences"):
+        return "diverged"
+    if status.get("exhausted_calls"):
+        return "overran"
+    if status.get("incomplete"):
+        return "incomplete"
+    return "ok"
+
+
+def render_report(status: Mapping[str, Any]) -> str:
+    """The replay report for people: counts, the verdict, and the first divergence in full."""
+    run = status.get("run", "?")
+    outcome = verdict(status)
+    calls = int(status.get("model_calls") or 0)
+    served = int(status.get("model_calls_served") or 0)
+    exhausted = int(status.get("exhausted_calls") or 0)
+    past_cut = int(status.get("past_cut_calls") or 0)
+    incomplete = list(status.get("incomplete") or [])
+    divergences = int(status.get("divergences") or 0)
+
+    lines = [f"replay of recorded run {run}: {outcome} — {_SAYS[outcome]}"]
+    lines.append(f"  model calls served: {served} of {calls} ({status.get('steps_served', 0)} of {status.get('steps', 0)} steps)")
+    if status.get("upto") is not None:
+        lines.append(f"  served up to step {status['upto']}; calls past the cut: {past_cut}")
+    lines.append(f"  exhausted calls: {exhausted}" + (" (asked for after every recorded call had been served)" if exhausted else ""))
+    if incomplete:
+        shown = ", ".join(str(s) for s in incomplete[:INCOMPLETE_LISTED])
+        more = f" and {len(incomplete) - INCOMPLETE_LISTED} more" if len(incomplete) > INCOMPLETE_LISTED else ""
+        noun = "call" if len(incomplete) == 1 else "calls"
+        lines.append(f"  incomplete: {len(incomplete)} recorded {noun} never asked for (model_input step {shown}{more})")
+    else:
+        lines.append("  incomplete: none")
+    if status.get("out_of_order"):
+        lines.append(f"  served out of recorded order (matched by content): {status['out_of_order']}")
+    lines.append(f"  divergences: {divergences}")
+    first = status.get("first_divergence")
+    if isinstance(first, Mapping):
+        lines.append("")
+        lines.append(Divergence.from_json(first, run_id=str(first.get("run", run))).human())
+    return "\n".join(lines)
+
+
+_SAYS = {
+    "ok": "the agent made exactly the recorded model calls",
+    "diverged": "the agent left the recorded path",
+    "overran": "the agent made more model calls than the recording holds",
+    "incomplete": "the agent stopped before making every recorded model call",
+}
