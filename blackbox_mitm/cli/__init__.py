@@ -20,4 +20,6 @@ def main() -> None:
 
 # Registration: importing a module adds its commands to ``main``.
 from blackbox_mitm.cli import cassette_commands as _cassette_commands  # noqa: E402,F401
+from blackbox_mitm.cli import fork_commands as _fork_commands  # noqa: E402,F401
+from blackbox_mitm.cli import golden_commands as _golden_commands  # noqa: E402,F401
 from blackbox_mitm.cli import run_commands as _run_commands  # noqa: E402,F401

@@ -1,0 +1,149 @@
+"""Run a real mitmproxy in-process, on a thread of its own, on 127.0.0.1 and a free port.
+
+Used by ``blackbox record/replay/fork/test/proxy`` and by the pytest plugin. It is
+mitmproxy's own ``Master`` with its default addons (TLS interception with the CA
+in ``confdir``, ``map_remote``, ...) plus the Blackbox addon, started and stopped
+from synchronous code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mitmproxy import addons, master, options
+
+from blackbox_mitm.errors import BlackboxError
+from blackbox_mitm.proxy.addon import BlackboxAddon
+
+__all__ = ["ProxyRunner", "ProxyStartError"]
+
+log = logging.getLogger("blackbox")
+
+
+class ProxyStartError(BlackboxError, RuntimeError):
+    """The proxy could not listen (address in use, bad option, ...)."""
+
+
+class _Ready:
+    def __init__(self, runner: ProxyRunner) -> None:
+        self.runner = runner
+
+    def running(self) -> None:
+        from mitmproxy import ctx
+
+        ps = ctx.master.addons.get("proxyserver")
+        addrs = ps.listen_addrs() if ps else []
+        if addrs:
+            self.runner.port = int(addrs[0][1])
+        else:
+            self.runner.error = "the proxy did not start listening (is the address in use?)"
+        self.runner._ready.set()
+
+
+class ProxyRunner:
+    """``with ProxyRunner(addon) as proxy: ... proxy.url ...``"""
+
+    def __init__(
+        self,
+        addon: BlackboxAddon,
+        *,
+        listen_host: str = "127.0.0.1",
+        listen_port: int = 0,
+        confdir: str | Path | None = None,
+        map_remote: Sequence[str] = (),
+        intercept_only: Sequence[str] | None = None,
+        offline: bool = False,
+        extra_options: dict[str, Any] | None = None,
+    ) -> None:
+        self.addon = addon
+        self.listen_host = listen_host
+        self.port = listen_port
+        self.confdir = Path(confdir).expanduser() if confdir else None
+        self.map_remote = list(map_remote)
+        self.intercept_only = list(intercept_only) if intercept_only else None
+        self.offline = offline
+        self.extra_options = dict(extra_options or {})
+        self.error: str | None = None
+        self._ready = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._master: master.Master | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._crash: BaseException | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.listen_host}:{self.port}"
+
+    def start(self, timeout: float = 60.0) -> ProxyRunner:
+        self._thread = threading.Thread(target=self._run, name="blackbox-proxy", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            raise ProxyStartError(f"the proxy did not start within {timeout:.0f}s")
+        if self._crash is not None:
+            raise ProxyStartError(f"the proxy failed to start: {self._crash}") from self._crash
+        if self.error:
+            self.stop()
+            raise ProxyStartError(f"{self.error} ({self.listen_host}:{self.port})")
+        return self
+
+    def stop(self, timeout: float = 60.0) -> None:
+        if self._master is not None:
+            self._master.shutdown()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def __enter__(self) -> ProxyRunner:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _options(self) -> dict[str, Any]:
+        values: dict[str, Any] = {
+            "listen_host": self.listen_host,
+            "listen_port": self.port,
+            # Never dial an upstream before our request hook decided (offline replay, map_remote).
+            "connection_strategy": "lazy",
+        }
+        if self.confdir is not None:
+            values["confdir"] = str(self.confdir)
+        if self.map_remote:
+            values["map_remote"] = self.map_remote
+        if self.offline:
+            values["upstream_cert"] = False
+        if self.intercept_only:
+            # Only provider hosts are intercepted; other TLS passes through untouched.
+            values["allow_hosts"] = [_host_pattern(h) for h in self.intercept_only]
+        values.update(self.extra_options)
+        return values
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as exc:  # surface start-up failures to start()
+            self._crash = exc
+            log.error("blackbox: the proxy stopped with an error: %s", exc)
+        finally:
+            self._ready.set()
+
+    async def _main(self) -> None:
+        opts = options.Options()
+        m = master.Master(opts)
+        m.addons.add(*addons.default_addons())
+        m.addons.add(self.addon, _Ready(self))
+        opts.update(**self._options())
+        self._master = m
+        self._loop = asyncio.get_running_loop()
+        await m.run()
+
+
+def _host_pattern(host: str) -> str:
+    import re
+
+    return rf"^{re.escape(host)}(:\d+)?$"

@@ -1,0 +1,84 @@
+"""Building a session for each mode from files, and ending it.
+
+``record_session`` opens a journal for a new cassette; ``replay_session`` loads
+and verifies one (a cassette that does not verify is never replayed);
+``finish_proxy_session`` ends a run whose end is the proxy's own shutdown
+(``mitmdump -s``): the recording gets its terminal event, the replay its report.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from blackbox_mitm.cassette.journal import Journal
+from blackbox_mitm.cassette.store import load_trace, write_atomic
+from blackbox_mitm.cassette.trace import Trace, new_trace_id
+from blackbox_mitm.errors import CassetteError, CassetteExistsError
+from blackbox_mitm.matcher import RecordedCalls
+from blackbox_mitm.session.engine import Session
+from blackbox_mitm.session.recorder import RunRecorder, secrets_from_environ
+
+__all__ = ["finish_proxy_session", "load_verified", "record_session", "replay_report", "replay_session"]
+
+log = logging.getLogger("blackbox")
+
+
+def record_session(cassette: str | os.PathLike[str], *, overwrite: bool = False, fsync: bool = True, run_id: str | None = None) -> Session:
+    path = Path(cassette)
+    if path.exists() and not overwrite:
+        raise CassetteExistsError("the cassette already exists; pass --overwrite to replace it, or choose another file", path=str(path))
+    trace = Trace.new(run_id or new_trace_id(path.stem))
+    journal = Journal(path, trace, overwrite=overwrite, fsync=fsync)
+    recorder = RunRecorder(trace, journal, secrets=secrets_from_environ())
+    return Session(run_id=trace.id, recorder=recorder, tail="upstream", cassette_path=path)
+
+
+def load_verified(cassette: str | os.PathLike[str]) -> Trace:
+    """Load a cassette and refuse it unless it verifies (hash chain, ids, neutrality)."""
+    from blackbox_mitm.cassette.verify import verify_trace
+
+    trace = load_trace(cassette)
+    problems = verify_trace(trace)
+    if problems:
+        first = problems[0]
+        raise CassetteError(
+            f"the cassette does not verify ({first}); run `blackbox verify` for details, and re-record it", path=str(cassette)
+        )
+    return trace
+
+
+def replay_session(cassette: str | os.PathLike[str], *, match: str = "strict") -> Session:
+    trace = load_verified(cassette)
+    return Session(run_id=trace.id, replay=RecordedCalls(trace), match=match, tail="refuse")
+
+
+def replay_report(session: Session) -> dict[str, Any]:
+    """The end-of-replay status as data: served, exhausted, incomplete, first divergence."""
+    assert session.replay is not None
+    status = dict(session.replay.status())
+    status["run"] = session.run_id
+    status["refused"] = list(session.refused)
+    return status
+
+
+def finish_proxy_session(session: Session, *, report: str | None = None) -> None:
+    if session.recorder is not None:
+        out = session.recorder.finish(session.cassette_path, exit_code=None, in_flight=session.in_flight, proxy_only=True)
+        log.warning(
+            "blackbox: recorded %d steps (%d model calls) to %s", len(session.recorder.trace.steps), session.recorder.model_calls, out
+        )
+    elif session.replay is not None:
+        status = replay_report(session)
+        if report:
+            try:
+                write_atomic(Path(report), orjson.dumps(status, option=orjson.OPT_INDENT_2) + b"\n", overwrite=True)
+            except (OSError, CassetteError) as exc:
+                log.error("blackbox: could not write the replay report %s: %s", report, exc)
+        from blackbox_mitm.matcher import render_report
+
+        log.warning("%s", render_report(status))

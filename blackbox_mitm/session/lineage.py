@@ -1,0 +1,114 @@
+"""Finding a run's forks: the cassettes in a folder whose ``parentId`` is the run, each diffed against it.
+
+For each fork: where it was cut, how it ended, its length, the first divergence
+from the parent (the parent is side ``a``), the delta (steps, errors), and
+``diverged_before_cut`` — the fork parted from its parent before the step it was
+cut at, i.e. the replayed beginning did not re-execute as recorded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from blackbox_mitm.cassette.diff import first_divergence
+from blackbox_mitm.cassette.payloads import is_terminal
+from blackbox_mitm.cassette.store import load_trace
+from blackbox_mitm.cassette.timeline import fork_step_index
+from blackbox_mitm.cassette.trace import Trace
+from blackbox_mitm.errors import CassetteError
+
+__all__ = ["list_forks", "render_forks", "run_summary"]
+
+
+def _errors(trace: Trace) -> int:
+    n = 0
+    for step in trace.steps:
+        p = step.payload
+        if (step.type == "tool_result" and isinstance(p, dict) and "error" in p) or (
+            step.type == "metadata" and isinstance(p, dict) and p.get("event") == "run_failed"
+        ):
+            n += 1
+    return n
+
+
+def _outcome(trace: Trace) -> str:
+    last = trace.steps[-1].payload if trace.steps else None
+    if not is_terminal(last):
+        return "unfinished"
+    assert isinstance(last, dict)
+    if last.get("event") == "run_completed":
+        return "completed"
+    reason = last.get("reason")
+    extra = f", exit {last['exitCode']}" if "exitCode" in last else ""
+    return f"failed ({reason}{extra})"
+
+
+def run_summary(trace: Trace, path: Path | None = None) -> dict[str, Any]:
+    return {
+        "run": trace.id,
+        "file": None if path is None else str(path),
+        "steps": len(trace.steps),
+        "errors": _errors(trace),
+        "outcome": _outcome(trace),
+        "created_at": trace.createdAt,
+    }
+
+
+def list_forks(parent_path: Path, directory: Path | None = None) -> dict[str, Any]:
+    parent = load_trace(parent_path, recover=False)
+    folder = directory if directory is not None else parent_path.resolve().parent
+    if not folder.is_dir():
+        raise CassetteError("not a folder; give the folder that holds the forks", path=str(folder))
+    forks: list[dict[str, Any]] = []
+    skipped: list[dict[str, str]] = []
+    for path in sorted(folder.glob("*.json")):
+        if path.resolve() == parent_path.resolve():
+            continue
+        try:
+            child = load_trace(path, recover=False)
+        except CassetteError as exc:
+            skipped.append({"file": str(path), "why": exc.detail})
+            continue
+        if child.parentId != parent.id:
+            continue
+        summary = run_summary(child, path)
+        cut = fork_step_index(child)
+        div = first_divergence(parent, child)
+        summary.update(
+            {
+                "fork_step": cut,
+                "forked_from_step_id": child.forkedFromStepId,
+                "first_divergence": None
+                if div is None
+                else {"index": div.index, "kind": div.kind, "field": div.field, "explanation": div.explanation},
+                "delta": {"steps": len(child.steps) - len(parent.steps), "errors": _errors(child) - _errors(parent)},
+                "diverged_before_cut": div is not None and cut is not None and div.index < cut,
+            }
+        )
+        forks.append(summary)
+    forks.sort(key=lambda f: f["created_at"], reverse=True)
+    return {"run": parent.id, "parent": run_summary(parent, parent_path), "forks": forks, "skipped": skipped}
+
+
+def render_forks(listing: dict[str, Any]) -> str:
+    parent = listing["parent"]
+    lines = [f"run {listing['run']}: {parent['steps']} steps, {parent['outcome']}, {parent['errors']} errors"]
+    if not listing["forks"]:
+        lines.append("  no forks found")
+    for f in listing["forks"]:
+        lines.append(f"  fork {f['run']} ({f['file']})")
+        lines.append(f"    cut at step {f['fork_step']}; {f['outcome']}; {f['steps']} steps")
+        div = f["first_divergence"]
+        lines.append(
+            "    first divergence: none"
+            if div is None
+            else f"    first divergence: step {div['index']} ({div['kind']}): {div['explanation']}"
+        )
+        d = f["delta"]
+        lines.append(
+            f"    delta: {d['steps']:+d} steps, {d['errors']:+d} errors" + ("; DIVERGED BEFORE THE CUT" if f["diverged_before_cut"] else "")
+        )
+    for s in listing["skipped"]:
+        lines.append(f"  skipped {s['file']}: {s['why']}")
+    return "\n".join(lines)

@@ -1,0 +1,214 @@
+"""Turns completed model calls into cassette steps, durably, in the spec's order.
+
+For each completed call the recorder appends, as one journal batch:
+
+1. ``tool_call`` / ``tool_result`` for every earlier tool call whose result this
+   request carries, in call order (the network-level view of a tool round);
+2. ``model_input`` (the normalized request) and ``model_output`` (the answer).
+
+The batch is ``fsync``ed before the caller lets the agent see the response. A
+call whose steps would contain an API key the recorder knows is refused
+(``SecretLeak``) and nothing of it is written. ``finish`` appends the terminal
+metadata event and writes the cassette.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from blackbox_mitm.cassette.journal import Journal
+from blackbox_mitm.cassette.payloads import tool_calls_of
+from blackbox_mitm.cassette.trace import Trace, TraceStep, now_ms
+from blackbox_mitm.codecs.base import DecodedRequest
+from blackbox_mitm.errors import BlackboxError
+
+__all__ = ["KEY_ENV_VARS", "RunRecorder", "SecretLeak", "secrets_from_environ", "secrets_from_headers"]
+
+# Environment variables whose values are provider credentials (spec: the recorder
+# refuses to write the literal key it saw in the environment).
+KEY_ENV_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "AZURE_OPENAI_API_KEY", "OPENROUTER_API_KEY")
+_MIN_SECRET = 8
+
+
+class SecretLeak(BlackboxError):
+    """A step would contain an API key: the call is refused and nothing is written."""
+
+
+def secrets_from_environ(environ: dict[str, str] | None = None) -> set[str]:
+    env = os.environ if environ is None else environ
+    return {v for k in KEY_ENV_VARS if len(v := env.get(k, "").strip()) >= _MIN_SECRET}
+
+
+def secrets_from_headers(headers: dict[str, str]) -> set[str]:
+    """The credentials a request carried (``Authorization: Bearer``, ``x-api-key``)."""
+    found = set()
+    auth = headers.get("authorization", "")
+    if auth.lower().startswith("bearer "):
+        auth = auth[7:]
+    for value in (auth.strip(), headers.get("x-api-key", "").strip(), headers.get("api-key", "").strip()):
+        if len(value) >= _MIN_SECRET:
+            found.add(value)
+    return found
+
+
+@dataclass(slots=True)
+class _Pending:
+    call: dict[str, Any]
+    call_written: bool = False
+
+
+class RunRecorder:
+    """Appends a run's steps to its trace and journal; thread-safe."""
+
+    def __init__(self, trace: Trace, journal: Journal | None, *, secrets: set[str] | None = None) -> None:
+        self.trace = trace
+        self.journal = journal
+        self.secrets: set[str] = set(secrets or ())
+        self.model_calls = 0
+        self.unrecordable: list[str] = []
+        self._lock = threading.Lock()
+        self._pending: OrderedDict[str, _Pending] = OrderedDict()
+        self._last_output: dict[str, Any] | None = None
+        self._seed_pending_from_prefix()
+
+    # -- recording ------------------------------------------------------------------
+
+    def record_call(
+        self,
+        request: DecodedRequest,
+        output: dict[str, Any],
+        *,
+        request_ms: int,
+        response_ms: int | None = None,
+        secrets: set[str] | None = None,
+    ) -> list[TraceStep]:
+        """Write the steps one completed model call adds; fsynced before returning."""
+        with self._lock:
+            if secrets:
+                self.secrets |= secrets
+            results = {p.get("toolCallId"): p for p in request.tool_results()}
+            staged: list[tuple[str, Any, int]] = []
+            done: list[str] = []
+            for call_id, pending in self._pending.items():
+                result = results.get(call_id)
+                if result is None:
+                    continue
+                call = pending.call
+                if not pending.call_written:
+                    staged.append(
+                        (
+                            "tool_call",
+                            {"toolCallId": call_id, "toolName": call.get("toolName"), "toolInput": call.get("toolInput")},
+                            request_ms,
+                        )
+                    )
+                payload: dict[str, Any] = {"toolCallId": call_id, "toolName": result.get("toolName", call.get("toolName"))}
+                if "error" in result:
+                    payload["error"] = result["error"]
+                else:
+                    payload["result"] = result.get("result")
+                staged.append(("tool_result", payload, request_ms))
+                done.append(call_id)
+            staged.append(("model_input", request.model_input, request_ms))
+            staged.append(("model_output", output, response_ms if response_ms is not None else now_ms()))
+            self._refuse_secrets(staged)
+            steps = [self.trace.append(kind, payload, timestamp=ts) for kind, payload, ts in staged]
+            if self.journal is not None:
+                self.journal.append(steps)
+            for call_id in done:
+                del self._pending[call_id]
+            for call in tool_calls_of(output):
+                self._pending[str(call.get("toolCallId"))] = _Pending(call)
+            self._last_output = output
+            self.model_calls += 1
+            return steps
+
+    def _refuse_secrets(self, staged: list[tuple[str, Any, int]]) -> None:
+        if not self.secrets:
+            return
+        for kind, payload, _ in staged:
+            blob = orjson.dumps(payload)
+            for secret in self.secrets:
+                if secret.encode() in blob or orjson.dumps(secret)[1:-1] in blob:
+                    raise SecretLeak(
+                        f"blackbox refused to record this call: its {kind} would contain the API key "
+                        f"({secret[:4]}…); keep credentials out of prompts and tool results"
+                    )
+
+    def note_unrecordable(self, reason: str) -> None:
+        """A call the agent saw but the cassette cannot hold (a streamed refusal): the run is marked."""
+        with self._lock:
+            self.unrecordable.append(reason)
+
+    # -- the end ----------------------------------------------------------------------
+
+    def terminal_event(self, *, exit_code: int | None, in_flight: int = 0, proxy_only: bool = False) -> dict[str, Any]:
+        if self.unrecordable:
+            return {"event": "run_failed", "status": "error", "reason": "agent_error", "message": "; ".join(self.unrecordable)}
+        if in_flight and exit_code is not None:
+            return {"event": "run_failed", "status": "error", "reason": "calls_in_flight", "exitCode": exit_code, "inFlight": in_flight}
+        if exit_code is not None and exit_code != 0:
+            return {"event": "run_failed", "status": "error", "reason": "process_exit", "exitCode": exit_code}
+        last = self._last_output
+        if last is not None and last.get("type") == "final_answer":
+            return {"event": "run_completed", "status": "success", "result": last.get("text", "")}
+        if proxy_only:
+            return {
+                "event": "run_failed",
+                "status": "error",
+                "reason": "proxy_stopped",
+                "message": "the proxy stopped before the agent's last model call was answered with a final answer",
+            }
+        return {"event": "run_completed", "status": "success", "result": ""}
+
+    def finish(
+        self, cassette: str | os.PathLike[str] | None, *, exit_code: int | None, in_flight: int = 0, proxy_only: bool = False
+    ) -> Path | None:
+        with self._lock:
+            event = self.terminal_event(exit_code=exit_code, in_flight=in_flight, proxy_only=proxy_only)
+            step = self.trace.append("metadata", event)
+            if self.journal is not None:
+                self.journal.append([step])
+                return self.journal.finish()
+            return None
+
+    def discard(self) -> None:
+        """Drop the run (a fork whose prefix did not re-run as recorded): no cassette is written."""
+        with self._lock:
+            if self.journal is not None:
+                self.journal.close()
+                self.journal.path.unlink(missing_ok=True)
+                self.journal = None
+
+    # -- fork prefixes --------------------------------------------------------------
+
+    def _seed_pending_from_prefix(self) -> None:
+        """A copied prefix may end inside a tool round: its unanswered calls are pending."""
+        last_output_at = None
+        for step in reversed(self.trace.steps):
+            if step.type == "model_output":
+                last_output_at = step.index
+                break
+        if last_output_at is None:
+            return
+        output = self.trace.steps[last_output_at].payload
+        self._last_output = output if isinstance(output, dict) else None
+        called = set()
+        answered = set()
+        for step in self.trace.steps[last_output_at + 1 :]:
+            if isinstance(step.payload, dict):
+                if step.type == "tool_call":
+                    called.add(step.payload.get("toolCallId"))
+                elif step.type == "tool_result":
+                    answered.add(step.payload.get("toolCallId"))
+        for call in tool_calls_of(output):
+            call_id = call.get("toolCallId")
+            if call_id not in answered:
+                self._pending[str(call_id)] = _Pending(call, call_written=call_id in called)

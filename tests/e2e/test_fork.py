@@ -1,0 +1,205 @@
+"""End to end: forking a recorded run of an unmodified agent through a real proxy.
+
+The parent is the OpenAI weather agent asking about Paris:
+0 model_input, 1 model_output (get_weather Paris), 2 tool_call, 3 tool_result,
+4 model_input, 5 model_output (final answer), 6 metadata.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import EXAMPLES, blackbox, map_remote_for
+from fake_provider import FakeProvider
+
+from blackbox_mitm.cassette import load_trace
+from blackbox_mitm.cassette.verify import verify_trace
+
+pytestmark = pytest.mark.e2e
+
+AGENT = [sys.executable, str(EXAMPLES / "openai_weather_agent.py"), "What's the weather in Paris?"]
+SUN = '{"forecast": "sun", "celsius": 24}'
+
+
+def _remote(provider: FakeProvider) -> list[str]:
+    out: list[str] = []
+    for spec in map_remote_for(provider.url):
+        out += ["--map-remote", spec]
+    return out
+
+
+@pytest.fixture(scope="module")
+def parent(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Path:
+    folder = tmp_path_factory.mktemp("forks")
+    cassette = folder / "parent.json"
+    with FakeProvider() as provider:
+        rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), *_remote(provider), "--", *AGENT)
+    assert rec.returncode == 0, rec.stderr
+    assert rec.stdout.strip() == "Paris: cloudy, 18°C."
+    trace = load_trace(cassette)
+    assert [s.type for s in trace.steps] == [
+        "model_input",
+        "model_output",
+        "tool_call",
+        "tool_result",
+        "model_input",
+        "model_output",
+        "metadata",
+    ]
+    return cassette
+
+
+def _fork(parent: Path, confdir: Path, out: Path, *args: str, provider: FakeProvider | None = None):
+    remote = _remote(provider) if provider is not None else []
+    return blackbox("fork", str(parent), *args, "-o", str(out), "--confdir", str(confdir), *remote, "--", *AGENT)
+
+
+def test_tool_result_fork_live_changes_what_the_model_sees(parent: Path, confdir: Path) -> None:
+    child_path = parent.with_name("sunny-live.json")
+    with FakeProvider() as provider:
+        proc = _fork(parent, confdir, child_path, "--at", "3", "--tool-result", SUN, provider=provider)
+        assert proc.returncode == 0, proc.stderr
+        # Only the call after the cut went upstream, and it carried the replacement, not the agent's own result.
+        assert len(provider.requests) == 1
+        tool_message = provider.requests[0]["body"]["messages"][-1]
+        assert tool_message["role"] == "tool" and json.loads(tool_message["content"]) == {"forecast": "sun", "celsius": 24}
+    assert proc.stdout.strip() == "Paris: sun, 24°C."
+
+    p, c = load_trace(parent), load_trace(child_path)
+    assert verify_trace(c) == []
+    assert c.parentId == p.id and c.forkedFromStepId == p.steps[3].id
+    assert [s.hash for s in c.steps[:3]] == [s.hash for s in p.steps[:3]]
+    assert [s.timestamp for s in c.steps[:3]] == [s.timestamp for s in p.steps[:3]]
+    assert c.steps[3].type == "tool_result"
+    assert c.steps[3].payload == {"toolCallId": "call-0", "toolName": "get_weather", "result": {"forecast": "sun", "celsius": 24}}
+    assert c.steps[3].timestamp == p.steps[3].timestamp
+    assert c.steps[-1].payload == {"event": "run_completed", "status": "success", "result": "Paris: sun, 24°C."}
+
+    diff = blackbox("diff", str(parent), str(child_path), "--json")
+    assert diff.returncode == 1
+    assert orjson.loads(diff.stdout)["firstDivergence"]["index"] == 3
+
+
+def test_tool_result_fork_with_a_script_needs_no_provider(parent: Path, confdir: Path, tmp_path: Path) -> None:
+    script = tmp_path / "answers.json"
+    script.write_text(json.dumps([{"type": "final_answer", "text": "Sunny, 24°C in Paris: a scripted answer."}]))
+    child_path = parent.with_name("sunny-script.json")
+    proc = _fork(parent, confdir, child_path, "--at", "3", "--tool-result", SUN, "--script", str(script))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "Sunny, 24°C in Paris: a scripted answer."
+    child = load_trace(child_path)
+    assert verify_trace(child) == []
+    assert child.steps[5].payload == {"type": "final_answer", "text": "Sunny, 24°C in Paris: a scripted answer."}
+    # The model_input after the cut shows what the model was asked: the replacement result.
+    results = [
+        p for m in child.steps[4].payload["messages"] if isinstance(m["content"], list) for p in m["content"] if p["type"] == "tool_result"
+    ]
+    assert json.loads(results[0]["result"]) == {"forecast": "sun", "celsius": 24}
+
+
+def test_script_running_out_is_a_clear_error(parent: Path, confdir: Path, tmp_path: Path) -> None:
+    script = tmp_path / "empty.json"
+    script.write_text("[]")
+    proc = _fork(parent, confdir, tmp_path / "child.json", "--at", "3", "--tool-result", SUN, "--script", str(script))
+    assert proc.returncode != 0
+    assert "script of answers ran out" in proc.stdout + proc.stderr
+
+
+def test_response_fork_serves_the_edited_answer(parent: Path, confdir: Path, tmp_path: Path) -> None:
+    child_path = tmp_path / "edited.json"
+    edit = json.dumps({"content": "It is snowing in Paris (edited)."})  # an OpenAI assistant message shape
+    proc = _fork(parent, confdir, child_path, "--at", "5", "--response", edit)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "It is snowing in Paris (edited)."
+    p, c = load_trace(parent), load_trace(child_path)
+    assert verify_trace(c) == []
+    assert [s.hash for s in c.steps[:5]] == [s.hash for s in p.steps[:5]]
+    assert c.steps[5].payload == {"type": "final_answer", "text": "It is snowing in Paris (edited)."}
+    assert c.steps[5].timestamp == p.steps[5].timestamp
+    diff = blackbox("diff", str(parent), str(child_path), "--json")
+    assert orjson.loads(diff.stdout)["firstDivergence"]["index"] == 5
+    assert orjson.loads(diff.stdout)["firstDivergence"]["kind"] == "decision"
+
+
+def test_rewind_replays_the_prefix_then_goes_live(parent: Path, confdir: Path, tmp_path: Path) -> None:
+    child_path = tmp_path / "rewound.json"
+    with FakeProvider() as provider:
+        proc = _fork(parent, confdir, child_path, "--live-after", "1", provider=provider)
+        assert proc.returncode == 0, proc.stderr
+        assert len(provider.requests) == 1  # the first call was answered from the recording
+    assert proc.stdout.strip() == "Paris: cloudy, 18°C."
+    p, c = load_trace(parent), load_trace(child_path)
+    assert verify_trace(c) == []
+    assert [s.hash for s in c.steps[:2]] == [s.hash for s in p.steps[:2]]
+    assert [s.type for s in c.steps] == [s.type for s in p.steps]
+    assert c.forkedFromStepId == p.steps[2].id
+
+
+def test_a_prefix_that_does_not_re_run_as_recorded_writes_no_child(parent: Path, confdir: Path, tmp_path: Path) -> None:
+    child_path = tmp_path / "never.json"
+    agent = [sys.executable, str(EXAMPLES / "openai_weather_agent.py"), "What's the weather in Lyon?"]
+    proc = blackbox("fork", str(parent), "--at", "3", "--tool-result", SUN, "-o", str(child_path), "--confdir", str(confdir), "--", *agent)
+    assert proc.returncode != 0
+    assert "content differs at character 22" in proc.stderr
+    assert not child_path.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--at", "99", "--tool-result", SUN], "past the run's last step"),
+        (["--at", "6", "--tool-result", SUN], "terminal marker"),
+        (["--at", "1", "--tool-result", SUN], "--response"),
+        (["--at", "3", "--response", '{"content": "x"}'], "--tool-result"),
+        (["--at", "3", "--tool-result", SUN, "--live-after", "1"], "after the live point"),
+        (["--at", "3", "--at", "3", "--tool-result", SUN], "two edits of step 3"),
+        (["--at", "5", "--response", '{"type": "final_answer", "text": ""}'], "neither text nor a tool call"),
+        (["--at", "3", "--tool-result", "{not json"], "must be JSON"),
+        (["--live-after", "42"], "past the run's last step"),
+        ([], "nothing to fork"),
+    ],
+)
+def test_refusals_exit_2_and_say_what_to_change(parent: Path, confdir: Path, tmp_path: Path, args: list[str], says: str) -> None:
+    proc = _fork(parent, confdir, tmp_path / "child.json", *args)
+    assert proc.returncode == 2, proc.stderr
+    assert says in proc.stderr
+    assert not (tmp_path / "child.json").exists()
+
+
+def test_a_parent_that_does_not_verify_is_refused(parent: Path, confdir: Path, tmp_path: Path) -> None:
+    data = orjson.loads(parent.read_bytes())
+    data["steps"][3]["payload"]["result"] = "tampered"
+    bad = tmp_path / "tampered.json"
+    bad.write_bytes(orjson.dumps(data))
+    proc = _fork(bad, confdir, tmp_path / "child.json", "--at", "3", "--tool-result", SUN)
+    assert proc.returncode == 2
+    assert "does not verify" in proc.stderr
+
+
+def test_forks_lists_both_forks_newest_first(parent: Path, confdir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    p = folder / "parent.json"
+    p.write_bytes(parent.read_bytes())
+    script = tmp_path / "answers.json"
+    script.write_text(json.dumps([{"type": "final_answer", "text": "scripted sun"}]))
+    first = _fork(p, confdir, folder / "a.json", "--at", "3", "--tool-result", SUN, "--script", str(script))
+    assert first.returncode == 0, first.stderr
+    second = _fork(p, confdir, folder / "b.json", "--at", "5", "--response", '{"type": "final_answer", "text": "edited"}')
+    assert second.returncode == 0, second.stderr
+    (folder / "unrelated.json").write_text("{}")
+
+    listing = blackbox("forks", str(p), "--json")
+    assert listing.returncode == 0, listing.stderr
+    data = orjson.loads(listing.stdout)
+    assert [f["file"].rsplit("/", 1)[-1] for f in data["forks"]] == ["b.json", "a.json"]
+    b, a = data["forks"]
+    assert (a["fork_step"], a["first_divergence"]["index"], a["diverged_before_cut"]) == (3, 3, False)
+    assert (b["fork_step"], b["first_divergence"]["index"], b["first_divergence"]["kind"]) == (5, 5, "decision")
+    assert a["outcome"] == "completed" and a["delta"]["steps"] == 0
+    text = blackbox("forks", str(p))
+    assert "cut at step 3" in text.stdout and "cut at step 5" in text.stdout
