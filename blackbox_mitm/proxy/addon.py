@@ -88,7 +88,7 @@ class BlackboxAddon:
             self.offline = bool(opts.blackbox_offline)
         if self._owns_session and updated & {"blackbox_mode", "blackbox_cassette", "blackbox_match", "blackbox_overwrite"}:
             self._build_session_from_options()
-        if self.session is not None and opts.connection_strategy != "lazy":
+        if self.session is not None and "connection_strategy" in opts and opts.connection_strategy != "lazy":
             # Never dial an upstream before the request hook decided: replay answers locally.
             opts.update(connection_strategy="lazy")
 
@@ -108,7 +108,7 @@ class BlackboxAddon:
             else:
                 self.session = replay_session(opts.blackbox_cassette, match=opts.blackbox_match)
                 self._replaying = True
-                if opts.upstream_cert:
+                if "upstream_cert" in opts and opts.upstream_cert:
                     opts.update(upstream_cert=False)
         except BlackboxError as exc:
             raise exceptions.OptionsError(str(exc)) from exc
