@@ -9,13 +9,18 @@ ones Node produces:
   JavaScript, so they are written as the double they round to);
 * strings escaped as ``JSON.stringify`` escapes them (raw UTF-8, lone
   surrogates as ``\\udXXX``);
-* object keys ordered by UTF-16 code units.
+* object keys ordered by UTF-16 code units — except keys that are array indices
+  (``"0"``, ``"2"``, ``"10"``, up to 2**32 - 2): a JavaScript object always lists
+  those first, in numeric order, so ``JSON.stringify`` of a key-sorted object
+  writes ``{"2":..,"10":..,"a":..}``.
 
 The fast path is one ``orjson.dumps`` call. orjson already agrees with
-``JSON.stringify`` on strings and on most numbers; a single regular-expression
-scan of its output decides whether anything in the value could need rewriting
-(a float, a long integer, keys whose UTF-8 and UTF-16 orders could disagree).
-Only then is the value walked in Python.
+``JSON.stringify`` on strings and on most numbers (``0.2``, ``12.5``); a few
+substring searches over its output decide whether anything could need rewriting
+(an integral float, an exponent, a long integer, an array-index key, a key whose
+UTF-8 and UTF-16 orders could disagree). Only then does the slow path run, and it
+walks only the containers on the way to what needs rewriting: every other
+subtree is still one orjson call.
 """
 
 from __future__ import annotations
@@ -29,14 +34,26 @@ import orjson
 
 __all__ = ["canonical_bytes", "js_number", "step_hash", "step_hash_from_canonical_payload"]
 
-# A digit followed by "." or "e" is how every float orjson writes looks; 16 digits in
-# a row may be an integer beyond 2**53. Either may also occur inside a string: then
-# the slow path runs and gives the same bytes, only slower.
-_MAYBE_NUMBER_FIX = re.compile(rb"[0-9][.e]|[0-9]{16}")
-# UTF-8 lead bytes of U+E000..U+FFFF and of astral characters. Sorting by code
-# point (orjson) and by UTF-16 code unit (JavaScript) differ only when both occur.
-_BMP_HIGH = re.compile(rb"[\xee\xef]")
-_ASTRAL = re.compile(rb"[\xf0-\xf4]")
+# What orjson may write differently from JSON.stringify, checked on orjson's output
+# with substring searches (a regular expression that starts with a character class
+# scans at a few tens of MB/s; these run at memory speed). orjson writes a float in
+# the shortest round-trip digits, as JavaScript does, and differs only for
+# integral floats ("1.0": JS "1"; "-0.0": JS "0"), which end in ".0" before ","
+# "}" "]" or the end, and in exponent forms ("1e+16": JS "10000000000000000"),
+# which read "e+0" / "e-0" once every digit is read as "0". An integer of 16 or
+# more digits may lie beyond 2**53. Keys: an array-index key (JavaScript lists
+# those first), or a key holding a character at or above U+E000 (UTF-8 lead
+# bytes \xee-\xf4), where the order by code point (orjson) and by UTF-16 code
+# unit (JavaScript) can disagree. A match inside a string ("version 2.0, ...")
+# only costs the slow path, which gives the same bytes.
+_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_INTEGRAL_FLOAT = (b".0,", b".0}", b".0]")
+_EXPONENT = (b"e+0", b"e-0")
+_SIXTEEN_DIGITS = b"0" * 16
+_INDEX_KEY = re.compile(rb'"(?:0|[1-9][0-9]{0,9})":')
+_BMP_HIGH = (b"\xee", b"\xef")
+_ASTRAL = (b"\xf0", b"\xf1", b"\xf2", b"\xf3", b"\xf4")
+_HIGH_KEY = re.compile(rb'[{,]"(?:[^"\\]|\\.)*[\xee-\xf4](?:[^"\\]|\\.)*":')
 _MAX_SAFE = 2**53
 
 
@@ -47,9 +64,42 @@ def canonical_bytes(value: Any) -> bytes:
     except (TypeError, orjson.JSONEncodeError):
         # Integers past 64 bits and strings holding lone surrogates land here.
         return _slow(value)
-    if _MAYBE_NUMBER_FIX.search(out) or (_BMP_HIGH.search(out) and _ASTRAL.search(out)):
+    if _needs_rewrite(out):
         return _slow(value)
     return out
+
+
+def _needs_rewrite(out: bytes) -> bool:
+    """Whether orjson's ``out`` may differ from JSON.stringify's (see the comment above)."""
+    if any(mark in out for mark in _INTEGRAL_FLOAT) or out.endswith(b".0"):
+        return True
+    digits = out.translate(_AS_ZERO)
+    if any(mark in digits for mark in _EXPONENT):
+        return True
+    if _SIXTEEN_DIGITS in digits and _long_integer(digits):
+        return True
+    if _INDEX_KEY.search(out):
+        return True
+    # The two orders disagree only between a character in U+E000..U+FFFF and an astral one.
+    return any(b in out for b in _BMP_HIGH) and any(b in out for b in _ASTRAL) and _HIGH_KEY.search(out) is not None
+
+
+def _long_integer(digits: bytes) -> bool:
+    # A run of 16+ digits is a number token when it follows ":" "[" "," (or starts the
+    # document), maybe after "-", and ends the token; elsewhere it is inside a string
+    # (or part of a float's digits, which orjson writes exactly as JavaScript does).
+    at = digits.find(_SIXTEEN_DIGITS)
+    while at != -1:
+        start, end = at, at + 16
+        while start and digits[start - 1] == 0x30:
+            start -= 1
+        while end < len(digits) and digits[end] == 0x30:
+            end += 1
+        before = start - 1 if start and digits[start - 1] == 0x2D else start  # "-"
+        if (before == 0 or digits[before - 1] in b":[,") and (end == len(digits) or digits[end] in b",}]"):
+            return True
+        at = digits.find(_SIXTEEN_DIGITS, end)
+    return False
 
 
 def step_hash(index: int, step_type: str, timestamp: int | float, payload: Any, prev_hash: str | None) -> str:
@@ -57,9 +107,7 @@ def step_hash(index: int, step_type: str, timestamp: int | float, payload: Any, 
     return step_hash_from_canonical_payload(index, step_type, timestamp, canonical_bytes(payload), prev_hash)
 
 
-def step_hash_from_canonical_payload(
-    index: int, step_type: str, timestamp: int | float, payload_json: bytes, prev_hash: str | None
-) -> str:
+def step_hash_from_canonical_payload(index: int, step_type: str, timestamp: int | float, payload_json: bytes, prev_hash: str | None) -> str:
     """The step hash, given the payload's canonical bytes (keys in sorted order)."""
     parts = (
         b'{"index":',
@@ -122,7 +170,10 @@ def _string(s: str) -> bytes:
 
 
 def _string_with_surrogates(s: str) -> bytes:
-    # JSON.stringify (ES2019) writes a lone surrogate as a lowercase \udXXX escape.
+    # A JavaScript string is UTF-16: a high surrogate followed by a low one is one
+    # character, even when a Python str holds them as two code points. Pair them up;
+    # JSON.stringify (ES2019) writes what stays lone as a lowercase \udXXX escape.
+    s = s.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
     out = []
     for chunk in re.split(r"([\ud800-\udfff])", s):
         if len(chunk) == 1 and 0xD800 <= ord(chunk) <= 0xDFFF:
@@ -132,17 +183,36 @@ def _string_with_surrogates(s: str) -> bytes:
     return ('"' + "".join(out) + '"').encode()
 
 
-def _utf16_key(key: str) -> bytes:
-    return key.encode("utf-16-be", "surrogatepass")
+_ARRAY_INDEX = re.compile(r"0|[1-9][0-9]{0,9}")
+_MAX_ARRAY_INDEX = 2**32 - 2
+
+
+def _js_key_order(key: str) -> tuple[int, int, bytes]:
+    # Array-index keys first, numerically; then every other key by UTF-16 code units.
+    if _ARRAY_INDEX.fullmatch(key) and int(key) <= _MAX_ARRAY_INDEX:
+        return (0, int(key), b"")
+    return (1, 0, key.encode("utf-16-be", "surrogatepass"))
 
 
 def _slow(value: Any) -> bytes:
     parts: list[bytes] = []
-    _write(value, parts)
+    _write(value, parts, whole=False)
     return b"".join(parts)
 
 
-def _write(value: Any, out: list[bytes]) -> None:
+def _write(value: Any, out: list[bytes], *, whole: bool = True) -> None:
+    # ``whole``: first try the container in one orjson call, and keep its bytes when
+    # nothing in them needs rewriting; so only the containers on the way to a float
+    # or a key that needs JavaScript's order are walked here, not the whole value.
+    if whole and isinstance(value, (dict, list, tuple)):
+        try:
+            chunk = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except (TypeError, orjson.JSONEncodeError):
+            pass
+        else:
+            if not _needs_rewrite(chunk):
+                out.append(chunk)
+                return
     if isinstance(value, str):
         out.append(_string(value))
     elif value is None:
@@ -158,7 +228,7 @@ def _write(value: Any, out: list[bytes]) -> None:
             if not isinstance(key, str):
                 raise TypeError(f"object keys must be strings, not {type(key).__name__}")
         out.append(b"{")
-        for i, key in enumerate(sorted(value, key=_utf16_key)):
+        for i, key in enumerate(sorted(value, key=_js_key_order)):
             if i:
                 out.append(b",")
             out.append(_string(key))

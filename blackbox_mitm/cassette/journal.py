@@ -20,13 +20,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from blackbox_mitm.cassette.store import save_trace, trace_from_json
+from blackbox_mitm.cassette.store import decode_json, encode_json, save_trace, trace_from_json
 from blackbox_mitm.cassette.trace import Trace, TraceStep
 from blackbox_mitm.errors import CassetteError, CassetteExistsError
 
-__all__ = ["Journal", "journal_path", "recover_journal", "INTERRUPTED"]
+__all__ = ["INTERRUPTED", "Journal", "journal_path", "recover_journal"]
 
 JOURNAL_VERSION = 1
 INTERRUPTED = "recording_interrupted"
@@ -47,7 +45,9 @@ class Journal:
         self.overwrite = overwrite
         self.fsync = fsync
         if self.cassette.exists() and not overwrite:
-            raise CassetteExistsError("the cassette already exists; pass --overwrite to replace it, or choose another file", path=str(self.cassette))
+            raise CassetteExistsError(
+                "the cassette already exists; pass --overwrite to replace it, or choose another file", path=str(self.cassette)
+            )
         if self.path.exists():
             raise CassetteError(
                 "an interrupted recording's journal is here; run `blackbox recover` on the cassette first (or delete the journal to discard it)",
@@ -56,13 +56,13 @@ class Journal:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
         header = {"journal": JOURNAL_VERSION, "overwrite": overwrite, "trace": trace.header_json()}
-        self._write(orjson.dumps(header) + b"\n")
+        self._write(encode_json(header) + b"\n")
         # A fork's copied prefix is part of the run from the start.
         if trace.steps:
             self.append(trace.steps)
 
     def append(self, steps: Iterable[TraceStep]) -> None:
-        line = orjson.dumps([s.to_json() for s in steps]) + b"\n"
+        line = encode_json([s.to_json() for s in steps]) + b"\n"
         self._write(line)
 
     def _write(self, data: bytes) -> None:
@@ -93,9 +93,9 @@ def read_journal(path: Path) -> tuple[Trace, bool, int]:
     raw = path.read_bytes()
     lines = raw.split(b"\n")
     try:
-        header = orjson.loads(lines[0])
+        header = decode_json(lines[0])
         trace = trace_from_json({**header["trace"], "steps": []}, path=str(path))
-    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError) as exc:
         raise CassetteError("the journal's first line is unreadable; nothing can be recovered from it", path=str(path)) from exc
     dropped = 0
     complete = lines[1:-1] if not raw.endswith(b"\n") else lines[1:]
@@ -105,8 +105,8 @@ def read_journal(path: Path) -> tuple[Trace, bool, int]:
         if not line.strip():
             continue
         try:
-            batch = orjson.loads(line)
-        except orjson.JSONDecodeError:
+            batch = decode_json(line)
+        except ValueError:
             dropped += len(complete) - n
             break
         good = _chain(trace, batch)
@@ -150,7 +150,12 @@ def recover_journal(cassette: str | os.PathLike[str], *, quiet: bool = False) ->
             "move the cassette aside and run `blackbox recover` again, or delete the journal to discard it",
             path=str(cassette),
         )
-    last_terminal = trace.steps and trace.steps[-1].type == "metadata" and isinstance(trace.steps[-1].payload, dict) and trace.steps[-1].payload.get("event") in ("run_completed", "run_failed")
+    last_terminal = (
+        trace.steps
+        and trace.steps[-1].type == "metadata"
+        and isinstance(trace.steps[-1].payload, dict)
+        and trace.steps[-1].payload.get("event") in ("run_completed", "run_failed")
+    )
     if not last_terminal:
         trace.append(
             "metadata",
@@ -162,7 +167,7 @@ def recover_journal(cassette: str | os.PathLike[str], *, quiet: bool = False) ->
                 + (f" ({dropped} incomplete write dropped)" if dropped else ""),
             },
         )
-    save_trace(trace, cassette, overwrite=True if overwrite else False)
+    save_trace(trace, cassette, overwrite=overwrite)
     jpath.unlink()
     if not quiet:
         print(f"blackbox: recovered {cassette} from an interrupted recording ({len(trace.steps)} steps)", file=sys.stderr)

@@ -9,6 +9,7 @@ any loader is first recovered into a cassette (see ``journal``).
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from pathlib import Path
@@ -19,7 +20,17 @@ import orjson
 from blackbox_mitm.cassette.trace import CURRENT_TRACE_VERSION, STEP_TYPES, Trace, TraceStep
 from blackbox_mitm.errors import CassetteError, CassetteExistsError
 
-__all__ = ["dump_trace", "load_trace", "parse_trace", "save_trace", "write_atomic"]
+__all__ = [
+    "decode_json",
+    "dump_trace",
+    "encode_json",
+    "load_trace",
+    "parse_document",
+    "parse_trace",
+    "save_trace",
+    "trace_from_json",
+    "write_atomic",
+]
 
 _RERECORD = "re-record the run with this version of blackbox"
 
@@ -42,18 +53,54 @@ def load_trace(path: str | os.PathLike[str], *, recover: bool = True) -> Trace:
 
 
 def parse_trace(raw: bytes | str, *, path: str = "<cassette>") -> Trace:
-    if not raw or not (raw.strip() if isinstance(raw, bytes) else raw.strip()):
+    return trace_from_json(parse_document(raw, path=path), path=path)
+
+
+def parse_document(raw: bytes | str, *, path: str = "<cassette>") -> Any:
+    """The file's JSON value, or a ``CassetteError`` saying it is empty, truncated or not JSON."""
+    if not raw.strip():
         raise CassetteError("the file is empty; it is not a cassette (re-record the run, or restore it from version control)", path=path)
     try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
+        return decode_json(raw)
+    except ValueError as exc:
         what = "is truncated" if _looks_truncated(raw) else "is not valid JSON"
         raise CassetteError(
             f"the file {what} ({exc}); a cassette is one JSON object — restore it from version control, "
             "or run `blackbox recover FILE` if a recording was interrupted",
             path=path,
         ) from exc
-    return trace_from_json(data, path=path)
+
+
+def decode_json(raw: bytes | str) -> Any:
+    """Parse JSON with orjson, falling back to the standard library for lone surrogates.
+
+    ``JSON.stringify`` writes a string holding a lone surrogate (a JavaScript agent
+    that cut an emoji in half) as ``"\\ud83d"``; orjson refuses it, the standard
+    library reads it. Raises ``ValueError`` (orjson's error) when neither can.
+    """
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        try:
+            text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+            return json.loads(text, parse_constant=_no_constant)
+        except ValueError:
+            raise exc from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def encode_json(value: Any, *, indent: bool = False) -> bytes:
+    """Serialize with orjson; strings with lone surrogates (and integers past 64 bits) go
+    through the standard library, ASCII-escaped, which reads back to the same value."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0)
+    except TypeError:
+        return json.dumps(
+            value, indent=2 if indent else None, separators=None if indent else (",", ":"), ensure_ascii=True, allow_nan=False
+        ).encode()
 
 
 def trace_from_json(data: Any, *, path: str = "<cassette>") -> Trace:
@@ -61,15 +108,23 @@ def trace_from_json(data: Any, *, path: str = "<cassette>") -> Trace:
         raise CassetteError(f"expected a JSON object, found {_kind(data)}; a cassette is one trace object", path=path, where="$")
     version = data.get("version")
     if "version" not in data:
-        raise CassetteError(f"the `version` field is missing; this is not a trace format v{CURRENT_TRACE_VERSION} cassette — {_RERECORD}", path=path, where="$.version")
-    if version == 1:
+        raise CassetteError(
+            f"the `version` field is missing; this is not a trace format v{CURRENT_TRACE_VERSION} cassette — {_RERECORD}",
+            path=path,
+            where="$.version",
+        )
+    if version == 1 and not isinstance(version, bool):
         raise CassetteError(
             "this is a v1 cassette (legacy tool-call encoding), which cannot be read: re-record the run; there is no v1 -> v2 migration",
             path=path,
             where="$.version",
         )
     if version != CURRENT_TRACE_VERSION or isinstance(version, bool):
-        raise CassetteError(f"unsupported trace format version {version!r}; this blackbox reads version {CURRENT_TRACE_VERSION} — {_RERECORD}", path=path, where="$.version")
+        raise CassetteError(
+            f"unsupported trace format version {version!r}; this blackbox reads version {CURRENT_TRACE_VERSION} — {_RERECORD}",
+            path=path,
+            where="$.version",
+        )
     trace_id = _need(data, "id", str, path, "$")
     created = _need_number(data, "createdAt", path, "$")
     parent = _opt(data, "parentId", str, path, "$")
@@ -84,7 +139,11 @@ def trace_from_json(data: Any, *, path: str = "<cassette>") -> Trace:
             raise CassetteError(f"a step must be an object, found {_kind(s)}", path=path, where=where)
         index = _need(s, "index", int, path, where)
         if index != i:
-            raise CassetteError(f"step index {index} is out of order (expected {i}); steps must be numbered 0, 1, 2, ... in file order", path=path, where=f"{where}.index")
+            raise CassetteError(
+                f"step index {index} is out of order (expected {i}); steps must be numbered 0, 1, 2, ... in file order",
+                path=path,
+                where=f"{where}.index",
+            )
         step_type = _need(s, "type", str, path, where)
         if step_type not in STEP_TYPES:
             raise CassetteError(
@@ -96,7 +155,11 @@ def trace_from_json(data: Any, *, path: str = "<cassette>") -> Trace:
             raise CassetteError("the step has no `payload`", path=path, where=f"{where}.payload")
         prev = s.get("prevHash", ...)
         if prev is ... or not (prev is None or isinstance(prev, str)):
-            raise CassetteError(f"`prevHash` must be a string or null, found {_kind(prev) if prev is not ... else 'nothing'}", path=path, where=f"{where}.prevHash")
+            raise CassetteError(
+                f"`prevHash` must be a string or null, found {_kind(prev) if prev is not ... else 'nothing'}",
+                path=path,
+                where=f"{where}.prevHash",
+            )
         steps.append(
             TraceStep(
                 id=_need(s, "id", str, path, where),
@@ -113,7 +176,7 @@ def trace_from_json(data: Any, *, path: str = "<cassette>") -> Trace:
 
 def dump_trace(trace: Trace) -> bytes:
     """The file's bytes: indented for people and diff tools, keys in the spec's order."""
-    return orjson.dumps(trace.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
+    return encode_json(trace.to_json(), indent=True) + b"\n"
 
 
 def save_trace(trace: Trace, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
@@ -147,7 +210,9 @@ def write_atomic(path: Path, data: bytes, *, overwrite: bool = False) -> Path:
             try:
                 os.link(tmp, path)
             except FileExistsError:
-                raise CassetteExistsError("the cassette already exists; pass --overwrite to replace it, or choose another file", path=str(path)) from None
+                raise CassetteExistsError(
+                    "the cassette already exists; pass --overwrite to replace it, or choose another file", path=str(path)
+                ) from None
             except OSError:
                 # Filesystems without hard links: fall back to an exclusive create check.
                 if path.exists():

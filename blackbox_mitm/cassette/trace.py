@@ -76,7 +76,7 @@ class Trace:
         cls,
         trace_id: str | None = None,
         *,
-        created_at: int | None = None,
+        created_at: int | float | None = None,
         parent_id: str | None = None,
         forked_from_step_id: str | None = None,
     ) -> Trace:

@@ -1,1 +1,181 @@
-"""placeholder"""
+"""``blackbox verify``, ``show``, ``diff`` and ``recover``: reading, checking and repairing cassettes.
+
+Exit codes: 0 valid / identical / recovered; 1 a cassette failed verification or
+two runs differ; 2 a file could not be read, or a usage error. None of these
+commands recovers a journal on its own (``load_trace(recover=False)``): only
+``recover`` writes, when asked.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from blackbox_mitm.cassette.diff import Divergence, TailStep, first_divergence
+from blackbox_mitm.cassette.journal import journal_path, recover_journal
+from blackbox_mitm.cassette.store import load_trace
+from blackbox_mitm.cassette.timeline import build_timeline, render_timeline, summarize_step
+from blackbox_mitm.cassette.trace import Trace
+from blackbox_mitm.cassette.verify import verify_file
+from blackbox_mitm.cli import main
+from blackbox_mitm.errors import CassetteError
+
+_FILE = click.Path(dir_okay=False, path_type=Path)
+
+
+class Unreadable(click.ClickException):
+    """A cassette that cannot be read: exit status 2, like a usage error."""
+
+    exit_code = 2
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True, type=_FILE)
+@click.option("--all", "show_all", is_flag=True, help="list every problem of a failing cassette, not only the first")
+def verify(files: tuple[Path, ...], show_all: bool) -> None:
+    """Check cassettes: format version, hash chain, and provider neutrality.
+
+    Prints `OK FILE (N steps)` or `FAIL FILE: step I: reason` per file. Exit 0 when
+    every file is valid, 1 when one is not, 2 when one cannot be read.
+    """
+    status = 0
+    for path in files:
+        try:
+            result = verify_file(path)
+        except CassetteError as exc:
+            click.echo(f"ERROR {exc}{_journal_hint(path)}")
+            status = 2
+            continue
+        if result.ok:
+            click.echo(f"OK {path} ({result.steps} step{'s' if result.steps != 1 else ''})")
+            continue
+        status = max(status, 1)
+        click.echo(f"FAIL {path}: {result.problems[0]}")
+        if show_all:
+            for problem in result.problems[1:]:
+                click.echo(f"  {problem}")
+        elif len(result.problems) > 1:
+            more = len(result.problems) - 1
+            click.echo(f"  (and {more} more problem{'s' if more != 1 else ''}; --all lists them)")
+    sys.exit(status)
+
+
+@main.command()
+@click.argument("file", type=_FILE)
+@click.option("--json", "as_json", is_flag=True, help="print the timeline as JSON")
+def show(file: Path, as_json: bool) -> None:
+    """Print a run's timeline: one line per step, with the time since the run started.
+
+    \b
+    blackbox show runs/weather.json
+    """
+    timeline = build_timeline(_load(file))
+    if as_json:
+        _echo_json(timeline.to_json())
+    else:
+        click.echo(render_timeline(timeline), nl=False)
+
+
+@main.command()
+@click.argument("a", type=_FILE)
+@click.argument("b", type=_FILE)
+@click.option("--json", "as_json", is_flag=True, help="print the comparison as JSON")
+@click.option("--tail", default=10, show_default=True, metavar="N", help="steps of each run to list after the divergence (0: all)")
+def diff(a: Path, b: Path, as_json: bool, tail: int) -> None:
+    """Compare two runs: where they part, why, and how each goes on.
+
+    Exit 0 when the runs are identical (every step's hash), 1 when they differ, 2 when a file cannot be read.
+    """
+    ta, tb = _load(a), _load(b)
+    divergence = first_divergence(ta, tb)
+    if as_json:
+        _echo_json(
+            {
+                "a": {"path": str(a), "run": ta.id, "steps": len(ta.steps)},
+                "b": {"path": str(b), "run": tb.id, "steps": len(tb.steps)},
+                "identical": divergence is None,
+                "firstDivergence": divergence.to_json() if divergence else None,
+            }
+        )
+    else:
+        click.echo(_render_diff(a, ta, b, tb, divergence, tail), nl=False)
+    sys.exit(0 if divergence is None else 1)
+
+
+@main.command()
+@click.argument("file", type=_FILE)
+def recover(file: Path) -> None:
+    """Turn an interrupted recording's journal (FILE.journal) into a valid cassette.
+
+    The cassette keeps every step whose write completed and ends in a
+    `run_failed` marker (reason `recording_interrupted`).
+    """
+    if file.name.endswith(".journal"):
+        file = file.with_name(file.name.removesuffix(".journal"))
+    try:
+        out, steps = recover_journal(file, quiet=True)
+        trace = load_trace(out, recover=False)
+    except CassetteError as exc:
+        raise Unreadable(str(exc)) from exc
+    last = trace.steps[-1]
+    click.echo(f"recovered {out} ({steps} step{'s' if steps != 1 else ''}); it ends with step {last.index}: {summarize_step(last)}")
+    click.echo(f"see it with: blackbox show {out}")
+
+
+# -- helpers ----------------------------------------------------------------------------
+
+
+def _load(path: Path) -> Trace:
+    try:
+        return load_trace(path, recover=False)
+    except CassetteError as exc:
+        raise Unreadable(f"{exc}{_journal_hint(path)}") from exc
+
+
+def _journal_hint(path: Path) -> str:
+    if journal_path(path).exists():
+        return f" (an interrupted recording's journal is beside it: `blackbox recover {path}` turns it into a cassette)"
+    return ""
+
+
+def _echo_json(data: Any) -> None:
+    # backslashreplace writes a lone surrogate as \udXXX: a valid JSON escape for it.
+    text = json.dumps(data, ensure_ascii=False, indent=2).encode("utf-8", "backslashreplace").decode("utf-8")
+    click.echo(text)
+
+
+def _render_diff(a: Path, ta: Trace, b: Path, tb: Trace, d: Divergence | None, tail: int) -> str:
+    lines = [f"a: {a} (run {ta.id}, {_steps(len(ta.steps))})", f"b: {b} (run {tb.id}, {_steps(len(tb.steps))})"]
+    if d is None:
+        lines.append(f"identical: the same {_steps(len(ta.steps))} in both (every hash matches)")
+        return "\n".join(lines) + "\n"
+    lines.append(f"first divergence at step {d.index} ({d.kind}): {d.explanation}")
+    if d.index:
+        lines.append(f"steps 0–{d.index - 1} are the same in both runs" if d.index > 1 else "step 0 is the same in both runs")
+    for side, rest in (("a", d.tail_a), ("b", d.tail_b)):
+        lines.append("")
+        if not rest:
+            lines.append(f"{side} ends here, after {_steps(d.index)}")
+            continue
+        lines.append(f"{side} from step {d.index}:")
+        lines.extend(_tail_lines(rest, tail))
+    return "\n".join(lines) + "\n"
+
+
+def _tail_lines(rest: list[TailStep], limit: int) -> list[str]:
+    shown = rest if limit <= 0 else rest[:limit]
+    width = max(len(t.type) for t in shown)
+    number = len(str(shown[-1].index))
+    out = [f"  {t.index:>{number}}  {t.type:<{width}}  {t.summary}" for t in shown]
+    if len(shown) < len(rest):
+        more = len(rest) - len(shown)
+        out.append(f"  … and {more} more step{'s' if more != 1 else ''} (--tail 0 lists them all)")
+    return out
+
+
+def _steps(n: int) -> str:
+    return f"{n} step{'s' if n != 1 else ''}"
