@@ -14,6 +14,7 @@ writes a valid cassette.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import sys
 from collections.abc import Iterable
@@ -55,6 +56,9 @@ class Journal:
             )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        # Held while the recording runs: recovery refuses a journal that is still being written.
+        # The kernel drops the lock when the process dies, even by kill -9.
+        fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         header = {"journal": JOURNAL_VERSION, "overwrite": overwrite, "trace": trace.header_json()}
         self._write(encode_json(header) + b"\n")
         # A fork's copied prefix is part of the run from the start.
@@ -134,6 +138,17 @@ def _chain(trace: Trace, batch: Any) -> bool:
     return True
 
 
+def _still_recording(jpath: Path) -> bool:
+    fd = os.open(jpath, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
 def recover_journal(cassette: str | os.PathLike[str], *, quiet: bool = False) -> tuple[Path, int]:
     """Turn an interrupted recording's journal into a valid cassette ending in ``run_failed``.
 
@@ -143,6 +158,11 @@ def recover_journal(cassette: str | os.PathLike[str], *, quiet: bool = False) ->
     jpath = journal_path(cassette)
     if not jpath.exists():
         raise CassetteError("there is no journal to recover beside this cassette (nothing was interrupted)", path=str(cassette))
+    if _still_recording(jpath):
+        raise CassetteError(
+            "a recording is still writing this journal; let it finish (or stop it), then run `blackbox recover` if it was interrupted",
+            path=str(jpath),
+        )
     trace, overwrite, dropped = read_journal(jpath)
     if cassette.exists() and not overwrite:
         raise CassetteError(

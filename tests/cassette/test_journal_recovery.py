@@ -82,3 +82,16 @@ def test_a_journal_with_an_unreadable_header_is_refused(tmp_path: Path) -> None:
     journal_path(cassette).write_bytes(b'{"journal": 1, "trace": {"ver')
     with pytest.raises(CassetteError, match="first line is unreadable"):
         recover_journal(cassette, quiet=True)
+
+
+def test_a_journal_still_being_written_is_not_recovered(tmp_path: Path) -> None:
+    cassette = tmp_path / "live.json"
+    trace = Trace.new("live")
+    journal = Journal(cassette, trace)
+    journal.append([trace.append("model_input", {"messages": [], "tools": []})])
+    with pytest.raises(CassetteError, match="still writing"):
+        recover_journal(cassette, quiet=True)
+    assert journal_path(cassette).exists() and not cassette.exists()
+    journal.close()  # the recorder died: its lock is gone
+    recover_journal(cassette, quiet=True)
+    assert cassette.exists()
