@@ -47,7 +47,8 @@ class Journal:
         self.fsync = fsync
         if self.cassette.exists() and not overwrite:
             raise CassetteExistsError(
-                "the cassette already exists; pass --overwrite to replace it, or choose another file", path=str(self.cassette)
+                "the cassette already exists; choose another file, or allow replacing it (--overwrite; blackbox_overwrite=true under mitmdump)",
+                path=str(self.cassette),
             )
         if self.path.exists():
             raise CassetteError(

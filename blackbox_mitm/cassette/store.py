@@ -191,7 +191,10 @@ def write_atomic(path: Path, data: bytes, *, overwrite: bool = False) -> Path:
     """
     path = Path(path)
     if not overwrite and path.exists():
-        raise CassetteExistsError("the cassette already exists; pass --overwrite to replace it, or choose another file", path=str(path))
+        raise CassetteExistsError(
+            "the cassette already exists; choose another file, or allow replacing it (--overwrite; blackbox_overwrite=true under mitmdump)",
+            path=str(path),
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
     try:
@@ -211,12 +214,16 @@ def write_atomic(path: Path, data: bytes, *, overwrite: bool = False) -> Path:
                 os.link(tmp, path)
             except FileExistsError:
                 raise CassetteExistsError(
-                    "the cassette already exists; pass --overwrite to replace it, or choose another file", path=str(path)
+                    "the cassette already exists; choose another file, or allow replacing it (--overwrite; blackbox_overwrite=true under mitmdump)",
+                    path=str(path),
                 ) from None
             except OSError:
                 # Filesystems without hard links: fall back to an exclusive create check.
                 if path.exists():
-                    raise CassetteExistsError("the cassette already exists; pass --overwrite to replace it", path=str(path)) from None
+                    raise CassetteExistsError(
+                        "the cassette already exists; choose another file, or allow replacing it (--overwrite; blackbox_overwrite=true under mitmdump)",
+                        path=str(path),
+                    ) from None
                 os.replace(tmp, path)
     finally:
         if tmp.exists():

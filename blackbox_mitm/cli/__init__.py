@@ -12,6 +12,15 @@ import click
 from blackbox_mitm import __version__
 
 
+class UsageProblem(click.ClickException):
+    """Unreadable input or a usage error stated plainly (no usage text): exit status 2.
+
+    Exit 1 is kept for outcomes: a cassette that does not verify, a replay that diverged.
+    """
+
+    exit_code = 2
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="blackbox")
 def main() -> None:

@@ -21,16 +21,10 @@ from blackbox_mitm.cassette.store import load_trace
 from blackbox_mitm.cassette.timeline import build_timeline, render_timeline, summarize_step
 from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.cassette.verify import verify_file
-from blackbox_mitm.cli import main
+from blackbox_mitm.cli import UsageProblem, main
 from blackbox_mitm.errors import CassetteError
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
-
-
-class Unreadable(click.ClickException):
-    """A cassette that cannot be read: exit status 2, like a usage error."""
-
-    exit_code = 2
 
 
 @main.command()
@@ -120,7 +114,7 @@ def recover(file: Path) -> None:
         out, steps = recover_journal(file, quiet=True)
         trace = load_trace(out, recover=False)
     except CassetteError as exc:
-        raise Unreadable(str(exc)) from exc
+        raise UsageProblem(str(exc)) from exc
     last = trace.steps[-1]
     click.echo(f"recovered {out} ({steps} step{'s' if steps != 1 else ''}); it ends with step {last.index}: {summarize_step(last)}")
     click.echo(f"see it with: blackbox show {out}")
@@ -133,7 +127,7 @@ def _load(path: Path) -> Trace:
     try:
         return load_trace(path, recover=False)
     except CassetteError as exc:
-        raise Unreadable(f"{exc}{_journal_hint(path)}") from exc
+        raise UsageProblem(f"{exc}{_journal_hint(path)}") from exc
 
 
 def _journal_hint(path: Path) -> str:

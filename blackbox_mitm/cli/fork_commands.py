@@ -9,7 +9,7 @@ from typing import Any
 import click
 import orjson
 
-from blackbox_mitm.cli import main
+from blackbox_mitm.cli import UsageProblem, main
 from blackbox_mitm.cli.run_commands import _check_map_remote, common_proxy_options, setup_logging
 from blackbox_mitm.errors import BlackboxError
 
@@ -35,7 +35,7 @@ def _refuse(message: str) -> None:
     "--tool-result", "tool_result", default=None, metavar="JSON", help="replacement result for the tool_result step N (what the model sees)"
 )
 @click.option("--response", "response", default=None, metavar="JSON", help="replacement model answer for the model_output step N")
-@click.option("--live/--no-live", default=True, help="after the cut, send model calls to the real upstream (default)")
+@click.option("--live", is_flag=True, help="after the cut, send model calls to the real upstream (the default without --script)")
 @click.option(
     "--script",
     "script",
@@ -88,6 +88,8 @@ def fork(
     except BlackboxError as exc:
         _refuse(str(exc))
         raise AssertionError from exc  # unreachable
+    if live and script is not None:
+        _refuse("--live and --script both say where calls after the cut go: give one of them")
     answers: list[Any] | None = None
     if script is not None:
         try:
@@ -115,7 +117,7 @@ def fork(
         runner.start()
     except BlackboxError as exc:
         recorder.discard()
-        raise click.ClickException(str(exc)) from exc
+        raise UsageProblem(str(exc)) from exc
     try:
         code = run_command(
             command, runner, confdir=confdir, extra_env={"BLACKBOX_FORK_PARENT": parent_trace.id, "BLACKBOX_FORK_STEP": str(plan.cut)}
@@ -123,21 +125,29 @@ def fork(
     finally:
         runner.stop()
     assert session.replay is not None
-    if session.diverged_in_prefix and match == "strict":
+    status = session.replay.status()
+    before_cut = {c.input_step for c in session.replay.calls if c.output_step <= plan.cut}
+    missed = sorted(before_cut & set(status["incomplete"]))
+    if (session.diverged_in_prefix and match == "strict") or missed:
+        # The prefix is copied only once the agent has re-run it (spec: Fork Policy).
         recorder.discard()
-        click.echo(render_report(session.replay.status()), err=True)
-        click.echo(
-            f"blackbox fork: the agent did not re-run the recorded steps before the cut (step {plan.cut}); no child was written", err=True
+        click.echo(render_report(status), err=True)
+        why = (
+            "diverged from"
+            if session.diverged_in_prefix
+            else f"stopped before re-running (model calls at steps {', '.join(map(str, missed))} of)"
         )
+        click.echo(f"blackbox fork: the agent {why} the recorded steps before the cut (step {plan.cut}); no child was written", err=True)
         sys.exit(code or 1)
     path = recorder.finish(output, exit_code=code, in_flight=session.in_flight)
     child = recorder.trace
     div = first_divergence(parent_trace, child)
     where = "none" if div is None else f"step {div.index} ({div.kind})"
-    after = f"{session.forwarded_calls} live" if not script else f"{session.scripted_calls} scripted"
+    n_after = session.scripted_calls if script else session.forwarded_calls
+    after = f"{n_after} {'scripted' if script else 'live'} model call{'' if n_after == 1 else 's'}"
     click.echo(
         f"blackbox: forked {parent_trace.id} at step {plan.cut} -> {path} — {len(child.steps)} steps, "
-        f"{after} model calls after the cut; first divergence from the parent: {where}",
+        f"{after} after the cut; first divergence from the parent: {where}",
         err=True,
     )
     for note in (*session.refused, *session.notes):

@@ -13,7 +13,7 @@ from typing import Any
 import click
 import orjson
 
-from blackbox_mitm.cli import main
+from blackbox_mitm.cli import UsageProblem, main
 from blackbox_mitm.errors import BlackboxError
 
 log = logging.getLogger("blackbox")
@@ -40,7 +40,7 @@ def common_proxy_options[F: Callable[..., Any]](f: F) -> F:
     f = click.option(
         "--host", "hosts", multiple=True, metavar="HOST", help="another OpenAI- or Anthropic-compatible host to intercept (repeatable)."
     )(f)
-    f = click.option("-v", "--verbose", is_flag=True, help="log every intercepted call and non-model endpoint.")(f)
+    f = click.option("-v", "--verbose", is_flag=True, help="log refusals, provider errors and non-model endpoints as they happen.")(f)
     return f
 
 
@@ -78,14 +78,14 @@ def record(
     try:
         session = record_session(output, overwrite=overwrite)
     except BlackboxError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise UsageProblem(str(exc)) from exc
     runner = proxy_for(session, replaying=False, hosts=hosts, confdir=confdir, map_remote=map_remote)
     try:
         runner.start()
     except BlackboxError as exc:
         assert session.recorder is not None
         session.recorder.discard()
-        raise click.ClickException(str(exc)) from exc
+        raise UsageProblem(str(exc)) from exc
     try:
         code = run_command(command, runner, confdir=confdir)
     finally:
@@ -141,12 +141,12 @@ def replay(
     try:
         session = replay_session(cassette, match=match)
     except BlackboxError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise UsageProblem(str(exc)) from exc
     runner = proxy_for(session, replaying=True, hosts=hosts, confdir=confdir, offline=not allow_network)
     try:
         runner.start()
     except BlackboxError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise UsageProblem(str(exc)) from exc
     try:
         code = run_command(command, runner, confdir=confdir, replaying=True)
     finally:
@@ -205,7 +205,7 @@ def proxy(
     try:
         session = record_session(cassette, overwrite=overwrite) if mode == "record" else replay_session(cassette, match=match)
     except BlackboxError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise UsageProblem(str(exc)) from exc
     runner = proxy_for(
         session,
         replaying=mode == "replay",
@@ -222,7 +222,7 @@ def proxy(
     except BlackboxError as exc:
         if session.recorder is not None:
             session.recorder.discard()
-        raise click.ClickException(str(exc)) from exc
+        raise UsageProblem(str(exc)) from exc
     cert = ensure_ca(confdir)
     click.echo(f"blackbox proxy ({mode} {cassette}) listening on {runner.url}", err=True)
     click.echo(f"  export HTTPS_PROXY={runner.url} SSL_CERT_FILE={ca_bundle(confdir)} NODE_EXTRA_CA_CERTS={cert}", err=True)

@@ -19,6 +19,7 @@ from mitmproxy import addons, master, options
 
 from blackbox_mitm.errors import BlackboxError
 from blackbox_mitm.proxy.addon import BlackboxAddon
+from blackbox_mitm.proxy.environment import default_confdir
 
 __all__ = ["ProxyRunner", "ProxyStartError"]
 
@@ -63,7 +64,8 @@ class ProxyRunner:
         self.addon = addon
         self.listen_host = listen_host
         self.port = listen_port
-        self.confdir = Path(confdir).expanduser() if confdir else None
+        # The same default as the client environment's CA bundle ($BLACKBOX_CONFDIR, else ~/.mitmproxy).
+        self.confdir: Path = Path(confdir).expanduser() if confdir else default_confdir()
         self.map_remote = list(map_remote)
         self.intercept_only = list(intercept_only) if intercept_only else None
         self.offline = offline
@@ -111,8 +113,7 @@ class ProxyRunner:
             # Never dial an upstream before our request hook decided (offline replay, map_remote).
             "connection_strategy": "lazy",
         }
-        if self.confdir is not None:
-            values["confdir"] = str(self.confdir)
+        values["confdir"] = str(self.confdir)
         if self.map_remote:
             values["map_remote"] = self.map_remote
         if self.offline:

@@ -31,7 +31,10 @@ log = logging.getLogger("blackbox")
 def record_session(cassette: str | os.PathLike[str], *, overwrite: bool = False, fsync: bool = True, run_id: str | None = None) -> Session:
     path = Path(cassette)
     if path.exists() and not overwrite:
-        raise CassetteExistsError("the cassette already exists; pass --overwrite to replace it, or choose another file", path=str(path))
+        raise CassetteExistsError(
+            "the cassette already exists; choose another file, or allow replacing it (--overwrite; blackbox_overwrite=true under mitmdump)",
+            path=str(path),
+        )
     trace = Trace.new(run_id or new_trace_id(path.stem))
     journal = Journal(path, trace, overwrite=overwrite, fsync=fsync)
     recorder = RunRecorder(trace, journal, secrets=secrets_from_environ())

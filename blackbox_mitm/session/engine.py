@@ -86,7 +86,7 @@ class Session:
         script: ScriptSource | None = None,
         ids: CallIds | None = None,
         response_edit: tuple[int, dict[str, Any]] | None = None,
-        tool_result_edit: tuple[str, Any] | None = None,
+        tool_result_edit: tuple[str, str] | None = None,  # (call-N, the text the model sees)
         cassette_path: str | os.PathLike[str] | None = None,
         cut: int | None = None,
     ) -> None:
@@ -261,8 +261,7 @@ class Session:
 
     def _rewrite_tool_result(self, codec: ModuleType, body: bytes) -> bytes:
         assert self.tool_result_edit is not None
-        call_id, replacement = self.tool_result_edit
-        text = replacement if isinstance(replacement, str) else orjson.dumps(replacement).decode()
+        call_id, text = self.tool_result_edit
         try:
             rewritten = codec.rewrite_tool_result(body, self.ids, call_id, text)
         except BlackboxError:

@@ -19,6 +19,7 @@ point back. Anything refused raises ``ForkRefused`` with what to change.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -123,6 +124,13 @@ def plan_fork(
     return ForkPlan(parent, n, "response", n, response, live_after)
 
 
+def tool_result_text(value: Any) -> str:
+    """What the model sees for an edited tool result: a string as is, any other JSON as compact text."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def normalize_answer(answer: Any, ids: CallIds) -> dict[str, Any]:
     """An edited or scripted answer, in the neutral shape or any provider's, as a neutral model_output."""
     if isinstance(answer, dict) and answer.get("type") in ("final_answer", "tool_calls", "tool_call"):
@@ -194,15 +202,13 @@ def fork_session(
     if plan.edit_kind == "tool_result":
         assert plan.edit_at is not None
         original = parent.steps[plan.edit_at]
-        payload = dict(original.payload)
-        payload.pop("error", None)
-        payload["result"] = plan.edit_value
-        child.append(
-            "tool_result",
-            {"toolCallId": payload.get("toolCallId"), "toolName": payload.get("toolName"), "result": plan.edit_value},
-            timestamp=original.timestamp,
-        )
-        tool_result_edit = (str(payload.get("toolCallId")), plan.edit_value)
+        payload = original.payload if isinstance(original.payload, dict) else {}
+        # Stored as the text the model is shown (the proxy writes it into the request), like every
+        # tool result recorded at the network level: a string stays a string, JSON becomes compact text.
+        text = tool_result_text(plan.edit_value)
+        edited = {"toolCallId": payload.get("toolCallId"), "toolName": payload.get("toolName"), "result": text}
+        child.append("tool_result", edited, timestamp=original.timestamp)
+        tool_result_edit = (str(payload.get("toolCallId")), text)
     elif plan.edit_kind == "response":
         assert plan.edit_at is not None
         original = parent.steps[plan.edit_at]

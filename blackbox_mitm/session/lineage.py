@@ -68,6 +68,8 @@ def list_forks(parent_path: Path, directory: Path | None = None) -> dict[str, An
         try:
             child = load_trace(path, recover=False)
         except CassetteError as exc:
+            if exc.where == "$" or (exc.where == "$.version" and "missing" in exc.detail):
+                continue  # some other JSON file, not a cassette
             skipped.append({"file": str(path), "why": exc.detail})
             continue
         if child.parentId != parent.id:

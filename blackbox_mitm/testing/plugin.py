@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 _TAPE = pytest.StashKey["Any"]()
+_FAILED = pytest.StashKey[bool]()  # the test body raised: a tape being recorded ends in run_failed
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -116,7 +117,7 @@ def _blackbox_tape_lifecycle(request: pytest.FixtureRequest) -> Generator[None]:
     try:
         yield
     finally:
-        tape.stop()
+        tape.stop(exit_code=1 if item.stash.get(_FAILED, False) else 0)
 
 
 @pytest.fixture
@@ -139,6 +140,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     try:
         result = yield
     except BaseException as exc:
+        item.stash[_FAILED] = True
         if isinstance(exc, pytest.skip.Exception) or item.get_closest_marker("xfail") is not None:
             raise  # reported as it was: skipped, or xfail failing as expected
         status = tape.status()

@@ -75,7 +75,7 @@ def test_tool_result_fork_live_changes_what_the_model_sees(parent: Path, confdir
     assert [s.hash for s in c.steps[:3]] == [s.hash for s in p.steps[:3]]
     assert [s.timestamp for s in c.steps[:3]] == [s.timestamp for s in p.steps[:3]]
     assert c.steps[3].type == "tool_result"
-    assert c.steps[3].payload == {"toolCallId": "call-0", "toolName": "get_weather", "result": {"forecast": "sun", "celsius": 24}}
+    assert c.steps[3].payload == {"toolCallId": "call-0", "toolName": "get_weather", "result": '{"forecast":"sun","celsius":24}'}
     assert c.steps[3].timestamp == p.steps[3].timestamp
     assert c.steps[-1].payload == {"event": "run_completed", "status": "success", "result": "Paris: sun, 24°C."}
 
@@ -191,7 +191,8 @@ def test_forks_lists_both_forks_newest_first(parent: Path, confdir: Path, tmp_pa
     assert first.returncode == 0, first.stderr
     second = _fork(p, confdir, folder / "b.json", "--at", "5", "--response", '{"type": "final_answer", "text": "edited"}')
     assert second.returncode == 0, second.stderr
-    (folder / "unrelated.json").write_text("{}")
+    (folder / "unrelated.json").write_text('{"name": "not a cassette"}')
+    (folder / "old.json").write_text('{"version": 1, "id": "x", "createdAt": 0, "steps": []}')
 
     listing = blackbox("forks", str(p), "--json")
     assert listing.returncode == 0, listing.stderr
@@ -201,5 +202,22 @@ def test_forks_lists_both_forks_newest_first(parent: Path, confdir: Path, tmp_pa
     assert (a["fork_step"], a["first_divergence"]["index"], a["diverged_before_cut"]) == (3, 3, False)
     assert (b["fork_step"], b["first_divergence"]["index"], b["first_divergence"]["kind"]) == (5, 5, "decision")
     assert a["outcome"] == "completed" and a["delta"]["steps"] == 0
+    assert [s["file"].rsplit("/", 1)[-1] for s in data["skipped"]] == ["old.json"]  # a cassette it cannot read, named
     text = blackbox("forks", str(p))
     assert "cut at step 3" in text.stdout and "cut at step 5" in text.stdout
+
+
+def test_an_agent_that_never_reaches_the_cut_writes_no_child(parent: Path, confdir: Path, tmp_path: Path) -> None:
+    child_path = tmp_path / "never.json"
+    proc = blackbox("fork", str(parent), "--at", "3", "--tool-result", SUN, "-o", str(child_path), "--confdir", str(confdir), "--", "true")
+    assert proc.returncode == 1
+    assert "stopped before re-running" in proc.stderr
+    assert not child_path.exists()
+
+
+def test_live_and_script_together_are_refused(parent: Path, confdir: Path, tmp_path: Path) -> None:
+    script = tmp_path / "answers.json"
+    script.write_text("[]")
+    proc = _fork(parent, confdir, tmp_path / "child.json", "--at", "3", "--tool-result", SUN, "--live", "--script", str(script))
+    assert proc.returncode == 2
+    assert "give one of them" in proc.stderr

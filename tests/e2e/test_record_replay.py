@@ -238,3 +238,25 @@ def test_mitmdump_script_records_and_replays(tmp_path: Path, confdir: Path) -> N
     status = orjson.loads(report.read_bytes())
     assert status["model_calls_served"] == 2 and status["exhausted_calls"] == 0
     assert not os.path.exists(str(tmp_path / "run.json") + ".journal")
+
+
+def test_blackbox_confdir_names_the_ca_for_the_proxy_and_the_agent_alike(tmp_path: Path, confdir: Path) -> None:
+    agent = AGENTS["python-openai"]
+    with FakeProvider() as provider:
+        remote: list[str] = []
+        for spec in map_remote_for(provider.url):
+            remote += ["--map-remote", spec]
+        cassette = tmp_path / "run.json"
+        rec = blackbox("record", "-o", str(cassette), *remote, "--", *agent, QUESTION, env={"BLACKBOX_CONFDIR": str(confdir)})
+        assert rec.returncode == 0, rec.stderr
+        assert len(provider.requests) == 2
+
+
+def test_unreadable_input_exits_2_not_like_a_divergence(tmp_path: Path, confdir: Path) -> None:
+    missing = blackbox("replay", str(tmp_path / "missing.json"), "--confdir", str(confdir), "--", "true")
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+    existing = tmp_path / "exists.json"
+    existing.write_text("{}")
+    again = blackbox("record", "-o", str(existing), "--confdir", str(confdir), "--", "true")
+    assert again.returncode == 2 and "already exists" in again.stderr
+    assert existing.read_text() == "{}"
