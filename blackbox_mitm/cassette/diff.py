@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from blackbox_mitm.cassette.canonical import js_number
+from blackbox_mitm.cassette.payloads import json_kind
 from blackbox_mitm.cassette.timeline import one_line, summarize_step
 from blackbox_mitm.cassette.trace import Trace, TraceStep
 
@@ -169,7 +170,7 @@ def first_difference(x: Any, y: Any, path: str = "$") -> tuple[str, str] | None:
     object, naming the keys; otherwise keys are visited in sorted order.
     """
     while True:
-        kx, ky = _kind(x), _kind(y)
+        kx, ky = json_kind(x), json_kind(y)
         if kx != ky:
             return path, f"{path} is {kx} in a and {ky} in b ({_show(x)} / {_show(y)})"
         if kx == "an object":
@@ -205,8 +206,8 @@ def first_difference(x: Any, y: Any, path: str = "$") -> tuple[str, str] | None:
 
 
 def _same(x: Any, y: Any) -> bool:
-    kx = _kind(x)
-    if kx != _kind(y):
+    kx = json_kind(x)
+    if kx != json_kind(y):
         return False
     if kx == "a number":
         return js_number(x) == js_number(y)
@@ -215,22 +216,6 @@ def _same(x: Any, y: Any) -> bool:
     if kx == "an array":
         return len(x) == len(y) and all(_same(p, q) for p, q in zip(x, y, strict=True))
     return bool(x == y)
-
-
-def _kind(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "a boolean"
-    if isinstance(v, (int, float)):
-        return "a number"
-    if isinstance(v, str):
-        return "a string"
-    if isinstance(v, (list, tuple)):
-        return "an array"
-    if isinstance(v, dict):
-        return "an object"
-    return type(v).__name__
 
 
 _IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")

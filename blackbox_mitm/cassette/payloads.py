@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["TERMINAL_EVENTS", "is_terminal", "output_text", "tool_calls_of"]
+__all__ = ["TERMINAL_EVENTS", "is_terminal", "json_kind", "output_text", "tool_calls_of"]
 
 TERMINAL_EVENTS = ("run_completed", "run_failed")
 
@@ -38,3 +38,20 @@ def output_text(output: Any) -> str | None:
 
 def is_terminal(payload: Any) -> bool:
     return isinstance(payload, dict) and payload.get("event") in TERMINAL_EVENTS
+
+
+def json_kind(v: Any) -> str:
+    """A JSON value's kind in words, for error messages: "a string", "an object", "null", ..."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, (list, tuple)):
+        return "an array"
+    if isinstance(v, dict):
+        return "an object"
+    return type(v).__name__

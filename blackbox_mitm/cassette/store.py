@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from blackbox_mitm.cassette.payloads import json_kind
 from blackbox_mitm.cassette.trace import CURRENT_TRACE_VERSION, STEP_TYPES, Trace, TraceStep
 from blackbox_mitm.errors import CassetteError, CassetteExistsError
 
@@ -105,7 +106,7 @@ def encode_json(value: Any, *, indent: bool = False) -> bytes:
 
 def trace_from_json(data: Any, *, path: str = "<cassette>") -> Trace:
     if not isinstance(data, dict):
-        raise CassetteError(f"expected a JSON object, found {_kind(data)}; a cassette is one trace object", path=path, where="$")
+        raise CassetteError(f"expected a JSON object, found {json_kind(data)}; a cassette is one trace object", path=path, where="$")
     version = data.get("version")
     if "version" not in data:
         raise CassetteError(
@@ -131,12 +132,12 @@ def trace_from_json(data: Any, *, path: str = "<cassette>") -> Trace:
     forked = _opt(data, "forkedFromStepId", str, path, "$")
     raw_steps = data.get("steps")
     if not isinstance(raw_steps, list):
-        raise CassetteError(f"`steps` must be an array, found {_kind(raw_steps)}", path=path, where="$.steps")
+        raise CassetteError(f"`steps` must be an array, found {json_kind(raw_steps)}", path=path, where="$.steps")
     steps: list[TraceStep] = []
     for i, s in enumerate(raw_steps):
         where = f"$.steps[{i}]"
         if not isinstance(s, dict):
-            raise CassetteError(f"a step must be an object, found {_kind(s)}", path=path, where=where)
+            raise CassetteError(f"a step must be an object, found {json_kind(s)}", path=path, where=where)
         index = _need(s, "index", int, path, where)
         if index != i:
             raise CassetteError(
@@ -156,7 +157,7 @@ def trace_from_json(data: Any, *, path: str = "<cassette>") -> Trace:
         prev = s.get("prevHash", ...)
         if prev is ... or not (prev is None or isinstance(prev, str)):
             raise CassetteError(
-                f"`prevHash` must be a string or null, found {_kind(prev) if prev is not ... else 'nothing'}",
+                f"`prevHash` must be a string or null, found {json_kind(prev) if prev is not ... else 'nothing'}",
                 path=path,
                 where=f"{where}.prevHash",
             )
@@ -250,29 +251,13 @@ def _looks_truncated(raw: bytes | str) -> bool:
     return bool(text) and text[:1] in (b"{", b"[") and text[-1:] not in (b"}", b"]")
 
 
-def _kind(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "a boolean"
-    if isinstance(v, (int, float)):
-        return "a number"
-    if isinstance(v, str):
-        return "a string"
-    if isinstance(v, list):
-        return "an array"
-    if isinstance(v, dict):
-        return "an object"
-    return type(v).__name__
-
-
 def _need(obj: dict[str, Any], key: str, typ: type, path: str, where: str) -> Any:
     if key not in obj:
         raise CassetteError(f"the required field `{key}` is missing", path=path, where=f"{where}.{key}")
     v = obj[key]
     if not isinstance(v, typ) or (typ is int and isinstance(v, bool)):
         want = {str: "a string", int: "an integer"}.get(typ, typ.__name__)
-        raise CassetteError(f"`{key}` must be {want}, found {_kind(v)}", path=path, where=f"{where}.{key}")
+        raise CassetteError(f"`{key}` must be {want}, found {json_kind(v)}", path=path, where=f"{where}.{key}")
     return v
 
 
@@ -281,7 +266,9 @@ def _need_number(obj: dict[str, Any], key: str, path: str, where: str) -> int | 
         raise CassetteError(f"the required field `{key}` is missing", path=path, where=f"{where}.{key}")
     v = obj[key]
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise CassetteError(f"`{key}` must be a number (milliseconds since the epoch), found {_kind(v)}", path=path, where=f"{where}.{key}")
+        raise CassetteError(
+            f"`{key}` must be a number (milliseconds since the epoch), found {json_kind(v)}", path=path, where=f"{where}.{key}"
+        )
     return v
 
 

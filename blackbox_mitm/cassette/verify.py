@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from blackbox_mitm.cassette.canonical import canonical_bytes, step_hash_from_canonical_payload
+from blackbox_mitm.cassette.payloads import json_kind
 from blackbox_mitm.cassette.store import parse_document, trace_from_json
 from blackbox_mitm.cassette.trace import CURRENT_TRACE_VERSION, STEP_TYPES, Trace, TraceStep
 from blackbox_mitm.errors import CassetteError
@@ -334,7 +335,7 @@ class _Walker:
 
     def shape(self, step_type: str, payload: Any) -> None:
         if not isinstance(payload, dict):
-            self.add("shape", "payload", f"a {step_type} payload must be an object, found {_kind(payload)}")
+            self.add("shape", "payload", f"a {step_type} payload must be an object, found {json_kind(payload)}")
             return
         if step_type == "model_input":
             self._need(payload, "messages", list)
@@ -366,7 +367,7 @@ class _Walker:
                         if isinstance(call, dict):
                             self._call(call, f"payload.calls[{n}]")
                         else:
-                            self.add("shape", f"payload.calls[{n}]", f"a tool call must be an object, found {_kind(call)}")
+                            self.add("shape", f"payload.calls[{n}]", f"a tool call must be an object, found {json_kind(call)}")
         elif step_type == "tool_call":
             self._call(payload, "payload")
         elif step_type == "tool_result":
@@ -391,7 +392,7 @@ class _Walker:
     def _may(self, obj: dict[str, Any], key: str, typ: type, where: str = "payload") -> bool:
         if key in obj and not isinstance(obj[key], typ):
             want = {"list": "an array", "dict": "an object", "str": "a string"}[typ.__name__]
-            self.add("shape", f"{where}.{key}", f"`{key}` must be {want}, found {_kind(obj[key])}")
+            self.add("shape", f"{where}.{key}", f"`{key}` must be {want}, found {json_kind(obj[key])}")
             return False
         return True
 
@@ -541,19 +542,3 @@ def _quote(value: Any, limit: int = 60) -> str:
 
 def _short(digest: str | None) -> str:
     return "null" if digest is None else (digest[:12] + "…" if len(digest) > 12 else _quote(digest))
-
-
-def _kind(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "a boolean"
-    if isinstance(v, (int, float)):
-        return "a number"
-    if isinstance(v, str):
-        return "a string"
-    if isinstance(v, list):
-        return "an array"
-    if isinstance(v, dict):
-        return "an object"
-    return type(v).__name__

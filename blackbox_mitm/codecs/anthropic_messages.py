@@ -48,10 +48,10 @@ import json
 from typing import Any
 
 from blackbox_mitm.cassette.payloads import output_text, tool_calls_of
-from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse, SseEvent
+from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse, SseEvent, StreamIncomplete
 from blackbox_mitm.codecs.refusals import refuse
 from blackbox_mitm.codecs.sse import format_sse
-from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
+from blackbox_mitm.errors import BlackboxUnsupportedError
 
 __all__ = [
     "PATH_SUFFIXES",
@@ -97,17 +97,6 @@ _ERROR_TYPES = {
 }
 _JSON_FRAGMENT = 64  # input_json_delta fragment length in synthesized streams
 _TEXT_FRAGMENT = 256  # text_delta length in synthesized streams
-
-
-class StreamIncomplete(BlackboxError):
-    """A recorded stream that is not a completed call: an ``error`` event, or no ``message_stop``.
-
-    ``error`` holds the error event's ``error`` object when there was one.
-    """
-
-    def __init__(self, message: str, *, error: dict[str, Any] | None = None) -> None:
-        self.error = error
-        super().__init__(message)
 
 
 # --- requests ------------------------------------------------------------------------

@@ -34,12 +34,25 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from blackbox_mitm.errors import BlackboxError
+
 __all__ = ["STOP_LENGTH", "STOP_REFUSAL", "CallIds", "DecodedRequest", "ErrorResponse", "SseEvent"]
 
 STOP_LENGTH = "length"
 STOP_REFUSAL = "refusal"
 
 _CALL_N = re.compile(r"^call-(\d+)$")
+
+
+class StreamIncomplete(BlackboxError):
+    """A recorded stream that is not a completed call: no final event, or an in-stream error.
+
+    ``error`` holds the in-stream ``error`` object when there was one.
+    """
+
+    def __init__(self, message: str, *, error: dict[str, Any] | None = None) -> None:
+        self.error = error
+        super().__init__(message)
 
 
 @dataclass(slots=True)

@@ -36,10 +36,10 @@ import json
 from typing import Any, NoReturn
 
 from blackbox_mitm.cassette.payloads import tool_calls_of
-from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse, SseEvent
+from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse, SseEvent, StreamIncomplete
 from blackbox_mitm.codecs.refusals import refuse
 from blackbox_mitm.codecs.sse import format_sse
-from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
+from blackbox_mitm.errors import BlackboxUnsupportedError
 
 __all__ = [
     "PATH_SUFFIXES",
@@ -90,17 +90,6 @@ _ERROR_TYPES = {
     422: "invalid_request_error",
     429: "rate_limit_error",
 }
-
-
-class StreamIncomplete(BlackboxError):
-    """A recorded stream that is not a completed call: no finish, no ``[DONE]``, or an in-stream error.
-
-    ``error`` holds the in-stream ``error`` object when there was one.
-    """
-
-    def __init__(self, message: str, *, error: dict[str, Any] | None = None) -> None:
-        self.error = error
-        super().__init__(message)
 
 
 # --- small helpers -----------------------------------------------------------------

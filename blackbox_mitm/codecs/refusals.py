@@ -25,6 +25,8 @@ class Refusal:
     reason: str
 
 
+# One row per line: this is a table.
+# fmt: off
 REFUSALS: tuple[Refusal, ...] = (
     # --- Not supported yet ---------------------------------------------------------
     Refusal("openai.responses_api", "openai", "path", "OpenAI's Responses API (/v1/responses)", "the Responses API is not supported yet; use chat.completions.create"),
@@ -64,6 +66,7 @@ REFUSALS: tuple[Refusal, ...] = (
     Refusal("anthropic.tool_use_stop", "anthropic", "response", 'tool calls with a stop_reason other than tool_use or max_tokens, or stop_reason: "tool_use" without a tool call', "a replay gives tool_use exactly when there are tool calls, so it would replay with another stop_reason"),
     Refusal("anthropic.unknown_block", "anthropic", "response", "a response content block of a type Blackbox does not record (for example a beta compaction block)", "not recorded: a replay could not give it back"),
 )
+# fmt: on
 
 _BY_ID = {r.id: r for r in REFUSALS}
 
