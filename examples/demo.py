@@ -84,7 +84,22 @@ def main() -> int:
     steps = __import__("orjson").loads(Path(parent).read_bytes())["steps"]
     at = next(s["index"] for s in steps if s["type"] == "tool_result")
     with FakeProvider() as provider:
-        blackbox("fork", parent, "--at", str(at), "--tool-result", SUN, "-o", child, "--overwrite", "--confdir", confdir, *remote(provider.url), "--", *AGENT)
+        blackbox(
+            "fork",
+            parent,
+            "--at",
+            str(at),
+            "--tool-result",
+            SUN,
+            "-o",
+            child,
+            "--overwrite",
+            "--confdir",
+            confdir,
+            *remote(provider.url),
+            "--",
+            *AGENT,
+        )
     blackbox("diff", parent, child, check=False)
     blackbox("forks", parent)
     print(f"\ndemo: done — the cassettes are in {os.path.relpath(OUT, ROOT)}/")

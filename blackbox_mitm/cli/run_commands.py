@@ -112,6 +112,13 @@ def record(
     help="strict compares every request with the recording; sequence serves the answers in order.",
 )
 @click.option("--report", type=click.Path(dir_okay=False), default=None, help="write the replay status as JSON to this file")
+@click.option(
+    "--stream-delay-ms",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="pause between replayed stream events (for agents whose UI depends on incremental delivery)",
+)
 @click.option("--allow-network", is_flag=True, help="let traffic to other hosts through (default: offline, nothing leaves the machine)")
 @common_proxy_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
@@ -119,6 +126,7 @@ def replay(
     cassette: str,
     match: str,
     report: str | None,
+    stream_delay_ms: int,
     allow_network: bool,
     confdir: str | None,
     hosts: tuple[str, ...],
@@ -142,7 +150,7 @@ def replay(
         session = replay_session(cassette, match=match)
     except BlackboxError as exc:
         raise UsageProblem(str(exc)) from exc
-    runner = proxy_for(session, replaying=True, hosts=hosts, confdir=confdir, offline=not allow_network)
+    runner = proxy_for(session, replaying=True, hosts=hosts, confdir=confdir, offline=not allow_network, stream_delay_ms=stream_delay_ms)
     try:
         runner.start()
     except BlackboxError as exc:

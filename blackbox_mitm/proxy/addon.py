@@ -10,6 +10,7 @@ when the proxy itself stops (``mitmdump -s addon/blackbox_addon.py``).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from blackbox_mitm.codecs.refusals import row
 from blackbox_mitm.codecs.sse import SseParser
 from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
 from blackbox_mitm.proxy.decoding import stream_decoder
+from blackbox_mitm.proxy.pacing import StreamPacer
 from blackbox_mitm.session.engine import Answer, Forward, ModelRequest, Session, Ticket
 
 __all__ = ["DEFAULT_HOSTS", "BlackboxAddon"]
@@ -35,6 +37,7 @@ MODES = ("record", "replay")
 MATCH_MODES = ("strict", "sequence")
 _HOST_KEY = "blackbox.host"
 _TICKET_KEY = "blackbox.ticket"
+_PACED_KEY = "blackbox.paced"
 _PROVIDER_BY_HOST = {"api.openai.com": "openai", "api.anthropic.com": "anthropic"}
 
 
@@ -56,6 +59,8 @@ class BlackboxAddon:
         self.hosts: set[str] = set(DEFAULT_HOSTS)
         self.offline = True
         self.log_lines: list[str] = []
+        self.stream_delay_ms = 0
+        self._pacer: StreamPacer | None = None
 
     # -- options ----------------------------------------------------------------------
 
@@ -86,6 +91,8 @@ class BlackboxAddon:
             self.hosts = hosts
         if "blackbox_offline" in updated:
             self.offline = bool(opts.blackbox_offline)
+        if "blackbox_stream_delay_ms" in updated:
+            self.stream_delay_ms = int(opts.blackbox_stream_delay_ms)
         if self._owns_session and updated & {"blackbox_mode", "blackbox_cassette", "blackbox_match", "blackbox_overwrite"}:
             self._build_session_from_options()
         if self.session is not None and "connection_strategy" in opts and opts.connection_strategy != "lazy":
@@ -130,7 +137,7 @@ class BlackboxAddon:
                 flow.response = http.Response.make(
                     502,
                     f"blackbox replay is offline: {host} was not contacted. Only model calls to {', '.join(sorted(self.hosts))} are "
-                    "answered (from the cassette); set blackbox_offline=false to let other traffic through.\n",
+                    "answered (from the cassette). To let other traffic through: blackbox replay --allow-network, or blackbox_offline=false.\n",
                     {"content-type": "text/plain; charset=utf-8", "x-should-retry": "false"},
                 )
             return
@@ -147,7 +154,10 @@ class BlackboxAddon:
         )
         action = self.session.on_request(req)
         if isinstance(action, Answer):
-            flow.response = _make_response(action)
+            if action.stream and self.stream_delay_ms > 0:
+                self._pace(flow, action)
+            else:
+                flow.response = _make_response(action)
         elif isinstance(action, Forward):
             flow.metadata[_TICKET_KEY] = action.ticket
             if action.body is not None:
@@ -171,12 +181,24 @@ class BlackboxAddon:
         else:
             self._note(f"passed through non-model endpoint {flow.request.method} {host}{path} (not recorded)")
 
+    def _pace(self, flow: http.HTTPFlow, answer: Answer) -> None:
+        """A replayed stream delivered event by event: mitmproxy streams only what comes from an upstream,
+        so the answer is played back by a loopback server (``proxy/pacing.py``) and the flow is sent there."""
+        if self._pacer is None:
+            self._pacer = StreamPacer(self.stream_delay_ms)
+        self._pacer.delay_ms = self.stream_delay_ms
+        flow.request.url = self._pacer.register(answer.status, answer.headers, answer.body)
+        flow.metadata[_PACED_KEY] = True
+
     def responseheaders(self, flow: http.HTTPFlow) -> None:
+        if flow.metadata.get(_PACED_KEY) and flow.response is not None:
+            flow.response.stream = True  # pass each paced event on as it comes
+            return
         ticket = flow.metadata.get(_TICKET_KEY)
         if ticket is None or flow.response is None or self.session is None:
             return
         ctype = flow.response.headers.get("content-type", "")
-        if flow.response.status_code >= 400 or not ctype.startswith("text/event-stream"):
+        if flow.response.status_code >= 400 or not ctype.lower().startswith("text/event-stream"):
             return
         state = _StreamState(ticket)
         flow.metadata["blackbox.stream"] = state
@@ -213,7 +235,15 @@ class BlackboxAddon:
         except BlackboxError as exc:
             session.on_stream_failed(ticket, str(exc))
             return
-        answer = session.on_response(ticket, 200, body)
+        try:
+            answer = session.on_response(ticket, 200, body)
+        except Exception as exc:  # never let it escape into mitmproxy's stream handling (on_response has ended the call)
+            reason = f"a streamed answer could not be recorded: {type(exc).__name__}: {exc}"
+            log.warning("blackbox: %s", reason)
+            session.notes.append(reason)
+            if session.recorder is not None:
+                session.recorder.note_unrecordable(reason)  # the agent has it, the cassette does not
+            return
         if answer is not None and session.recorder is not None:
             # Already streamed to the agent: it cannot be refused any more, so the run is marked.
             session.recorder.note_unrecordable(answer.body.decode("utf-8", "replace")[:300])
@@ -237,12 +267,18 @@ class BlackboxAddon:
         state = flow.metadata.get("blackbox.stream")
         if state is not None and state.done:
             return
-        if state is not None:
-            state.done = True
         message = flow.error.msg if flow.error else "unknown error"
+        if state is None:  # no streamed body began: the call failed before (or instead of) its response
+            log.warning("blackbox: a forwarded model call failed (%s); it was not recorded", message)
+            self.session.notes.append(f"a model call failed: {message}")
+            self.session.call_done()
+            return
+        state.done = True
         self.session.on_stream_failed(ticket, f"the connection failed: {message}")
 
     def done(self) -> None:
+        if self._pacer is not None:
+            self._pacer.stop()
         if self._on_done is not None:
             self._on_done()
         elif self._owns_session and self.session is not None:
@@ -256,9 +292,24 @@ class BlackboxAddon:
 
 
 def _is_stream_end(ticket: Ticket, ev: SseEvent) -> bool:
+    """The final event (OpenAI ``[DONE]``, Anthropic ``message_stop``), or an error event, after which none counts.
+
+    An error event goes to ``aggregate_stream`` at once, so the log names the error
+    rather than only that the stream ended early.
+    """
+    if ev.event == "error":
+        return True
     if ticket.codec.PROVIDER == "openai":
-        return ev.data.strip() == "[DONE]"
+        data = ev.data.strip()
+        return data == "[DONE]" or (data.startswith("{") and '"error"' in data and _has_error_key(data))
     return ev.event == "message_stop"
+
+
+def _has_error_key(data: str) -> bool:
+    try:
+        return isinstance(json.loads(data).get("error"), dict)
+    except (ValueError, AttributeError):
+        return False
 
 
 def _make_response(answer: Answer) -> http.Response:

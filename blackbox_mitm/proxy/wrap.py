@@ -38,6 +38,7 @@ def proxy_for(
     offline: bool = True,
     listen_host: str = "127.0.0.1",
     listen_port: int = 0,
+    stream_delay_ms: int = 0,
 ) -> ProxyRunner:
     addon = BlackboxAddon(session, replaying=replaying, on_done=lambda: None)
     all_hosts = list(dict.fromkeys([*DEFAULT_HOSTS, *hosts]))
@@ -52,6 +53,7 @@ def proxy_for(
         # Recording intercepts only provider hosts; an offline replay intercepts everything to refuse it.
         intercept_only=None if (replaying and offline) else all_hosts,
         offline=replaying and offline,
+        extra_options={"blackbox_stream_delay_ms": stream_delay_ms} if stream_delay_ms else None,
     )
 
 

@@ -1,0 +1,140 @@
+"""Replay pacing: a replayed event stream delivered event by event, with a pause between events.
+
+mitmproxy cannot stream a response that an addon made itself: a response set in
+the ``request`` hook is sent whole (``flow.response.stream`` is only consulted
+for bodies arriving from an upstream). So a paced answer takes one local hop: the
+addon hands the synthesized SSE body to this small HTTP server on 127.0.0.1 and
+points the flow at it; mitmproxy then streams the server's chunks through to the
+agent as they come, like any upstream stream. Nothing leaves the machine.
+
+The server answers each registered body once, at ``/blackbox-stream/<token>``,
+writing one event per HTTP chunk and sleeping ``delay_ms`` between events.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import socketserver
+import threading
+from collections.abc import Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["PATH_PREFIX", "StreamPacer", "split_events"]
+
+PATH_PREFIX = "/blackbox-stream/"
+_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+_HOP_BY_HOP = {"content-length", "transfer-encoding", "connection", "keep-alive", "content-encoding"}
+
+
+def split_events(body: bytes) -> list[bytes]:
+    """An SSE body -> its events, each with its terminating blank line (a trailing remainder stays whole)."""
+    events, start = [], 0
+    for m in _EVENT_END.finditer(body):
+        events.append(body[start : m.end()])
+        start = m.end()
+    if start < len(body):
+        events.append(body[start:])
+    return events
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, pacer: StreamPacer) -> None:
+        self.pacer = pacer
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+    def server_bind(self) -> None:
+        socketserver.TCPServer.server_bind(self)  # no reverse DNS lookup of 127.0.0.1
+        self.server_name, self.server_port = "127.0.0.1", int(self.server_address[1])
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        if length:
+            self.rfile.read(length)
+        entry = self.server.pacer._take(self.path)
+        if entry is None:
+            body = b"blackbox: no paced stream registered here\n"
+            self.send_response(404)
+            self.send_header("content-type", "text/plain")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        status, headers, events = entry
+        self.send_response(status)
+        for name, value in headers.items():
+            if name.lower() not in _HOP_BY_HOP:
+                self.send_header(name, value)
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        pause = self.server.pacer.delay_ms / 1000
+        stopping = self.server.pacer._stopping
+        try:
+            for i, event in enumerate(events):
+                if i and pause and not stopping.is_set():
+                    stopping.wait(pause)  # cut short when the proxy shuts down: the rest goes at once
+                self.wfile.write(b"%X\r\n%s\r\n" % (len(event), event))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:  # the agent hung up mid-stream
+            self.close_connection = True
+
+    do_GET = do_POST
+
+
+class StreamPacer:
+    """A loopback server that plays registered SSE bodies back one event at a time."""
+
+    def __init__(self, delay_ms: int) -> None:
+        self.delay_ms = delay_ms
+        self._bodies: dict[str, tuple[int, dict[str, str], list[bytes]]] = {}
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        return int(self._server.server_address[1])
+
+    def start(self) -> StreamPacer:
+        if self._server is None:
+            self._server = _Server(self)
+            self._thread = threading.Thread(target=self._server.serve_forever, args=(0.1,), name="blackbox-pacer", daemon=True)
+            self._thread.start()
+        return self
+
+    def register(self, status: int, headers: Mapping[str, str], body: bytes) -> str:
+        """Keep a body for one request; returns the URL that plays it back."""
+        self.start()
+        token = secrets.token_hex(12)
+        with self._lock:
+            self._bodies[PATH_PREFIX + token] = (status, dict(headers), split_events(body))
+        return f"http://127.0.0.1:{self.port}{PATH_PREFIX}{token}"
+
+    def _take(self, path: str) -> tuple[int, dict[str, str], list[bytes]] | None:
+        with self._lock:
+            return self._bodies.pop(path.split("?", 1)[0], None)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None

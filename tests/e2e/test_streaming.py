@@ -1,0 +1,686 @@
+"""End to end: streamed (server-sent events) model calls recorded and replayed, for both providers.
+
+Every test runs ``blackbox record`` / ``blackbox replay`` as real processes around
+unmodified agents over the official SDKs (Python ``openai`` and ``anthropic``, the
+Node ``openai`` package), through a real mitmproxy with TLS interception, against
+examples/fake_provider.py. A streamed recording must give the same neutral steps
+as a non-streamed recording of the same conversation (only ``params.stream``
+differs), verify, and replay offline to the same agent output.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from conftest import EXAMPLES, ROOT, blackbox, map_remote_for
+from fake_provider import FakeProvider
+
+from blackbox_mitm.cassette import load_trace
+from blackbox_mitm.cassette.verify import verify_trace
+
+pytestmark = pytest.mark.e2e
+
+QUESTION = "What's the weather in Paris and Lyon?"
+
+# A chat-completions client with three ways of streaming, and the non-streamed call to compare with.
+#   python oa_stream.py MODE QUESTION [MAX_TOKENS]
+#   MODE: plain | helper (chat.completions.stream) | create (stream=True) | usage (stream=True + include_usage)
+# In the create modes the deltas are accumulated by hand, and id/name fragments are concatenated, as
+# the SDK's accumulator does: a stream that repeats them shows up as a wrong tool name or id.
+OPENAI_CLIENT = r"""
+import json, re, sys
+import openai
+
+mode, question = sys.argv[1], sys.argv[2]
+limit = {"max_completion_tokens": int(sys.argv[3])} if len(sys.argv) > 3 else {}
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather for a city.",
+          "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+WEATHER = {"paris": "cloudy, 18C", "lyon": "rain, 15C"}
+client = openai.OpenAI(max_retries=0)
+
+
+def call(messages):
+    kwargs = dict(model="gpt-4.1-mini", messages=messages, tools=TOOLS, **limit)
+    if mode == "plain":
+        r = client.chat.completions.create(**kwargs)
+    elif mode == "helper":
+        with client.chat.completions.stream(**kwargs) as s:
+            deltas = sum(1 for e in s if e.type in ("content.delta", "refusal.delta", "tool_calls.function.arguments.delta"))
+            try:
+                r = s.get_final_completion()
+            except openai.LengthFinishReasonError as exc:  # the helper raises on a length stop; the text is there
+                r = exc.completion
+        print(f"streamed deltas: {deltas > 0}", file=sys.stderr)
+    if mode in ("plain", "helper"):
+        m = r.choices[0].message
+        calls = [(c.id, c.function.name, c.function.arguments) for c in m.tool_calls or []]
+        return m.content, m.refusal, calls, r.choices[0].finish_reason, "n/a"
+    options = {"stream_options": {"include_usage": True}} if mode == "usage" else {}
+    content = refusal = finish = None
+    calls, usage_chunks, ids = {}, 0, set()
+    for chunk in client.chat.completions.create(stream=True, **kwargs, **options):
+        ids.add(chunk.id)
+        if chunk.usage is not None:
+            usage_chunks += 1
+            assert chunk.choices == [], "the usage chunk has no choices"
+        for ch in chunk.choices:
+            d = ch.delta
+            if d.content is not None:
+                content = (content or "") + d.content
+            if d.refusal is not None:
+                refusal = (refusal or "") + d.refusal
+            for tc in d.tool_calls or []:
+                entry = calls.setdefault(tc.index, ["", "", ""])
+                entry[0] += tc.id or ""
+                entry[1] += (tc.function.name or "") if tc.function else ""
+                entry[2] += (tc.function.arguments or "") if tc.function else ""
+            finish = ch.finish_reason or finish
+    assert len(ids) == 1, f"chunks of one completion carry one id, not {ids}"
+    return content, refusal, [tuple(calls[k]) for k in sorted(calls)], finish, usage_chunks
+
+
+messages = [{"role": "user", "content": question}]
+for _ in range(4):
+    content, refusal, calls, finish, usage = call(messages)
+    if not calls:
+        break
+    for call_id, name, args in calls:
+        assert re.fullmatch(r"call_[A-Za-z0-9]+", call_id) and call_id.count("call_") == 1, f"tool call id {call_id!r}"
+        print(f"tool {name}({args})")
+    messages.append({"role": "assistant", "content": content,
+                     "tool_calls": [{"id": i, "type": "function", "function": {"name": n, "arguments": a}} for i, n, a in calls]})
+    for call_id, name, args in calls:
+        city = json.loads(args)["city"]
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": WEATHER.get(city.lower(), "unknown")})
+print(f"content: {content!r}")
+print(f"refusal: {refusal!r}")
+print(f"finish: {finish}")
+print(f"usage chunks: {usage}")
+"""
+
+# The same over the anthropic SDK.  MODE: plain | helper (messages.stream) | events (create(stream=True), raw events)
+ANTHROPIC_CLIENT = r"""
+import json, sys
+import anthropic
+
+mode, question = sys.argv[1], sys.argv[2]
+max_tokens = int(sys.argv[3]) if len(sys.argv) > 3 else 1024
+TOOLS = [{"name": "get_weather", "description": "Weather for a city.",
+          "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]
+WEATHER = {"paris": "cloudy, 18C", "lyon": "rain, 15C"}
+client = anthropic.Anthropic(max_retries=0)
+
+
+def call(messages):
+    kwargs = dict(model="claude-sonnet-4-5", max_tokens=max_tokens, messages=messages, tools=TOOLS)
+    if mode == "plain":
+        m = client.messages.create(**kwargs)
+    elif mode == "helper":
+        with client.messages.stream(**kwargs) as s:
+            pieces = list(s.text_stream)
+            m = s.get_final_message()
+        print(f"text deltas: {len(pieces)}", file=sys.stderr)
+    if mode in ("plain", "helper"):
+        blocks = [b.model_dump(include={"type", "text", "id", "name", "input"}) for b in m.content]
+        return blocks, m.stop_reason
+    blocks, partial, stop, kinds = [], {}, None, []
+    for ev in client.messages.create(stream=True, **kwargs):
+        kinds.append(ev.type)
+        if ev.type == "content_block_start":
+            assert ev.index == len(blocks), "block indexes are 0..n-1 in start order"
+            blocks.append(ev.content_block.model_dump(include={"type", "text", "id", "name", "input"}))
+        elif ev.type == "content_block_delta":
+            if ev.delta.type == "text_delta":
+                blocks[ev.index]["text"] += ev.delta.text
+            elif ev.delta.type == "input_json_delta":
+                partial[ev.index] = partial.get(ev.index, "") + ev.delta.partial_json
+        elif ev.type == "message_delta":
+            stop = ev.delta.stop_reason
+    for i, text in partial.items():
+        blocks[i]["input"] = json.loads(text)
+    assert kinds[0] == "message_start" and kinds[-1] == "message_stop", kinds
+    return blocks, stop
+
+
+messages = [{"role": "user", "content": question}]
+for _ in range(4):
+    blocks, stop = call(messages)
+    uses = [b for b in blocks if b["type"] == "tool_use"]
+    if stop != "tool_use":
+        break
+    for b in uses:
+        assert b["id"].startswith("toolu_"), b["id"]
+        print(f"tool {b['name']}({json.dumps(b['input'], sort_keys=True)})")
+    messages.append({"role": "assistant", "content": blocks})
+    messages.append({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": b["id"], "content": WEATHER.get(b["input"]["city"].lower(), "unknown")} for b in uses]})
+print(f"text: {''.join(b.get('text') or '' for b in blocks if b['type'] == 'text')!r}")
+print(f"stop: {stop}")
+"""
+
+
+def _scripts(tmp_path: Path) -> dict[str, list[str]]:
+    oa, an = tmp_path / "oa_stream.py", tmp_path / "an_stream.py"
+    oa.write_text(OPENAI_CLIENT)
+    an.write_text(ANTHROPIC_CLIENT)
+    return {"openai": [sys.executable, str(oa)], "anthropic": [sys.executable, str(an)]}
+
+
+def _remote(provider: FakeProvider) -> list[str]:
+    out: list[str] = []
+    for spec in map_remote_for(provider.url):
+        out += ["--map-remote", spec]
+    return out
+
+
+def record(tmp_path: Path, confdir: Path, provider: FakeProvider, argv: list[str], name: str, *extra: str) -> tuple[Path, Any]:
+    cassette = tmp_path / name
+    proc = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), *extra, *_remote(provider), "--", *argv)
+    return cassette, proc
+
+
+def replay(cassette: Path, confdir: Path, argv: list[str], *extra: str) -> Any:
+    return blackbox("replay", str(cassette), "--confdir", str(confdir), *extra, "--", *argv)
+
+
+def neutral(cassette: Path, *, drop_stream: bool = True) -> list[tuple[str, Any]]:
+    """The cassette's steps (types and payloads, no timestamps), with ``params.stream`` taken out."""
+    trace = load_trace(cassette)
+    assert verify_trace(trace) == [], verify_trace(trace)
+    steps = []
+    for step in trace.steps:
+        payload = json.loads(json.dumps(step.payload))
+        if step.type == "model_input" and drop_stream:
+            params = payload.get("params") or {}
+            params.pop("stream", None)
+            if not params:
+                payload.pop("params", None)
+        steps.append((step.type, payload))
+    return steps
+
+
+def stream_flags(cassette: Path) -> list[Any]:
+    return [(s.payload.get("params") or {}).get("stream") for s in load_trace(cassette).steps if s.type == "model_input"]
+
+
+def streamed(provider: FakeProvider) -> list[bool]:
+    """For each request the provider got: did it ask for a stream?"""
+    return [bool((r["body"] or {}).get("stream")) for r in provider.requests]
+
+
+def record_both_ways(
+    tmp_path: Path, confdir: Path, plain: list[str], streaming: list[str], script: list[dict[str, Any]] | None = None, **fake: Any
+) -> tuple[Path, Any, Path, Any]:
+    """Record the same conversation non-streamed and streamed; both must succeed and give the same steps."""
+    with FakeProvider(None if script is None else list(script)) as provider:
+        flat, flat_run = record(tmp_path, confdir, provider, plain, "plain.json")
+        assert flat_run.returncode == 0, flat_run.stderr
+        assert not any(streamed(provider))
+    with FakeProvider(None if script is None else list(script), **fake) as provider:
+        live, live_run = record(tmp_path, confdir, provider, streaming, "stream.json")
+        assert live_run.returncode == 0, live_run.stderr
+        assert all(streamed(provider)) and provider.requests
+    assert _answer_lines(live_run.stdout) == _answer_lines(flat_run.stdout)
+    assert neutral(live) == neutral(flat)
+    assert set(stream_flags(live)) == {True} and set(stream_flags(flat)) == {None}
+    return flat, flat_run, live, live_run
+
+
+def _answer_lines(stdout: str) -> list[str]:
+    """What the agent answered, without the line about usage chunks (which only a stream can have)."""
+    return [line for line in stdout.splitlines() if not line.startswith("usage chunks:")]
+
+
+def assert_replays(cassette: Path, confdir: Path, argv: list[str], recorded: Any, *extra: str) -> Any:
+    rep = replay(cassette, confdir, argv, *extra)
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout == recorded.stdout
+    calls = sum(1 for s in load_trace(cassette).steps if s.type == "model_input")
+    assert f"{calls} of {calls} model calls served" in rep.stderr
+    return rep
+
+
+# --------------------------------------------------------------------------- 1. the official Python SDKs
+
+
+@pytest.mark.parametrize("mode", ["helper", "create", "usage"])
+def test_openai_streamed_tool_round_records_like_a_plain_one_and_replays(mode: str, tmp_path: Path, confdir: Path) -> None:
+    client = _scripts(tmp_path)["openai"]
+    _, _, live, live_run = record_both_ways(tmp_path, confdir, [*client, "plain", QUESTION], [*client, mode, QUESTION])
+    assert 'tool get_weather({"city":"Paris"})\ntool get_weather({"city":"Lyon"})\n' in live_run.stdout
+    assert "content: 'Paris: cloudy, 18C. Lyon: rain, 15C.'" in live_run.stdout
+    assert f"usage chunks: {1 if mode == 'usage' else 0 if mode == 'create' else 'n/a'}" in live_run.stdout
+    steps = neutral(live)
+    assert [t for t, _ in steps] == ["model_input", "model_output", "tool_call", "tool_result", "tool_call", "tool_result",
+                                     "model_input", "model_output", "metadata"]  # fmt: skip
+    assert steps[1][1]["calls"] == [
+        {"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Paris"}},
+        {"toolCallId": "call-1", "toolName": "get_weather", "toolInput": {"city": "Lyon"}},
+    ]
+    # The replay answers with a synthesized stream the same client accumulates to the same output.
+    assert_replays(live, confdir, [*client, mode, QUESTION], live_run)
+
+
+def test_openai_weather_agent_streams_through_the_stream_helper(tmp_path: Path, confdir: Path) -> None:
+    agent = [sys.executable, str(EXAMPLES / "openai_weather_agent.py")]
+    _, _, live, live_run = record_both_ways(tmp_path, confdir, [*agent, QUESTION], [*agent, "--stream", QUESTION])
+    assert live_run.stdout.strip() == "Paris: cloudy, 18°C. Lyon: rain, 15°C."
+    assert load_trace(live).steps[-1].payload == {"event": "run_completed", "status": "success", "result": live_run.stdout.strip()}
+    rep = assert_replays(live, confdir, [*agent, "--stream", QUESTION], live_run)
+    assert "Let me check the weather." in rep.stderr  # the narration arrived as content deltas
+
+
+@pytest.mark.parametrize("mode", ["helper", "events"])
+def test_anthropic_streamed_tool_round_records_like_a_plain_one_and_replays(mode: str, tmp_path: Path, confdir: Path) -> None:
+    client = _scripts(tmp_path)["anthropic"]
+    _, _, live, live_run = record_both_ways(tmp_path, confdir, [*client, "plain", QUESTION], [*client, mode, QUESTION])
+    assert 'tool get_weather({"city": "Paris"})\ntool get_weather({"city": "Lyon"})\n' in live_run.stdout
+    assert "text: 'Paris: cloudy, 18C. Lyon: rain, 15C.'\nstop: end_turn\n" in live_run.stdout
+    assert neutral(live)[1][1] == {
+        "type": "tool_calls",
+        "text": "Let me check the weather.",
+        "calls": [
+            {"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Paris"}},
+            {"toolCallId": "call-1", "toolName": "get_weather", "toolInput": {"city": "Lyon"}},
+        ],
+    }
+    assert_replays(live, confdir, [*client, mode, QUESTION], live_run)
+
+
+def test_anthropic_weather_agent_streams_through_messages_stream(tmp_path: Path, confdir: Path) -> None:
+    agent = [sys.executable, str(EXAMPLES / "anthropic_weather_agent.py")]
+    _, _, live, live_run = record_both_ways(tmp_path, confdir, [*agent, QUESTION], [*agent, "--stream", QUESTION])
+    assert live_run.stdout.strip() == "Paris: cloudy, 18°C. Lyon: rain, 15°C."
+    assert_replays(live, confdir, [*agent, "--stream", QUESTION], live_run)
+
+
+LENGTH_STOP = [{"text": "The weather in Paris is mostly cl", "stop": "length"}]
+
+
+@pytest.mark.parametrize(
+    ("provider", "mode"), [("openai", "helper"), ("openai", "usage"), ("anthropic", "helper"), ("anthropic", "events")]
+)
+def test_streamed_length_stop(provider: str, mode: str, tmp_path: Path, confdir: Path) -> None:
+    client = _scripts(tmp_path)[provider]
+    args = ["What's new?", "8"]
+    _, _, live, live_run = record_both_ways(tmp_path, confdir, [*client, "plain", *args], [*client, mode, *args], LENGTH_STOP)
+    stop = "finish: length" if provider == "openai" else "stop: max_tokens"
+    assert stop in live_run.stdout and "The weather in Paris is mostly cl" in live_run.stdout
+    assert neutral(live)[1] == ("model_output", {"type": "final_answer", "text": "The weather in Paris is mostly cl", "stop": "length"})
+    assert_replays(live, confdir, [*client, mode, *args], live_run)
+
+
+@pytest.mark.parametrize("mode", ["helper", "create"])
+def test_openai_streamed_refusal(mode: str, tmp_path: Path, confdir: Path) -> None:
+    client = _scripts(tmp_path)["openai"]
+    refusal = [{"text": "I'm sorry, I can't help with that.", "stop": "refusal"}]
+    _, _, live, live_run = record_both_ways(tmp_path, confdir, [*client, "plain", "Do it."], [*client, mode, "Do it."], refusal)
+    assert "content: None\nrefusal: \"I'm sorry, I can't help with that.\"\nfinish: stop\n" in live_run.stdout
+    assert neutral(live)[1] == ("model_output", {"type": "final_answer", "text": "I'm sorry, I can't help with that.", "stop": "refusal"})
+    assert_replays(live, confdir, [*client, mode, "Do it."], live_run)
+
+
+def test_anthropic_streamed_refusal_reaches_the_agent_and_marks_the_run(tmp_path: Path, confdir: Path) -> None:
+    """Anthropic refusals are not recordable; streamed, the agent has seen it before it can be refused, so the run is marked."""
+    client = _scripts(tmp_path)["anthropic"]
+    with FakeProvider([{"text": "I can't help with that.", "stop": "refusal"}]) as fake:
+        cassette, rec = record(tmp_path, confdir, fake, [*client, "helper", "Do it."], "refusal.json")
+    assert rec.returncode == 0, rec.stderr
+    assert rec.stdout == 'text: "I can\'t help with that."\nstop: refusal\n'
+    trace = load_trace(cassette)
+    assert verify_trace(trace) == []
+    assert [s.type for s in trace.steps] == ["metadata"]
+    assert trace.steps[0].payload["event"] == "run_failed" and trace.steps[0].payload["reason"] == "agent_error"
+    assert "BlackboxUnsupportedError: stop_reason" in trace.steps[0].payload["message"]
+
+
+# --------------------------------------------------------------------------- 2. the Node SDK
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not on PATH")
+def test_node_sdk_streams_record_and_replay(tmp_path: Path, confdir: Path) -> None:
+    agent = ["node", str(EXAMPLES / "node" / "weather_agent.js")]
+    _, _, live, live_run = record_both_ways(tmp_path, confdir, [*agent, QUESTION], [*agent, "--stream", QUESTION])
+    assert live_run.stdout.strip() == "Paris: cloudy, 18°C. Lyon: rain, 15°C."
+    assert_replays(live, confdir, [*agent, "--stream", QUESTION], live_run)
+
+
+# --------------------------------------------------------------------------- 3. content-encoded streams
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_gzip_encoded_stream_records_the_same_steps(provider: str, tmp_path: Path, confdir: Path) -> None:
+    client = _scripts(tmp_path)[provider]
+    mode = "create" if provider == "openai" else "events"
+    with FakeProvider(gzip_streams=True) as fake:
+        _, rec = record(tmp_path, confdir, fake, [*client, mode, QUESTION], "gzip.json")
+        assert rec.returncode == 0, rec.stderr
+        # The provider really gzipped them: the SDK asked for gzip and mitmproxy passed that on.
+        assert all("gzip" in r["headers"].get("accept-encoding", "") for r in fake.requests)
+    with FakeProvider() as fake:
+        _, plain = record(tmp_path, confdir, fake, [*client, mode, QUESTION], "identity.json")
+        assert plain.returncode == 0, plain.stderr
+    assert rec.stdout == plain.stdout
+    assert neutral(tmp_path / "gzip.json") == neutral(tmp_path / "identity.json")
+    assert_replays(tmp_path / "gzip.json", confdir, [*client, mode, QUESTION], rec)
+
+
+# --------------------------------------------------------------------------- 4. streams that do not complete
+
+ONE_CALL = r"""
+import sys
+provider, out = sys.argv[1], open(sys.argv[2], "w")
+try:
+    if provider == "openai":
+        import openai
+        client = openai.OpenAI(max_retries=0)
+        stream = client.chat.completions.create(model="gpt-4.1-mini", stream=True, messages=[{"role": "user", "content": "Tell me a story."}])
+        for chunk in stream:
+            for ch in chunk.choices:
+                out.write(ch.delta.content or ""); out.flush()
+    else:
+        import anthropic
+        client = anthropic.Anthropic(max_retries=0)
+        with client.messages.stream(model="claude-sonnet-4-5", max_tokens=100, messages=[{"role": "user", "content": "Tell me a story."}]) as s:
+            for text in s.text_stream:
+                out.write(text); out.flush()
+except Exception as exc:
+    print(f"{type(exc).__name__}: {exc}")
+    sys.exit(1)
+print("completed")
+"""
+
+STORY = "Once upon a time there was a proxy that recorded every word the model said, and it never lost one."
+
+
+def _tool_round_then(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}, answer]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("gzip", [False, True], ids=["identity", "gzip"])
+def test_stream_cut_mid_way_is_not_recorded(provider: str, gzip: bool, tmp_path: Path, confdir: Path) -> None:
+    script = tmp_path / "one_call.py"
+    script.write_text(ONE_CALL)
+    seen = tmp_path / "seen.txt"
+    with FakeProvider([{"stream_cut": True, "text": STORY}], gzip_streams=gzip) as fake:
+        cassette, rec = record(tmp_path, confdir, fake, [sys.executable, str(script), provider, str(seen)], "cut.json")
+        assert len(fake.requests) == 1  # not retried
+    assert rec.returncode == 1, rec.stderr
+    assert "completed" not in rec.stdout
+    assert 0 < len(seen.read_text()) < len(STORY)  # the agent did see the first part as it came
+    assert "a streamed model call did not complete" in rec.stderr
+    assert "it was not recorded" in rec.stderr
+    assert "0 model calls" in rec.stderr
+    trace = load_trace(cassette)
+    assert verify_trace(trace) == []
+    assert [s.type for s in trace.steps] == ["metadata"]
+    assert trace.steps[0].payload["event"] == "run_failed"
+
+
+def test_stream_cut_after_a_completed_call_keeps_only_the_completed_one(tmp_path: Path, confdir: Path) -> None:
+    client = _scripts(tmp_path)["openai"]
+    with FakeProvider(_tool_round_then({"stream_cut": True, "text": STORY})) as fake:
+        cassette, rec = record(tmp_path, confdir, fake, [*client, "create", "Weather in Paris?"], "cut.json")
+        assert len(fake.requests) == 2
+    assert rec.returncode != 0
+    assert "did not complete" in rec.stderr
+    assert [s.type for s in load_trace(cassette).steps] == ["model_input", "model_output", "metadata"]
+
+
+def test_non_streamed_call_cut_off_is_not_called_a_stream(tmp_path: Path, confdir: Path) -> None:
+    client = _scripts(tmp_path)["openai"]
+    with FakeProvider([{"stream_cut": True, "text": STORY}]) as fake:  # a JSON body promised whole, half sent
+        cassette, rec = record(tmp_path, confdir, fake, [*client, "plain", "Tell me a story."], "cut.json")
+        assert len(fake.requests) == 1
+    assert rec.returncode != 0
+    assert "a forwarded model call failed (" in rec.stderr and "it was not recorded" in rec.stderr
+    assert "a streamed model call" not in rec.stderr
+    assert [s.type for s in load_trace(cassette).steps] == ["metadata"]
+
+
+EARLY_EXIT = r"""
+import sys, openai, anthropic
+ask = [{"role": "user", "content": "Tell me a long story please, with many words in it."}]
+if sys.argv[1] == "openai":
+    s = openai.OpenAI(max_retries=0).chat.completions.create(model="gpt-4.1-mini", stream=True, messages=ask)
+    for i, chunk in enumerate(s):
+        if i == 2:
+            break
+    s.close()
+else:
+    with anthropic.Anthropic(max_retries=0).messages.stream(model="claude-sonnet-4-5", max_tokens=100, messages=ask) as s:
+        for i, text in enumerate(s.text_stream):
+            if i == 1:
+                break
+print("stopped reading early")
+"""
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_client_hanging_up_mid_stream_is_not_recorded(provider: str, tmp_path: Path, confdir: Path) -> None:
+    script = tmp_path / "early.py"
+    script.write_text(EARLY_EXIT)
+    with FakeProvider(stream_delay_ms=300) as fake:  # slow enough that the agent leaves long before the end
+        cassette, rec = record(tmp_path, confdir, fake, [sys.executable, str(script), provider], "early.json")
+    assert rec.returncode == 0, rec.stderr
+    assert rec.stdout == "stopped reading early\n"
+    assert "a streamed model call did not complete (the connection failed: Client disconnected.); it was not recorded" in rec.stderr
+    assert [s.type for s in load_trace(cassette).steps] == ["metadata"]
+
+
+ERROR_EVENTS = {
+    "openai": [
+        {"id": "chatcmpl-x", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4.1-mini",
+         "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Once upon"}, "finish_reason": None}]},
+        {"error": {"message": "The server had an error while processing your request.", "type": "server_error", "param": None, "code": None}},
+    ],
+    "anthropic": [
+        {"type": "message_start", "message": {"id": "msg_x", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+         "content": [], "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 1}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Once upon"}},
+        {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_upstream_error_event_is_not_recorded_and_the_log_says_why(provider: str, tmp_path: Path, confdir: Path) -> None:
+    script = tmp_path / "one_call.py"
+    script.write_text(ONE_CALL)
+    with FakeProvider([{"raw_events": ERROR_EVENTS[provider]}]) as fake:
+        cassette, rec = record(tmp_path, confdir, fake, [sys.executable, str(script), provider, str(tmp_path / "seen.txt")], "err.json")
+        assert len(fake.requests) == 1
+    assert rec.returncode == 1
+    assert ("APIError" if provider == "openai" else "APIStatusError") in rec.stdout
+    assert "a streamed model call did not complete" in rec.stderr
+    detail = "The server had an error while processing your request." if provider == "openai" else "overloaded_error: Overloaded"
+    assert detail in rec.stderr  # the log names the error event, not just "it ended early"
+    assert [s.type for s in load_trace(cassette).steps] == ["metadata"]
+
+
+# --------------------------------------------------------------------------- 5. stream vs non-stream at replay
+
+
+@pytest.mark.parametrize("recorded_streaming", [False, True], ids=["plain-recording", "streamed-recording"])
+def test_stream_flag_is_part_of_the_input(recorded_streaming: bool, tmp_path: Path, confdir: Path) -> None:
+    agent = [sys.executable, str(EXAMPLES / "openai_weather_agent.py")]
+    as_recorded = [*agent, *(["--stream"] if recorded_streaming else []), QUESTION]
+    other_form = [*agent, *([] if recorded_streaming else ["--stream"]), QUESTION]
+    with FakeProvider() as fake:
+        cassette, rec = record(tmp_path, confdir, fake, as_recorded, "run.json")
+        assert rec.returncode == 0, rec.stderr
+
+    # strict: the other form is a divergence at the first call, naming params.stream
+    report = tmp_path / "report.json"
+    rep = replay(cassette, confdir, other_form, "--report", str(report))
+    assert rep.returncode != 0
+    assert "params.stream" in rep.stderr
+    status = orjson.loads(report.read_bytes())
+    assert status["first_divergence"]["step"] == 0
+    assert "params.stream" in json.dumps(status["first_divergence"])
+
+    # sequence: served, in the form the agent asked for (a JSON body to a stream request would yield no events)
+    rep = replay(cassette, confdir, other_form, "--match", "sequence")
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout == rec.stdout
+    assert ("Let me check the weather." in rep.stderr) is (not recorded_streaming)  # deltas printed only when it streams
+
+
+# --------------------------------------------------------------------------- 6. optional pacing (mitmdump option)
+
+PACED_CLIENT = r"""
+import sys, time
+provider, question = sys.argv[1], sys.argv[2]
+ask = [{"role": "user", "content": question}]
+start = time.monotonic()
+stamps, text = [], ""
+if provider == "openai":
+    import openai
+    for chunk in openai.OpenAI(max_retries=0).chat.completions.create(model="gpt-4.1-mini", stream=True, messages=ask):
+        stamps.append(time.monotonic() - start)
+        for ch in chunk.choices:
+            text += ch.delta.content or ""
+else:
+    import anthropic
+    for ev in anthropic.Anthropic(max_retries=0).messages.create(model="claude-sonnet-4-5", max_tokens=1024, stream=True, messages=ask):
+        stamps.append(time.monotonic() - start)
+        if ev.type == "content_block_delta" and ev.delta.type == "text_delta":
+            text += ev.delta.text
+print(text)
+print(" ".join(f"{t:.3f}" for t in stamps), file=sys.stderr)
+"""
+
+
+def _stamps(stderr: str) -> list[float]:
+    """The arrival times the paced client printed (the one stderr line made only of numbers)."""
+    for line in stderr.splitlines():
+        words = line.split()
+        if words and all(w.replace(".", "", 1).isdigit() for w in words):
+            return [float(w) for w in words]
+    raise AssertionError(f"no arrival times in {stderr!r}")
+
+
+def _mitmdump(tmp_path: Path, confdir: Path, mode: str, cassette: Path, *sets: str) -> tuple[subprocess.Popen[str], int]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mitmdump = Path(sys.executable).with_name("mitmdump")
+    argv = [str(mitmdump), "-q", "--listen-host", "127.0.0.1", "--listen-port", str(port), "--set", f"confdir={confdir}",
+            "-s", str(ROOT / "addon" / "blackbox_addon.py"), "--set", f"blackbox_mode={mode}", "--set", f"blackbox_cassette={cassette}"]  # fmt: skip
+    for option in sets:
+        argv += ["--set", option]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return proc, port
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise AssertionError(f"mitmdump did not start: {proc.stdout.read() if proc.stdout else ''}")
+
+
+def _stop(proc: subprocess.Popen[str]) -> str:
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    return out
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_replay_pacing_delivers_a_stream_event_by_event(provider: str, tmp_path: Path, confdir: Path) -> None:
+    from blackbox_mitm.proxy.environment import client_env
+
+    client = tmp_path / "paced.py"
+    client.write_text(PACED_CLIENT)
+    cassette = tmp_path / "run.json"
+    # Echoed back by the fake model: long enough for several 64-character content deltas in the replayed stream.
+    question = "Tell me slowly, one phrase at a time, about the weather in Paris, in Lyon, in Oslo and in Rome, " * 2
+    with FakeProvider() as fake:
+        rec = blackbox(
+            "record", "-o", str(cassette), "--confdir", str(confdir), *_remote(fake), "--", sys.executable, str(client), provider, question
+        )
+        assert rec.returncode == 0, rec.stderr
+
+    def run(*sets: str) -> tuple[str, list[float], str]:
+        report = tmp_path / "report.json"
+        report.unlink(missing_ok=True)
+        proc, port = _mitmdump(tmp_path, confdir, "replay", cassette, f"blackbox_report={report}", *sets)
+        try:
+            env = client_env(f"http://127.0.0.1:{port}", confdir=confdir)
+            env["OPENAI_API_KEY"] = env["ANTHROPIC_API_KEY"] = "sk-test-not-a-real-key-000"
+            out = subprocess.run([sys.executable, str(client), provider, question], env=env, capture_output=True, text=True, timeout=120)
+        finally:
+            log = _stop(proc)
+        assert out.returncode == 0, out.stderr + log
+        assert orjson.loads(report.read_bytes())["model_calls_served"] == 1, log
+        return out.stdout, _stamps(out.stderr), log
+
+    fast_text, fast, _ = run()
+    paced_text, paced, _ = run("blackbox_stream_delay_ms=150")
+    assert fast_text == paced_text == rec.stdout
+    assert len(paced) == len(fast) >= 4
+    gaps = [b - a for a, b in itertools.pairwise(paced)]
+    # Each event came on its own, about 150 ms after the one before (not all at once at the end).
+    assert min(gaps) >= 0.12, gaps
+    assert paced[-1] - paced[0] >= 0.15 * (len(paced) - 1) * 0.8
+    assert fast[-1] - fast[0] < 0.5 * (paced[-1] - paced[0]), fast  # off by default: not paced
+
+    # The same through `blackbox replay --stream-delay-ms`.
+    cli = blackbox(
+        "replay",
+        str(cassette),
+        "--confdir",
+        str(confdir),
+        "--stream-delay-ms",
+        "150",
+        "--",
+        sys.executable,
+        str(client),
+        provider,
+        question,
+    )
+    assert cli.returncode == 0, cli.stderr
+    assert cli.stdout == rec.stdout
+    cli_stamps = _stamps(cli.stderr)
+    assert len(cli_stamps) == len(paced) and min(b - a for a, b in itertools.pairwise(cli_stamps)) >= 0.12
+
+
+def test_pacer_plays_back_whole_events() -> None:
+    from blackbox_mitm.proxy.pacing import split_events
+
+    body = b'event: a\ndata: {"x":1}\n\ndata: [DONE]\n\n'
+    assert split_events(body) == [b'event: a\ndata: {"x":1}\n\n', b"data: [DONE]\n\n"]
+    assert split_events(b"data: 1\r\n\r\ndata: 2") == [b"data: 1\r\n\r\n", b"data: 2"]
+
+
+# --------------------------------------------------------------------------- the record path passes events on as they come
+
+
+def test_recording_passes_events_through_as_they_arrive(tmp_path: Path, confdir: Path) -> None:
+    """The agent sees the first delta long before the stream ends: the recorder does not buffer."""
+    client = tmp_path / "paced.py"
+    client.write_text(PACED_CLIENT)
+    with FakeProvider(stream_delay_ms=200) as fake:
+        cassette, rec = record(
+            tmp_path, confdir, fake, [sys.executable, str(client), "openai", "Say something long enough to stream."], "run.json"
+        )
+        assert rec.returncode == 0, rec.stderr
+    stamps = _stamps(rec.stderr)
+    assert len(stamps) >= 4
+    # the events were 200 ms apart upstream; buffered, they would all land within a few ms of each other
+    assert stamps[-1] - stamps[0] >= 0.2 * (len(stamps) - 2), stamps
+    assert neutral(cassette)[1][1]["text"] == rec.stdout.strip()
