@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup demo test lint format bench clean
 
-$(STAMP): pyproject.toml examples/node/package.json
+$(STAMP): pyproject.toml constraints.txt examples/node/package.json
 	bash scripts/setup $(VENV)
 
 setup: $(STAMP)
