@@ -59,7 +59,7 @@ def parse_trace(raw: bytes | str, *, path: str = "<cassette>") -> Trace:
 
 def parse_document(raw: bytes | str, *, path: str = "<cassette>") -> Any:
     """The file's JSON value, or a ``CassetteError`` saying it is empty, truncated or not JSON."""
-    if not raw.strip():
+    if not raw or raw.isspace():
         raise CassetteError("the file is empty; it is not a cassette (re-record the run, or restore it from version control)", path=path)
     try:
         return decode_json(raw)

@@ -35,6 +35,8 @@ import hashlib
 import json
 from typing import Any, NoReturn
 
+import orjson
+
 from blackbox_mitm.cassette.payloads import tool_calls_of
 from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse, SseEvent, StreamIncomplete
 from blackbox_mitm.codecs.refusals import refuse
@@ -110,6 +112,10 @@ def _dumps(value: Any) -> str:
 
 
 def _loads(body: bytes, what: str) -> Any:
+    try:
+        return orjson.loads(body)  # fast; what it refuses (lone surrogates, ...) gets the stdlib's say
+    except orjson.JSONDecodeError:
+        pass
     try:
         return json.loads(body)
     except ValueError as exc:  # UnicodeDecodeError is a ValueError too

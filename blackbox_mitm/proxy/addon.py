@@ -148,7 +148,7 @@ class BlackboxAddon:
             return
         req = ModelRequest(
             path=path,
-            headers={k.lower(): v for k, v in flow.request.headers.items()},
+            headers=_lower_headers(flow.request.headers),
             body=flow.request.get_content(strict=False) or b"",
             received_ms=now_ms(),
         )
@@ -310,6 +310,20 @@ def _has_error_key(data: str) -> bool:
         return isinstance(json.loads(data).get("error"), dict)
     except (ValueError, AttributeError):
         return False
+
+
+def _lower_headers(headers: http.Headers) -> dict[str, str]:
+    """Header names lower-cased, repeated fields joined — one pass over the raw fields.
+
+    (``Headers.items()`` looks every name up again: quadratic in the header count,
+    a measurable share of a replayed call; see docs/benchmarks.md.)
+    """
+    out: dict[str, str] = {}
+    for raw_key, raw_value in headers.fields:
+        key = raw_key.decode("utf-8", "surrogateescape").lower()
+        value = raw_value.decode("utf-8", "surrogateescape")
+        out[key] = f"{out[key]}, {value}" if key in out else value
+    return out
 
 
 def _make_response(answer: Answer) -> http.Response:
