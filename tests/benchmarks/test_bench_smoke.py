@@ -1,0 +1,98 @@
+"""The benchmark runner cannot rot: a tiny-N run (``--quick``) must produce a complete, well-formed report.
+
+Only the shape is checked — every section, every table, every target stated as met
+or missed, versions and machine named. The numbers themselves are never asserted:
+a benchmark on a shared 2-core machine is not a test of speed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.e2e
+
+SECTIONS = ("calls", "scaling", "verify", "startup")
+HEADINGS = (
+    "# Benchmarks: what does Blackbox cost?",
+    "## The machine",
+    "## Summary",
+    "## 1. A model call through each proxy (openai SDK)",
+    "## 2. Scaling with run length",
+    "## 3. Loading and verifying a large cassette",
+    "## 4. Start-up",
+    "## Reproducing",
+)
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict, str]:
+    out = tmp_path_factory.mktemp("bench")
+    report, data = out / "benchmarks.md", out / "benchmarks.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--write", str(report), "--json", str(data)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, f"the quick benchmark run failed:\n{proc.stderr[-6000:]}"
+    return report.read_text(encoding="utf-8"), json.loads(data.read_text(encoding="utf-8")), proc.stderr
+
+
+def test_the_report_has_every_section_and_states_the_machine(quick_run: tuple[str, dict, str]) -> None:
+    report, _, _ = quick_run
+    for heading in HEADINGS:
+        assert heading in report, heading
+    for label in ("CPU", "RAM", "Python", "mitmproxy", "openai SDK"):
+        assert re.search(rf"^\| {re.escape(label)} \| \S", report, re.MULTILINE), label
+    assert "Traceback" not in report
+
+
+def test_every_variant_and_ratio_is_reported(quick_run: tuple[str, dict, str]) -> None:
+    report, data, _ = quick_run
+    for label in ("(a) direct", "(b) mitmdump passthrough", "(c) mitmdump server_replay", "(d) blackbox replay", "(e) blackbox record"):
+        assert report.count(label) >= 2, label  # in the sequential and the concurrent table at least
+    calls = next(s for s in data["sections"] if s["key"] == "calls")["data"]
+    assert set(calls["variants"]) == {"a", "b", "c", "d", "e"}
+    for ratio in ("d/c", "d/b", "e/b"):
+        for phase in ("seq", "conc"):
+            assert calls["ratios"][ratio][phase]["median"] > 0
+
+
+def test_every_target_is_met_or_missed_never_silently_absent(quick_run: tuple[str, dict, str]) -> None:
+    report, data, _ = quick_run
+    assert [s["key"] for s in data["sections"]][: len(SECTIONS)] == list(SECTIONS)
+    assert all(s["error"] is None for s in data["sections"])
+    targets = [t for s in data["sections"] for t in s["targets"]]
+    names = " ".join(t["name"] for t in targets)
+    for fragment in ("server_replay", "passthrough", "last window / first window", "journal append", "peak memory"):
+        assert fragment in names, fragment
+    for t in targets:
+        assert isinstance(t["value"], float) and t["value"] > 0, t
+        assert isinstance(t["met"], bool), t
+    rows = [line for line in report.splitlines() if line.startswith("| ") and ("met (" in line or "**missed**" in line)]
+    assert len(rows) == len(targets)
+
+
+def test_the_quick_run_cleans_up_after_itself(quick_run: tuple[str, dict, str]) -> None:
+    _, _, stderr = quick_run
+    workdir = re.search(r"working in (\S+)", stderr)
+    assert workdir is not None
+    assert not Path(workdir.group(1)).exists()
+    # Every process the run started (proxies, the provider, clients) named files in its working directory.
+    left = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if workdir.group(1).encode() in cmdline.read_bytes():
+                left.append(cmdline.parent.name)
+        except OSError:
+            continue
+    assert not left, f"processes left running: {left}"
