@@ -25,7 +25,8 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-bench: $(STAMP)         ## measure and write docs/benchmarks.md
+bench: $(STAMP)         ## measure and write docs/benchmarks.md (installs the profilers first)
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test,bench]'
 	$(PY) benchmarks/run.py --write docs/benchmarks.md
 
 clean:
