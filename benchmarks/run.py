@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     info = machine_info()
     profile = not args.no_profile and not args.quick
     tools = [name for name, ok in (("py-spy", pyspy_path() is not None), ("pyinstrument", pyinstrument_available())) if ok]
-    info["profilers"] = (", ".join(tools) + " (installed in the venv by hand; not project dependencies)") if tools else "none installed"
+    info["profilers"] = (", ".join(tools) + " (the `bench` extra, installed by `make bench`)") if tools else "none installed"
     if not profile:
         info["profilers"] += "; profiling off for this run"
     started = time.perf_counter()
