@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +38,34 @@ def fake_provider() -> Iterator[object]:
 def map_remote_for(url: str) -> list[str]:
     """map_remote specs sending both providers' hosts to a local fake provider."""
     return [rf"|https://api\.openai\.com|{url}", rf"|https://api\.anthropic\.com|{url}"]
+
+
+def remote_args(url: str) -> list[str]:
+    """``--map-remote SPEC`` for each provider host, ready to splice into a `blackbox` command line."""
+    return [arg for spec in map_remote_for(url) for arg in ("--map-remote", spec)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(proc: subprocess.Popen[str], port: int, what: str = "the proxy", timeout: float = 60) -> None:
+    """Wait until ``proc`` listens on 127.0.0.1:``port``; kill it and fail with its output if it never does."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.2)
+    proc.kill()
+    out = proc.stdout.read() if proc.stdout else ""
+    err = proc.stderr.read() if proc.stderr else ""
+    raise AssertionError(f"{what} did not start listening on 127.0.0.1:{port}\n{out}{err}")
 
 
 def blackbox(*args: str, env: dict[str, str] | None = None, timeout: float = 180, check: bool = False) -> subprocess.CompletedProcess[str]:

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, ROOT, blackbox, map_remote_for
+from conftest import EXAMPLES, ROOT, blackbox, remote_args
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import journal_path, load_trace
@@ -26,9 +26,7 @@ def test_kill_9_mid_run_then_recover(tmp_path: Path, confdir: Path) -> None:
     ]
     cassette = tmp_path / "run.json"
     with FakeProvider(script) as provider:
-        remote: list[str] = []
-        for spec in map_remote_for(provider.url):
-            remote += ["--map-remote", spec]
+        remote = remote_args(provider.url)
         env = dict(os.environ, OPENAI_API_KEY="sk-test-not-a-real-key-000")
         proc = subprocess.Popen(
             [sys.executable, "-m", "blackbox_mitm", "record", "-o", str(cassette), "--confdir", str(confdir), *remote, "--",

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import ROOT, blackbox, map_remote_for
+from conftest import ROOT, blackbox, remote_args
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import load_trace
@@ -27,9 +27,7 @@ BASE = ["--temperature", "0.2"]
 
 def _record(path: Path, confdir: Path, args: list[str], script: list[dict[str, Any]] | None = None) -> str:
     with FakeProvider(script) as provider:
-        remote: list[str] = []
-        for spec in map_remote_for(provider.url):
-            remote += ["--map-remote", spec]
+        remote = remote_args(provider.url)
         rec = blackbox("record", "-o", str(path), "--confdir", str(confdir), *remote, "--", *AGENT, *args)
     assert rec.returncode == 0, rec.stderr
     return rec.stdout

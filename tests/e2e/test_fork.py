@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import EXAMPLES, blackbox, map_remote_for
+from conftest import EXAMPLES, blackbox, remote_args
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import load_trace
@@ -25,19 +25,12 @@ AGENT = [sys.executable, str(EXAMPLES / "openai_weather_agent.py"), "What's the 
 SUN = '{"forecast": "sun", "celsius": 24}'
 
 
-def _remote(provider: FakeProvider) -> list[str]:
-    out: list[str] = []
-    for spec in map_remote_for(provider.url):
-        out += ["--map-remote", spec]
-    return out
-
-
 @pytest.fixture(scope="module")
 def parent(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Path:
     folder = tmp_path_factory.mktemp("forks")
     cassette = folder / "parent.json"
     with FakeProvider() as provider:
-        rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), *_remote(provider), "--", *AGENT)
+        rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), *remote_args(provider.url), "--", *AGENT)
     assert rec.returncode == 0, rec.stderr
     assert rec.stdout.strip() == "Paris: cloudy, 18°C."
     trace = load_trace(cassette)
@@ -54,7 +47,7 @@ def parent(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Path:
 
 
 def _fork(parent: Path, confdir: Path, out: Path, *args: str, provider: FakeProvider | None = None):
-    remote = _remote(provider) if provider is not None else []
+    remote = remote_args(provider.url) if provider is not None else []
     return blackbox("fork", str(parent), *args, "-o", str(out), "--confdir", str(confdir), *remote, "--", *AGENT)
 
 

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import orjson
 import pytest
 from click.testing import CliRunner
-from conftest import EXAMPLES, ROOT, blackbox, map_remote_for
+from conftest import EXAMPLES, ROOT, blackbox, free_port, remote_args, wait_for_port
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import load_trace
@@ -25,14 +23,8 @@ pytestmark = pytest.mark.e2e
 AGENT = [sys.executable, str(EXAMPLES / "anthropic_weather_agent.py"), "What's the weather in Paris?"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _proxy(confdir: Path, *args: str) -> tuple[subprocess.Popen[str], int]:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "blackbox_mitm", "proxy", "--listen-port", str(port), "--confdir", str(confdir), *args],
         cwd=ROOT,
@@ -40,17 +32,8 @@ def _proxy(confdir: Path, *args: str) -> tuple[subprocess.Popen[str], int]:
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return proc, port
-        except OSError:
-            if proc.poll() is not None:
-                raise AssertionError(proc.stderr.read() if proc.stderr else "blackbox proxy exited") from None
-            time.sleep(0.2)
-    proc.kill()
-    raise AssertionError("blackbox proxy did not start listening")
+    wait_for_port(proc, port, "blackbox proxy")
+    return proc, port
 
 
 def _stop(proc: subprocess.Popen[str]) -> str:
@@ -69,7 +52,7 @@ def _agent_env(confdir: Path, port: int) -> dict[str, str]:
 def test_long_running_proxy_records_then_replays(tmp_path: Path, confdir: Path) -> None:
     cassette = tmp_path / "container-run.json"
     with FakeProvider() as provider:
-        remote = [a for spec in map_remote_for(provider.url) for a in ("--map-remote", spec)]
+        remote = remote_args(provider.url)
         proc, port = _proxy(confdir, "--mode", "record", "--cassette", str(cassette), *remote)
         try:
             out = subprocess.run(AGENT, env=_agent_env(confdir, port), capture_output=True, text=True, timeout=120)
@@ -98,7 +81,7 @@ def test_provider_errors_pass_through_and_the_retried_call_is_recorded(tmp_path:
     script = [{"status": 429, "times": 1}, {"status": 529, "times": 1}, {"text": "Paris: sunny."}]
     agent = [sys.executable, str(EXAMPLES / "anthropic_weather_agent.py"), "Hello"]
     with FakeProvider(script) as provider:
-        remote = [a for spec in map_remote_for(provider.url) for a in ("--map-remote", spec)]
+        remote = remote_args(provider.url)
         rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), *remote, "--", *agent)
         assert rec.returncode == 0, rec.stderr
         assert len(provider.requests) == 3  # the SDK saw both errors and retried

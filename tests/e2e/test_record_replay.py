@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import EXAMPLES, ROOT, blackbox, map_remote_for
+from conftest import EXAMPLES, ROOT, blackbox, free_port, map_remote_for, remote_args, wait_for_port
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import load_trace
@@ -33,9 +33,7 @@ AGENTS = {
 
 def _record(tmp_path: Path, confdir: Path, provider: FakeProvider, agent: list[str], question: str = QUESTION, name: str = "run.json"):
     cassette = tmp_path / name
-    remote: list[str] = []
-    for spec in map_remote_for(provider.url):
-        remote += ["--map-remote", spec]
+    remote = remote_args(provider.url)
     proc = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), *remote, "--", *agent, question)
     return cassette, proc
 
@@ -100,10 +98,7 @@ def test_offline_replay_opens_no_upstream_connection(tmp_path: Path, confdir: Pa
         cassette, rec = _record(tmp_path, confdir, provider, agent)
         assert rec.returncode == 0, rec.stderr
         before_requests, before_connections = len(provider.requests), provider.connections
-        # The provider is still listening, and the replay even maps the hosts to it: nothing may reach it.
-        remote: list[str] = []
-        for spec in map_remote_for(provider.url):
-            remote += ["--map-remote", spec]
+        # The provider is still listening: nothing may reach it.
         rep = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *agent, QUESTION)
         assert rep.returncode == 0, rep.stderr
         assert len(provider.requests) == before_requests
@@ -115,9 +110,7 @@ def test_api_key_never_enters_the_cassette(tmp_path: Path, confdir: Path) -> Non
     agent = AGENTS["python-openai"]
     with FakeProvider() as provider:
         cassette = tmp_path / "run.json"
-        remote: list[str] = []
-        for spec in map_remote_for(provider.url):
-            remote += ["--map-remote", spec]
+        remote = remote_args(provider.url)
         rec = blackbox(
             "record", "-o", str(cassette), "--confdir", str(confdir), *remote, "--", *agent, QUESTION, env={"OPENAI_API_KEY": key}
         )
@@ -131,9 +124,7 @@ def test_api_key_never_enters_the_cassette(tmp_path: Path, confdir: Path) -> Non
     # A prompt carrying the key is refused rather than written.
     with FakeProvider() as provider:
         leaky = tmp_path / "leaky.json"
-        remote = []
-        for spec in map_remote_for(provider.url):
-            remote += ["--map-remote", spec]
+        remote = remote_args(provider.url)
         rec = blackbox(
             "record",
             "-o",
@@ -163,9 +154,7 @@ def test_refused_field_errors_through_the_sdk_without_retry(tmp_path: Path, conf
     )
     with FakeProvider() as provider:
         cassette = tmp_path / "run.json"
-        remote: list[str] = []
-        for spec in map_remote_for(provider.url):
-            remote += ["--map-remote", spec]
+        remote = remote_args(provider.url)
         rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), "-v", *remote, "--", sys.executable, str(script))
         assert rec.returncode == 3, rec.stderr
         assert "BadRequestError" in rec.stdout and "BlackboxUnsupportedError: n:" in rec.stdout
@@ -180,31 +169,20 @@ def test_mitmdump_script_records_and_replays(tmp_path: Path, confdir: Path) -> N
     """The addon file users hand to `mitmdump -s`, in a real mitmdump process."""
     import os
     import signal
-    import socket
     import subprocess
-    import time
 
     mitmdump = Path(sys.executable).with_name("mitmdump")
     agent = AGENTS["python-openai"]
 
     def run(mode: str, *extra: str) -> tuple[subprocess.Popen[str], int]:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         proc = subprocess.Popen(
             [str(mitmdump), "-q", "--listen-host", "127.0.0.1", "--listen-port", str(port), "--set", f"confdir={confdir}",
              "-s", str(ROOT / "addon" / "blackbox_addon.py"), "--set", f"blackbox_mode={mode}", "--set", f"blackbox_cassette={tmp_path / 'run.json'}", *extra],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                return proc, port
-            except OSError:
-                time.sleep(0.2)
-        proc.kill()
-        raise AssertionError(f"mitmdump did not start: {proc.stdout.read() if proc.stdout else ''}")
+        wait_for_port(proc, port, "mitmdump")
+        return proc, port
 
     from blackbox_mitm.proxy.environment import client_env
 
@@ -243,9 +221,7 @@ def test_mitmdump_script_records_and_replays(tmp_path: Path, confdir: Path) -> N
 def test_blackbox_confdir_names_the_ca_for_the_proxy_and_the_agent_alike(tmp_path: Path, confdir: Path) -> None:
     agent = AGENTS["python-openai"]
     with FakeProvider() as provider:
-        remote: list[str] = []
-        for spec in map_remote_for(provider.url):
-            remote += ["--map-remote", spec]
+        remote = remote_args(provider.url)
         cassette = tmp_path / "run.json"
         rec = blackbox("record", "-o", str(cassette), *remote, "--", *agent, QUESTION, env={"BLACKBOX_CONFDIR": str(confdir)})
         assert rec.returncode == 0, rec.stderr

@@ -14,16 +14,14 @@ import itertools
 import json
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from conftest import EXAMPLES, ROOT, blackbox, map_remote_for
+from conftest import EXAMPLES, ROOT, blackbox, free_port, remote_args, wait_for_port
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import load_trace
@@ -177,16 +175,9 @@ def _scripts(tmp_path: Path) -> dict[str, list[str]]:
     return {"openai": [sys.executable, str(oa)], "anthropic": [sys.executable, str(an)]}
 
 
-def _remote(provider: FakeProvider) -> list[str]:
-    out: list[str] = []
-    for spec in map_remote_for(provider.url):
-        out += ["--map-remote", spec]
-    return out
-
-
 def record(tmp_path: Path, confdir: Path, provider: FakeProvider, argv: list[str], name: str, *extra: str) -> tuple[Path, Any]:
     cassette = tmp_path / name
-    proc = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), *extra, *_remote(provider), "--", *argv)
+    proc = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), *extra, *remote_args(provider.url), "--", *argv)
     return cassette, proc
 
 
@@ -574,24 +565,15 @@ def _stamps(stderr: str) -> list[float]:
 
 
 def _mitmdump(tmp_path: Path, confdir: Path, mode: str, cassette: Path, *sets: str) -> tuple[subprocess.Popen[str], int]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     mitmdump = Path(sys.executable).with_name("mitmdump")
     argv = [str(mitmdump), "-q", "--listen-host", "127.0.0.1", "--listen-port", str(port), "--set", f"confdir={confdir}",
             "-s", str(ROOT / "addon" / "blackbox_addon.py"), "--set", f"blackbox_mode={mode}", "--set", f"blackbox_cassette={cassette}"]  # fmt: skip
     for option in sets:
         argv += ["--set", option]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return proc, port
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise AssertionError(f"mitmdump did not start: {proc.stdout.read() if proc.stdout else ''}")
+    wait_for_port(proc, port, "mitmdump")
+    return proc, port
 
 
 def _stop(proc: subprocess.Popen[str]) -> str:
@@ -611,7 +593,17 @@ def test_replay_pacing_delivers_a_stream_event_by_event(provider: str, tmp_path:
     question = "Tell me slowly, one phrase at a time, about the weather in Paris, in Lyon, in Oslo and in Rome, " * 2
     with FakeProvider() as fake:
         rec = blackbox(
-            "record", "-o", str(cassette), "--confdir", str(confdir), *_remote(fake), "--", sys.executable, str(client), provider, question
+            "record",
+            "-o",
+            str(cassette),
+            "--confdir",
+            str(confdir),
+            *remote_args(fake.url),
+            "--",
+            sys.executable,
+            str(client),
+            provider,
+            question,
         )
         assert rec.returncode == 0, rec.stderr
 

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, map_remote_for
+from conftest import ROOT, remote_args
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import load_trace
@@ -53,9 +53,7 @@ def blackbox(*args: str, env: dict[str, str], cwd: Path | None = None, timeout: 
 
 
 def _remote(provider: FakeProvider) -> list[str]:
-    out: list[str] = []
-    for spec in map_remote_for(provider.url):
-        out += ["--map-remote", spec]
+    out = remote_args(provider.url)
     return out
 
 

@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, blackbox, map_remote_for
+from conftest import EXAMPLES, blackbox, remote_args
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import load_trace
@@ -34,11 +34,9 @@ ANSWERS = {"paris": "Paris: cloudy, 18°C.", "lyon": "Lyon: rain, 15°C."}
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("recorded")
-    remote: list[str] = []
     out: dict[str, Path] = {}
     with FakeProvider() as provider:
-        for spec in map_remote_for(provider.url):
-            remote += ["--map-remote", spec]
+        remote = remote_args(provider.url)
         for name, question in QUESTIONS.items():
             cassette = folder / f"{name}.json"
             rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), *remote, "--", *AGENT, question, check=True)

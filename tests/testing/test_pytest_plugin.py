@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, blackbox, map_remote_for
+from conftest import EXAMPLES, blackbox, map_remote_for, remote_args
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import load_trace
@@ -25,9 +25,7 @@ QUESTION = "What's the weather in Paris?"
 def tape(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Path:
     cassette = tmp_path_factory.mktemp("tapes") / "weather.json"
     with FakeProvider() as provider:
-        remote: list[str] = []
-        for spec in map_remote_for(provider.url):
-            remote += ["--map-remote", spec]
+        remote = remote_args(provider.url)
         rec = blackbox(
             "record",
             "-o",
