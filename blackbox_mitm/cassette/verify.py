@@ -39,7 +39,7 @@ from typing import Any
 
 from blackbox_mitm.cassette.canonical import canonical_bytes, step_hash_from_canonical_payload
 from blackbox_mitm.cassette.payloads import json_kind
-from blackbox_mitm.cassette.store import parse_document, trace_from_json
+from blackbox_mitm.cassette.store import load_trace, parse_document, trace_from_json
 from blackbox_mitm.cassette.trace import CURRENT_TRACE_VERSION, STEP_TYPES, Trace, TraceStep
 from blackbox_mitm.errors import CassetteError
 
@@ -49,6 +49,7 @@ __all__ = [
     "PROVIDER_RESPONSE_KEYS",
     "Problem",
     "VerifyResult",
+    "load_verified",
     "verify_file",
     "verify_trace",
 ]
@@ -236,6 +237,20 @@ class VerifyResult:
     @property
     def ok(self) -> bool:
         return not self.problems
+
+
+def load_verified(path: str | os.PathLike[str], *, recover: bool = True) -> Trace:
+    """Load a cassette and refuse it (``CassetteError``) unless it verifies: hash chain, ids, neutrality.
+
+    ``recover=False`` never touches a journal beside it (a read-only look).
+    """
+    trace = load_trace(path, recover=recover)
+    problems = verify_trace(trace)
+    if problems:
+        raise CassetteError(
+            f"the cassette does not verify ({problems[0]}); run `blackbox verify` for details, and re-record it", path=str(path)
+        )
+    return trace
 
 
 def verify_file(path: str | os.PathLike[str]) -> VerifyResult:

@@ -76,9 +76,9 @@ def fork(
         -o runs/sunny.json -- python agent.py "What's the weather in Paris?"
     """
     from blackbox_mitm.cassette.diff import first_divergence
+    from blackbox_mitm.cassette.verify import load_verified
     from blackbox_mitm.matcher import render_report
     from blackbox_mitm.proxy.wrap import proxy_for, run_command
-    from blackbox_mitm.session.build import load_verified
     from blackbox_mitm.session.fork import _MISSING, fork_session, plan_fork
 
     setup_logging(verbose)

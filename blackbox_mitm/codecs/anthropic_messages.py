@@ -63,6 +63,7 @@ __all__ = [
     "encode_error",
     "encode_response",
     "encode_stream",
+    "is_stream_end",
     "normalize_answer",
     "rewrite_tool_result",
 ]
@@ -320,6 +321,11 @@ def _output(text: str | None, calls: list[dict[str, Any]]) -> dict[str, Any]:
     if text:
         output["text"] = text
     return output
+
+
+def is_stream_end(event: SseEvent) -> bool:
+    """``message_stop``, or an ``error`` event: no later event counts (``aggregate_stream`` names the error)."""
+    return event.event in ("message_stop", "error")
 
 
 def aggregate_stream(events: list[SseEvent]) -> bytes:

@@ -7,6 +7,7 @@ A codec is a module with the same functions as its siblings (``openai_chat``,
     decode_response(body: bytes, ids: CallIds, request: DecodedRequest) -> dict   # -> model_output
     encode_response(output: dict, *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict
     encode_stream(output: dict, *, request: DecodedRequest, ids: CallIds, created_ms: int) -> bytes
+    is_stream_end(event: SseEvent) -> bool              # the event after which a recorded stream is complete
     aggregate_stream(events: list[SseEvent]) -> bytes  # a recorded stream -> the equivalent JSON body
     encode_error(message: str, *, status: int = 400, error_type: str | None = None) -> ErrorResponse
     normalize_answer(answer: Any, ids: CallIds) -> dict | None  # a user-written answer (fork --response)
@@ -34,6 +35,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from blackbox_mitm.cassette.payloads import tool_calls_of
 from blackbox_mitm.errors import BlackboxError
 
 __all__ = ["STOP_LENGTH", "STOP_REFUSAL", "CallIds", "DecodedRequest", "ErrorResponse", "SseEvent"]
@@ -145,6 +147,11 @@ class CallIds:
             self._next = max(self._next, int(m.group(1)) + 1)
         if name is not None:
             self._names[call_id] = name
+
+    def register_calls(self, output: Any) -> None:
+        """Register every tool call of a recorded model_output (either shape)."""
+        for call in tool_calls_of(output):
+            self.register(str(call.get("toolCallId")), call.get("toolName"))
 
     def served_id(self, call_id: str, prefix: str) -> str:
         """The id a synthesized response gives ``call_id`` (``call_bb0``, ``toolu_bb0``...)."""

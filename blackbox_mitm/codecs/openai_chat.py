@@ -53,6 +53,7 @@ __all__ = [
     "encode_error",
     "encode_response",
     "encode_stream",
+    "is_stream_end",
     "normalize_answer",
 ]
 
@@ -539,6 +540,19 @@ def _merge_choice(state: dict[str, Any], choice: dict[str, Any]) -> None:
                 merged.setdefault(key, value)
     if choice.get("finish_reason"):
         state["finish_reason"] = choice["finish_reason"]
+
+
+def is_stream_end(event: SseEvent) -> bool:
+    """``data: [DONE]``, or an error chunk: no later event counts (``aggregate_stream`` names the error)."""
+    data = event.data.strip()
+    if event.event == "error" or data == "[DONE]":
+        return True
+    if not (data.startswith("{") and '"error"' in data):
+        return False
+    try:
+        return isinstance(orjson.loads(data).get("error"), dict)
+    except (orjson.JSONDecodeError, AttributeError):
+        return False
 
 
 def aggregate_stream(events: list[SseEvent]) -> bytes:

@@ -234,7 +234,7 @@ def golden_env(case: GoldenCase, base: Mapping[str, str]) -> dict[str, str]:
     OPENAI_API_KEY but ignores the proxy must not carry the real key out of a test
     run. The agent gets BLACKBOX_REPLAY_KEY when set, else a placeholder.
     """
-    from blackbox_mitm.proxy.wrap import REPLAY_PLACEHOLDER_KEY
+    from blackbox_mitm.proxy.environment import REPLAY_PLACEHOLDER_KEY
 
     env = dict(base)
     env["BLACKBOX_RUN"] = case.run or ""

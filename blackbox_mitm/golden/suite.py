@@ -19,8 +19,9 @@ from typing import Any
 
 from blackbox_mitm.cassette.journal import journal_path
 from blackbox_mitm.cassette.payloads import is_terminal
-from blackbox_mitm.cassette.store import load_trace, write_atomic
+from blackbox_mitm.cassette.store import write_atomic
 from blackbox_mitm.cassette.trace import Trace
+from blackbox_mitm.cassette.verify import load_verified
 from blackbox_mitm.errors import BlackboxError, CassetteError, CassetteExistsError
 from blackbox_mitm.matcher.recorded import recorded_calls_of
 
@@ -123,20 +124,12 @@ def load_verified_readonly(path: Path) -> Trace:
     A recording journal beside a golden is refused rather than recovered: a test
     run must never rewrite the suite it is judging.
     """
-    from blackbox_mitm.cassette.verify import verify_trace
-
     if journal_path(path).exists():
         raise CassetteError(
             f"a recording journal ({journal_path(path).name}) sits beside this golden; run `blackbox recover {path}` or delete the journal",
             path=str(path),
         )
-    trace = load_trace(path, recover=False)
-    problems = verify_trace(trace)
-    if problems:
-        raise CassetteError(
-            f"the cassette does not verify ({problems[0]}); run `blackbox verify` for details, and re-record it", path=str(path)
-        )
-    return trace
+    return load_verified(path, recover=False)
 
 
 def load_case(path: Path) -> GoldenCase:
@@ -205,7 +198,6 @@ def add_golden(source: str | os.PathLike[str], folder: Path, *, name: str | None
     in ``run_failed``, a bad name, or a run already golden under another name
     (``GoldenError``: two testcases with one name).
     """
-    from blackbox_mitm.session.build import load_verified
 
     src = Path(source)
     trace = load_verified(src)

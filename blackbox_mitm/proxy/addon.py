@@ -10,7 +10,6 @@ when the proxy itself stops (``mitmdump -s addon/blackbox_addon.py``).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ MATCH_MODES = ("strict", "sequence")
 _HOST_KEY = "blackbox.host"
 _TICKET_KEY = "blackbox.ticket"
 _PACED_KEY = "blackbox.paced"
+_STREAM_KEY = "blackbox.stream"
 _PROVIDER_BY_HOST = {"api.openai.com": "openai", "api.anthropic.com": "anthropic"}
 
 
@@ -58,7 +58,6 @@ class BlackboxAddon:
         self._on_done = on_done
         self.hosts: set[str] = set(DEFAULT_HOSTS)
         self.offline = True
-        self.log_lines: list[str] = []
         self.stream_delay_ms = 0
         self._pacer: StreamPacer | None = None
 
@@ -201,7 +200,7 @@ class BlackboxAddon:
         if flow.response.status_code >= 400 or not ctype.lower().startswith("text/event-stream"):
             return
         state = _StreamState(ticket)
-        flow.metadata["blackbox.stream"] = state
+        flow.metadata[_STREAM_KEY] = state
         decode = stream_decoder(flow.response.headers.get("content-encoding", ""))
         parser = SseParser()
         session = self.session
@@ -211,16 +210,16 @@ class BlackboxAddon:
                 return chunk
             if chunk == b"":
                 state.done = True
-                session.on_stream_failed(ticket, "the stream ended before its final event")
+                session.on_call_failed(ticket, "the stream ended before its final event")
                 return chunk
             try:
                 new = parser.feed(decode(chunk))
             except Exception as exc:  # a corrupt encoding: the call is not recordable
                 state.done = True
-                session.on_stream_failed(ticket, f"could not decode the stream ({exc})")
+                session.on_call_failed(ticket, f"could not decode the stream ({exc})")
                 return chunk
             state.events.extend(new)
-            if any(_is_stream_end(ticket, ev) for ev in new):
+            if any(ticket.codec.is_stream_end(ev) for ev in new):
                 state.done = True
                 # Recorded (fsynced) before the final event reaches the agent.
                 self._finish_stream(session, state)
@@ -233,7 +232,7 @@ class BlackboxAddon:
         try:
             body = ticket.codec.aggregate_stream(state.events)
         except BlackboxError as exc:
-            session.on_stream_failed(ticket, str(exc))
+            session.on_call_failed(ticket, str(exc))
             return
         try:
             answer = session.on_response(ticket, 200, body)
@@ -252,7 +251,7 @@ class BlackboxAddon:
         ticket = flow.metadata.get(_TICKET_KEY)
         if ticket is None or self.session is None or flow.response is None:
             return
-        if "blackbox.stream" in flow.metadata:
+        if _STREAM_KEY in flow.metadata:
             return  # handled by the tee
         status = flow.response.status_code
         body = flow.response.get_content(strict=False)
@@ -264,17 +263,15 @@ class BlackboxAddon:
         ticket = flow.metadata.get(_TICKET_KEY)
         if ticket is None or self.session is None:
             return
-        state = flow.metadata.get("blackbox.stream")
+        state = flow.metadata.get(_STREAM_KEY)
         if state is not None and state.done:
             return
         message = flow.error.msg if flow.error else "unknown error"
         if state is None:  # no streamed body began: the call failed before (or instead of) its response
-            log.warning("blackbox: a forwarded model call failed (%s); it was not recorded", message)
-            self.session.notes.append(f"a model call failed: {message}")
-            self.session.call_done()
+            self.session.on_call_failed(ticket, message, streamed=False)
             return
         state.done = True
-        self.session.on_stream_failed(ticket, f"the connection failed: {message}")
+        self.session.on_call_failed(ticket, f"the connection failed: {message}")
 
     def done(self) -> None:
         if self._pacer is not None:
@@ -287,29 +284,7 @@ class BlackboxAddon:
             finish_proxy_session(self.session, report=ctx.options.blackbox_report or None)
 
     def _note(self, line: str) -> None:
-        self.log_lines.append(line)
         log.info("blackbox: %s", line)
-
-
-def _is_stream_end(ticket: Ticket, ev: SseEvent) -> bool:
-    """The final event (OpenAI ``[DONE]``, Anthropic ``message_stop``), or an error event, after which none counts.
-
-    An error event goes to ``aggregate_stream`` at once, so the log names the error
-    rather than only that the stream ended early.
-    """
-    if ev.event == "error":
-        return True
-    if ticket.codec.PROVIDER == "openai":
-        data = ev.data.strip()
-        return data == "[DONE]" or (data.startswith("{") and '"error"' in data and _has_error_key(data))
-    return ev.event == "message_stop"
-
-
-def _has_error_key(data: str) -> bool:
-    try:
-        return isinstance(json.loads(data).get("error"), dict)
-    except (ValueError, AttributeError):
-        return False
 
 
 def _lower_headers(headers: http.Headers) -> dict[str, str]:

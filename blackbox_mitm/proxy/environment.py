@@ -22,7 +22,7 @@ import os
 import ssl
 from pathlib import Path
 
-__all__ = ["ca_bundle", "ca_cert_path", "client_env", "default_confdir", "ensure_ca", "node_preload_path"]
+__all__ = ["REPLAY_PLACEHOLDER_KEY", "ca_bundle", "ca_cert_path", "client_env", "default_confdir", "ensure_ca", "node_preload_path"]
 
 CA_BASENAME = "mitmproxy"
 BUNDLE_NAME = "blackbox-ca-bundle.pem"
@@ -110,13 +110,23 @@ def node_preload_path() -> Path:
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
 
-def client_env(proxy_url: str, *, confdir: str | Path | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
+REPLAY_PLACEHOLDER_KEY = "blackbox-replay-needs-no-key"
+
+
+def client_env(
+    proxy_url: str, *, confdir: str | Path | None = None, base: dict[str, str] | None = None, replaying: bool = False
+) -> dict[str, str]:
     """The environment for a wrapped command: proxy variables, CA bundles, the Node preload.
 
     Loopback stays direct (``NO_PROXY``): an agent's local services are not the
-    provider, and an offline replay would refuse them.
+    provider, and an offline replay would refuse them. A replay needs no API key,
+    but SDKs refuse to start without one: ``replaying`` sets a placeholder where
+    none is set.
     """
     env = dict(os.environ if base is None else base)
+    if replaying:
+        for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+            env.setdefault(key, REPLAY_PLACEHOLDER_KEY)
     for name in ("NO_PROXY", "no_proxy"):
         present = [h.strip() for h in env.get(name, "").replace(" ", ",").split(",") if h.strip()]
         env[name] = ",".join(dict.fromkeys([*present, *LOOPBACK]))

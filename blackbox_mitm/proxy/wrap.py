@@ -9,7 +9,6 @@ from __future__ import annotations
 import signal
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from blackbox_mitm.proxy.addon import DEFAULT_HOSTS, BlackboxAddon
@@ -17,15 +16,7 @@ from blackbox_mitm.proxy.environment import client_env
 from blackbox_mitm.proxy.runner import ProxyRunner
 from blackbox_mitm.session.engine import Session
 
-__all__ = ["REPLAY_PLACEHOLDER_KEY", "WrappedRun", "proxy_for", "run_command"]
-
-REPLAY_PLACEHOLDER_KEY = "blackbox-replay-needs-no-key"
-
-
-@dataclass(slots=True)
-class WrappedRun:
-    exit_code: int
-    addon: BlackboxAddon
+__all__ = ["proxy_for", "run_command"]
 
 
 def proxy_for(
@@ -66,10 +57,7 @@ def run_command(
     extra_env: dict[str, str] | None = None,
 ) -> int:
     """Run ``argv`` with the proxy environment; return its exit status (128+N for signal N)."""
-    env = client_env(runner.url, confdir=confdir)
-    if replaying:
-        for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
-            env.setdefault(key, REPLAY_PLACEHOLDER_KEY)
+    env = client_env(runner.url, confdir=confdir, replaying=replaying)
     env.update(extra_env or {})
     try:
         proc = subprocess.Popen(list(argv), env=env)
@@ -89,9 +77,3 @@ def run_command(
     finally:
         signal.signal(signal.SIGTERM, previous)
     return 128 - code if code < 0 else code
-
-
-def env_for_display(runner: ProxyRunner, confdir: str | Path | None = None) -> dict[str, str]:
-    """The variables ``client_env`` sets, for printing as ``export`` lines."""
-    full = client_env(runner.url, confdir=confdir, base={})
-    return {k: v for k, v in full.items() if not k.islower()}

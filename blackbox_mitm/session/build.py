@@ -16,43 +16,25 @@ from typing import Any
 import orjson
 
 from blackbox_mitm.cassette.journal import Journal
-from blackbox_mitm.cassette.store import load_trace, write_atomic
+from blackbox_mitm.cassette.store import write_atomic
 from blackbox_mitm.cassette.trace import Trace, new_trace_id
-from blackbox_mitm.errors import CassetteError, CassetteExistsError
+from blackbox_mitm.cassette.verify import load_verified
+from blackbox_mitm.errors import CassetteError
 from blackbox_mitm.matcher import RecordedCalls
 from blackbox_mitm.session.engine import Session
 from blackbox_mitm.session.recorder import RunRecorder, secrets_from_environ
 
-__all__ = ["finish_proxy_session", "load_verified", "record_session", "replay_report", "replay_session"]
+__all__ = ["finish_proxy_session", "record_session", "replay_report", "replay_session"]
 
 log = logging.getLogger("blackbox")
 
 
 def record_session(cassette: str | os.PathLike[str], *, overwrite: bool = False, fsync: bool = True, run_id: str | None = None) -> Session:
     path = Path(cassette)
-    if path.exists() and not overwrite:
-        raise CassetteExistsError(
-            "the cassette already exists; choose another file, or allow replacing it (--overwrite; blackbox_overwrite=true under mitmdump)",
-            path=str(path),
-        )
     trace = Trace.new(run_id or new_trace_id(path.stem))
-    journal = Journal(path, trace, overwrite=overwrite, fsync=fsync)
+    journal = Journal(path, trace, overwrite=overwrite, fsync=fsync)  # refuses an existing cassette
     recorder = RunRecorder(trace, journal, secrets=secrets_from_environ())
     return Session(run_id=trace.id, recorder=recorder, tail="upstream", cassette_path=path)
-
-
-def load_verified(cassette: str | os.PathLike[str]) -> Trace:
-    """Load a cassette and refuse it unless it verifies (hash chain, ids, neutrality)."""
-    from blackbox_mitm.cassette.verify import verify_trace
-
-    trace = load_trace(cassette)
-    problems = verify_trace(trace)
-    if problems:
-        first = problems[0]
-        raise CassetteError(
-            f"the cassette does not verify ({first}); run `blackbox verify` for details, and re-record it", path=str(cassette)
-        )
-    return trace
 
 
 def replay_session(cassette: str | os.PathLike[str], *, match: str = "strict") -> Session:

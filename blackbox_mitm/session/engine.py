@@ -24,8 +24,7 @@ from typing import Any
 
 import orjson
 
-from blackbox_mitm.cassette.payloads import tool_calls_of
-from blackbox_mitm.cassette.trace import Trace, now_ms
+from blackbox_mitm.cassette.trace import now_ms
 from blackbox_mitm.codecs import codec_for_path
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
@@ -110,18 +109,14 @@ class Session:
         self.scripted_calls = 0
         self.refused: list[str] = []
         self.notes: list[str] = []
-        self.went_live = False
         self.diverged_in_prefix = False
         self._lock = threading.Lock()
-        if replay is not None:
-            for call in replay.calls:
-                for tc in tool_calls_of(call.output):
-                    self.ids.register(str(tc.get("toolCallId")), tc.get("toolName"))
-        if recorder is not None:
-            for step in recorder.trace.steps:
-                if step.type == "model_output":
-                    for tc in tool_calls_of(step.payload):
-                        self.ids.register(str(tc.get("toolCallId")), tc.get("toolName"))
+        # New tool calls never reuse a call-N the run already holds.
+        for call in replay.calls if replay is not None else ():
+            self.ids.register_calls(call.output)
+        for step in recorder.trace.steps if recorder is not None else ():
+            if step.type == "model_output":
+                self.ids.register_calls(step.payload)
 
     # -- requests -----------------------------------------------------------------
 
@@ -171,8 +166,6 @@ class Session:
                 log.warning("%s", message)
                 return _error(codec, message, error_type="replay_exhausted", status=400)
         # Past the recording: the cut of a fork, or a plain recording.
-        with self._lock:
-            self.went_live = True
         secrets = secrets_from_headers(req.headers)
         if self.tail == "script":
             return self._answer_from_script(codec, decoded, req, secrets)
@@ -246,10 +239,14 @@ class Session:
         with self._lock:
             self.in_flight = max(0, self.in_flight - 1)
 
-    def on_stream_failed(self, ticket: Ticket, reason: str) -> None:
-        """A streamed call that did not complete (cut off, error event): not a step."""
-        log.warning("blackbox: a streamed model call did not complete (%s); it was not recorded", reason)
-        self.notes.append(f"a streamed call did not complete: {reason}")
+    def on_call_failed(self, ticket: Ticket, reason: str, *, streamed: bool = True) -> None:
+        """A forwarded call that did not complete (connection failed, stream cut off, error event): not a step."""
+        if streamed:
+            log.warning("blackbox: a streamed model call did not complete (%s); it was not recorded", reason)
+            self.notes.append(f"a streamed call did not complete: {reason}")
+        else:
+            log.warning("blackbox: a forwarded model call failed (%s); it was not recorded", reason)
+            self.notes.append(f"a model call failed: {reason}")
         self.call_done()
 
     # -- helpers ------------------------------------------------------------------------
@@ -267,10 +264,6 @@ class Session:
         except BlackboxError:
             return body
         return body if rewritten is None else rewritten
-
-    @property
-    def trace(self) -> Trace | None:
-        return self.recorder.trace if self.recorder is not None else None
 
 
 def _error(codec: ModuleType, message: str, *, status: int = 400, error_type: str | None = None) -> Answer:

@@ -194,8 +194,7 @@ def fork_session(
     ids = CallIds()
     for step in parent.steps:
         if step.type == "model_output":
-            for c in tool_calls_of(step.payload):
-                ids.register(str(c.get("toolCallId")), c.get("toolName"))
+            ids.register_calls(step.payload)
 
     response_edit = None
     tool_result_edit = None

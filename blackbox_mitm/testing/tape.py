@@ -21,7 +21,7 @@ from typing import Any
 from blackbox_mitm.matcher import render_report, verdict
 from blackbox_mitm.proxy.environment import client_env
 from blackbox_mitm.proxy.runner import ProxyRunner
-from blackbox_mitm.proxy.wrap import REPLAY_PLACEHOLDER_KEY, proxy_for
+from blackbox_mitm.proxy.wrap import proxy_for
 from blackbox_mitm.session.build import record_session, replay_report, replay_session
 from blackbox_mitm.session.engine import Session
 
@@ -105,11 +105,7 @@ class Tape:
 
     def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
         """The environment for a subprocess agent (proxy, CA bundles, Node preload, placeholder keys)."""
-        env = client_env(self.proxy_url, confdir=self.confdir, base=base)
-        if not self.recording:
-            for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
-                env.setdefault(key, REPLAY_PLACEHOLDER_KEY)
-        return env
+        return client_env(self.proxy_url, confdir=self.confdir, base=base, replaying=not self.recording)
 
     def activate(self) -> None:
         """Point this process's environment at the tape (clients built afterwards use it)."""

@@ -21,7 +21,7 @@ from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.golden.runner import TAIL_BYTES
-from blackbox_mitm.proxy.wrap import REPLAY_PLACEHOLDER_KEY
+from blackbox_mitm.proxy.environment import REPLAY_PLACEHOLDER_KEY
 
 pytestmark = pytest.mark.e2e
 

@@ -26,7 +26,7 @@ from blackbox_mitm.golden.runner import (
     substitute,
 )
 from blackbox_mitm.golden.suite import GoldenCase, run_input
-from blackbox_mitm.proxy.wrap import REPLAY_PLACEHOLDER_KEY
+from blackbox_mitm.proxy.environment import REPLAY_PLACEHOLDER_KEY
 
 # --------------------------------------------------------------------------- TailBuffer
 
