@@ -1,47 +1,125 @@
 """Provider codecs: a provider's HTTP request/response <-> the cassette's neutral payloads.
 
-One module per provider, the same functions in each (see ``base``). The codec is
-chosen by the request path, not the host, so OpenAI- and Anthropic-compatible
-servers work too. Plain Python: no mitmproxy import.
+One module per provider API, each satisfying ``base.Codec``. ``REGISTERED`` is
+the registry: adding a provider is one module and one line there. Every other
+part of the package asks the registry for provider facts (hosts, credential
+headers, key variables, id prefixes, request controls). Plain Python: no
+mitmproxy import.
 """
 
 from __future__ import annotations
 
-from types import ModuleType
+from blackbox_mitm.codecs import anthropic_messages, gemini, openai_chat, openai_responses
+from blackbox_mitm.codecs.base import CallIds, Codec, DecodedRequest, ErrorResponse, SseEvent
+from blackbox_mitm.codecs.refusals import Refusal
 
-from blackbox_mitm.codecs import anthropic_messages, openai_chat
-from blackbox_mitm.codecs.base import CallIds, DecodedRequest, ErrorResponse, SseEvent
+__all__ = [
+    "CODECS",
+    "REGISTERED",
+    "CallIds",
+    "Codec",
+    "DecodedRequest",
+    "ErrorResponse",
+    "SseEvent",
+    "all_refusals",
+    "codec_for",
+    "codec_for_path",
+    "codec_named",
+    "credential_headers",
+    "credential_query",
+    "default_hosts",
+    "error_codec_for",
+    "id_prefixes",
+    "key_env_vars",
+    "neutral_params",
+    "placeholder_env_vars",
+    "response_keys",
+]
 
-__all__ = ["CODECS", "CallIds", "DecodedRequest", "ErrorResponse", "SseEvent", "codec_for_path", "codec_named", "provider_for_path"]
+# The registry, in matching order: the first codec that matches a request answers it.
+REGISTERED: tuple[Codec, ...] = (
+    openai_chat,
+    openai_responses,
+    anthropic_messages,
+    gemini,
+)
 
-CODECS: dict[str, ModuleType] = {"openai": openai_chat, "anthropic": anthropic_messages}
+CODECS: dict[str, Codec] = {c.NAME: c for c in REGISTERED}
 
 
-def _path_only(path: str) -> str:
-    return path.split("?", 1)[0].split("#", 1)[0].rstrip("/")
+def _split(path: str) -> tuple[str, str]:
+    bare, _, query = path.partition("?")
+    return bare.split("#", 1)[0], query.split("#", 1)[0]
 
 
-def codec_for_path(path: str) -> ModuleType | None:
-    """The codec for a model-call path (query ignored: Claude Code posts ``/v1/messages?beta=true``)."""
-    p = _path_only(path)
-    for codec in CODECS.values():
-        if any(p.endswith(suffix) for suffix in codec.PATH_SUFFIXES):
+def codec_for(method: str, path: str) -> Codec | None:
+    """The codec answering a model call (``path`` may carry its query string)."""
+    bare, query = _split(path)
+    for codec in REGISTERED:
+        if codec.matches(method, bare, query):
             return codec
     return None
 
 
-def provider_for_path(path: str) -> str | None:
-    """The provider whose API a path belongs to, model call or not (for error shapes)."""
-    codec = codec_for_path(path)
-    if codec is not None:
-        return str(codec.PROVIDER)
-    p = _path_only(path)
-    if p.endswith("/responses") or "/chat/" in p or "/v1/traces" in p or p.endswith("/completions") or p.endswith("/embeddings"):
-        return "openai"
-    if "/messages" in p or "claude" in p:
-        return "anthropic"
-    return None
+def codec_for_path(path: str) -> Codec | None:
+    """The codec for a ``POST`` to ``path`` (query ignored: Claude Code posts ``/v1/messages?beta=true``)."""
+    return codec_for("POST", path)
 
 
-def codec_named(provider: str) -> ModuleType:
-    return CODECS[provider]
+def error_codec_for(path: str, host: str | None = None) -> Codec:
+    """Whose error shape to answer a non-model request with: by path, then by host, else the first codec."""
+    bare, _ = _split(path)
+    for codec in REGISTERED:
+        if codec.speaks_for(bare):
+            return codec
+    for codec in REGISTERED:
+        if host is not None and host in codec.DEFAULT_HOSTS:
+            return codec
+    return REGISTERED[0]
+
+
+def codec_named(name: str) -> Codec:
+    return CODECS[name]
+
+
+def _union(values: list[tuple[str, ...]]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(v for group in values for v in group))
+
+
+def default_hosts() -> tuple[str, ...]:
+    return _union([c.DEFAULT_HOSTS for c in REGISTERED])
+
+
+def credential_headers() -> tuple[str, ...]:
+    return _union([c.CREDENTIAL_HEADERS for c in REGISTERED])
+
+
+def credential_query() -> tuple[str, ...]:
+    return _union([c.CREDENTIAL_QUERY for c in REGISTERED])
+
+
+def key_env_vars() -> tuple[str, ...]:
+    return _union([c.KEY_ENV_VARS for c in REGISTERED])
+
+
+def placeholder_env_vars() -> tuple[str, ...]:
+    """Each codec's first key variable: the one its SDK needs set to start (a replay sets a placeholder there)."""
+    return _union([c.KEY_ENV_VARS[:1] for c in REGISTERED])
+
+
+def id_prefixes() -> tuple[str, ...]:
+    return _union([c.ID_PREFIXES for c in REGISTERED])
+
+
+def response_keys() -> tuple[str, ...]:
+    return _union([c.RESPONSE_KEYS for c in REGISTERED])
+
+
+def neutral_params() -> frozenset[str]:
+    """Every neutral request-control name a registered codec writes (and ``stream``)."""
+    return frozenset({"stream", *(neutral for c in REGISTERED for _, neutral in c.PARAMS)})
+
+
+def all_refusals() -> tuple[Refusal, ...]:
+    """Every registered codec's refusal rows, in registry order (the limitations table)."""
+    return tuple(r for c in REGISTERED for r in c.REFUSALS)

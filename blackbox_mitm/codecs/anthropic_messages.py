@@ -45,17 +45,27 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from blackbox_mitm.cassette.payloads import output_text, tool_calls_of
 from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse, SseEvent, StreamIncomplete
+from blackbox_mitm.codecs.refusals import REFUSALS as _ALL_REFUSALS
 from blackbox_mitm.codecs.refusals import refuse
 from blackbox_mitm.codecs.sse import format_sse
 from blackbox_mitm.errors import BlackboxUnsupportedError
 
 __all__ = [
-    "PATH_SUFFIXES",
+    "CREDENTIAL_HEADERS",
+    "CREDENTIAL_QUERY",
+    "DEFAULT_HOSTS",
+    "ID_PREFIXES",
+    "KEY_ENV_VARS",
+    "NAME",
+    "PARAMS",
     "PROVIDER",
+    "REFUSALS",
+    "RESPONSE_KEYS",
     "StreamIncomplete",
     "aggregate_stream",
     "decode_request",
@@ -63,16 +73,36 @@ __all__ = [
     "encode_error",
     "encode_response",
     "encode_stream",
+    "encode_stream_error",
     "is_stream_end",
+    "matches",
     "normalize_answer",
     "rewrite_tool_result",
+    "speaks_for",
 ]
 
+NAME = "anthropic"
 PROVIDER = "anthropic"
+DEFAULT_HOSTS: tuple[str, ...] = ("api.anthropic.com",)
+CREDENTIAL_HEADERS: tuple[str, ...] = ("x-api-key", "authorization")
+CREDENTIAL_QUERY: tuple[str, ...] = ()
+KEY_ENV_VARS: tuple[str, ...] = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+ID_PREFIXES: tuple[str, ...] = ("toolu_", "srvtoolu_", "msg_")
+RESPONSE_KEYS: tuple[str, ...] = (
+    "usage",
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "stop_reason",
+    "stop_sequence",
+    "stop_details",
+    "tool_use_id",
+)
 PATH_SUFFIXES: tuple[str, ...] = ("/v1/messages",)
 
 # Request controls the spec compares, native name -> neutral name.
-_PARAMS = (
+PARAMS: tuple[tuple[str, str], ...] = (
     ("max_tokens", "maxTokens"),
     ("temperature", "temperature"),
     ("top_p", "topP"),
@@ -82,6 +112,7 @@ _PARAMS = (
     ("output_config", "outputConfig"),
     ("thinking", "thinking"),
 )
+REFUSALS = tuple(r for r in _ALL_REFUSALS if r.provider == PROVIDER)
 _THINKING = frozenset({"thinking", "redacted_thinking"})
 _SERVER_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use", "container_upload"})
 _ERROR_TYPES = {
@@ -100,10 +131,23 @@ _JSON_FRAGMENT = 64  # input_json_delta fragment length in synthesized streams
 _TEXT_FRAGMENT = 256  # text_delta length in synthesized streams
 
 
+# --- which requests ------------------------------------------------------------------
+
+
+def matches(method: str, path: str, query: str) -> bool:
+    """``POST /v1/messages`` (Claude Code adds ``?beta=true``: the query is not looked at)."""
+    return method == "POST" and path.rstrip("/").endswith(PATH_SUFFIXES)
+
+
+def speaks_for(path: str) -> bool:
+    """Anthropic's other endpoints (``/v1/messages/count_tokens``, ``/v1/models``) and Claude Code's own (``/api/…``)."""
+    return "/messages" in path or "claude" in path or path.startswith("/api/")
+
+
 # --- requests ------------------------------------------------------------------------
 
 
-def decode_request(body: bytes, ids: CallIds) -> DecodedRequest:
+def decode_request(body: bytes, ids: CallIds, *, path: str = "", query: str = "") -> DecodedRequest:
     """A Messages request body -> ``DecodedRequest`` holding the neutral ``model_input``."""
     data = _load_object(body)
     if data.get("mcp_servers"):
@@ -118,7 +162,7 @@ def decode_request(body: bytes, ids: CallIds) -> DecodedRequest:
     if isinstance(model, str):
         model_input["model"] = model
     stream = data.get("stream") is True
-    params = {neutral: data[native] for native, neutral in _PARAMS if data.get(native) is not None}
+    params = {neutral: data[native] for native, neutral in PARAMS if data.get(native) is not None}
     if stream:
         params["stream"] = True
     if params:
@@ -149,7 +193,7 @@ def _decode_blocks(blocks: list[Any], path: str, ids: CallIds, names: dict[str, 
     parts: list[dict[str, Any]] = []
     for j, block in enumerate(blocks):
         where = f"{path}[{j}]"
-        kind = block.get("type") if isinstance(block, dict) else None
+        kind = _kind(block)
         if kind == "text":
             text = _text_of(block, where)
             if parts and parts[-1]["type"] == "text":
@@ -255,27 +299,27 @@ def _server_caller(block: dict[str, Any]) -> bool:
 # --- responses -----------------------------------------------------------------------
 
 
-def decode_response(body: bytes, ids: CallIds, request: DecodedRequest) -> dict[str, Any]:
-    """A Message body -> the neutral ``model_output`` (tool calls get fresh ``call-N`` ids)."""
-    data = _load_object(body)
+def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> dict[str, Any]:
+    """A Message body (or the object ``aggregate_stream`` built) -> the neutral ``model_output``."""
+    data = dict(body) if isinstance(body, Mapping) else _load_object(body)
     content = data.get("content")
     if not isinstance(content, list):
         raise BlackboxUnsupportedError("content", "expected a list of content blocks", provider=PROVIDER)
     for i, block in enumerate(content):
-        kind = block.get("type") if isinstance(block, dict) else None
+        kind = _kind(block)
         if _is_server_block(kind):
             refuse("anthropic.server_tool_response", f"content[{i}]")
         if kind not in ("text", "tool_use", *_THINKING):
             refuse("anthropic.unknown_block", f"content[{i}]")
     stop_reason = data.get("stop_reason")
     if stop_reason == "refusal":
-        refuse("anthropic.refusal", "stop_reason")
+        refuse("anthropic.refusal", "stop_reason", value=stop_reason)
     if stop_reason == "stop_sequence":
-        refuse("anthropic.stop_sequence", "stop_reason")
+        refuse("anthropic.stop_sequence", "stop_reason", value=stop_reason)
     if stop_reason == "model_context_window_exceeded":
-        refuse("anthropic.context_window", "stop_reason")
+        refuse("anthropic.context_window", "stop_reason", value=stop_reason)
     if stop_reason not in ("end_turn", "tool_use", "max_tokens"):
-        refuse("anthropic.pause_turn", "stop_reason")
+        refuse("anthropic.pause_turn", "stop_reason", value=stop_reason)
     for key in ("stop_details", "container"):
         if data.get(key) is not None:
             refuse("anthropic.citations", key)
@@ -300,7 +344,7 @@ def decode_response(body: bytes, ids: CallIds, request: DecodedRequest) -> dict[
                 raise BlackboxUnsupportedError(f"content[{i}].name", "a tool_use block needs a string name", provider=PROVIDER)
             tool_uses.append((block, name))
     if (tool_uses and stop_reason == "end_turn") or (not tool_uses and stop_reason == "tool_use"):
-        refuse("anthropic.tool_use_stop", "stop_reason")
+        refuse("anthropic.tool_use_stop", "stop_reason", value=stop_reason)
     # call-N ids are handed out only once nothing is refused, in the order the model emitted them.
     output = _output(text, [_new_call(block, name, block.get("input"), ids) for block, name in tool_uses])
     if stop_reason == "max_tokens":
@@ -328,8 +372,8 @@ def is_stream_end(event: SseEvent) -> bool:
     return event.event in ("message_stop", "error")
 
 
-def aggregate_stream(events: list[SseEvent]) -> bytes:
-    """A recorded stream -> the equivalent non-streaming Message JSON (for ``decode_response``).
+def aggregate_stream(events: list[SseEvent]) -> dict[str, Any]:
+    """A recorded stream -> the equivalent non-streaming Message object (for ``decode_response``).
 
     Raises ``StreamIncomplete`` on an ``error`` event, on a malformed event, or when
     ``message_stop`` never came.
@@ -360,18 +404,27 @@ def aggregate_stream(events: list[SseEvent]) -> bytes:
                 except ValueError as exc:
                     raise StreamIncomplete(f"the tool input of content block {index} is not valid JSON") from exc
             message["content"] = [blocks[i] for i in sorted(blocks)]
-            return _dumps(message)
+            return message
         if kind == "message_start":
-            message = {**(data.get("message") or {}), "content": []}
+            start = data.get("message") or {}
+            if not isinstance(start, dict):
+                raise StreamIncomplete(f"stream event {n} (message_start) carries no message object")
+            message = {**start, "content": []}
         elif message is None:
             raise StreamIncomplete(f"stream event {n} ({kind}) came before message_start")
         else:
             try:
                 _apply_event(kind, data, message, blocks, json_bufs)
-            except (KeyError, TypeError, AttributeError) as exc:
+            except (KeyError, TypeError, AttributeError, ValueError) as exc:
                 raise StreamIncomplete(f"stream event {n} ({kind}) is malformed: {exc!r}") from exc
     missing = "message_stop" if message is not None else "message_start"
     raise StreamIncomplete(f"the stream ended before {missing}: the call did not complete")
+
+
+def _kind(block: Any) -> str | None:
+    """A content block's type, when it has a string one."""
+    kind = block.get("type") if isinstance(block, dict) else None
+    return kind if isinstance(kind, str) else None
 
 
 def _apply_event(
@@ -443,6 +496,11 @@ def encode_error(message: str, *, status: int = 400, error_type: str | None = No
     return ErrorResponse(status=status, headers=headers, body=_dumps(body))
 
 
+def encode_stream_error(message: str) -> bytes:
+    """The ``event: error`` the SDKs raise as an ``APIStatusError``."""
+    return format_sse([_event("error", error={"type": "invalid_request_error", "message": message})])
+
+
 def _message_head(output: dict[str, Any], request: DecodedRequest, created_ms: int) -> dict[str, Any]:
     digest = hashlib.sha256(_dumps(output) + f"\0{created_ms}".encode()).hexdigest()[:24]
     return {
@@ -509,13 +567,15 @@ def normalize_answer(answer: Any, ids: CallIds) -> dict[str, Any] | None:
         blocks = answer["content"]
         stop_reason = answer.get("stop_reason")
     elif isinstance(answer, list):
+        if not all(isinstance(b, dict) and "type" in b for b in answer):
+            return None  # not content blocks (another provider's list of parts)
         blocks = answer
     else:
         return None
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
     for i, block in enumerate(blocks):
-        kind = block.get("type") if isinstance(block, dict) else None
+        kind = _kind(block)
         if kind == "text" and isinstance(block.get("text"), str):
             texts.append(block["text"])
         elif kind == "tool_use" and isinstance(block.get("name"), str):

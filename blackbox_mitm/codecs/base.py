@@ -1,17 +1,10 @@
-"""What every provider codec shares: the decoded-request record and the run's call-id map.
+"""The codec contract: what every provider codec is, and the records they share.
 
-A codec is a module with the same functions as its siblings (``openai_chat``,
-``anthropic_messages``)::
-
-    decode_request(body: bytes, ids: CallIds) -> DecodedRequest      # HTTP request -> model_input
-    decode_response(body: bytes, ids: CallIds, request: DecodedRequest) -> dict   # -> model_output
-    encode_response(output: dict, *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict
-    encode_stream(output: dict, *, request: DecodedRequest, ids: CallIds, created_ms: int) -> bytes
-    is_stream_end(event: SseEvent) -> bool              # the event after which a recorded stream is complete
-    aggregate_stream(events: list[SseEvent]) -> bytes  # a recorded stream -> the equivalent JSON body
-    encode_error(message: str, *, status: int = 400, error_type: str | None = None) -> ErrorResponse
-    normalize_answer(answer: Any, ids: CallIds) -> dict | None  # a user-written answer (fork --response)
-    rewrite_tool_result(body: bytes, ids: CallIds, call_id: str, text: str) -> bytes | None  # a fork's edit
+A codec is a module (``openai_chat``, ``anthropic_messages``, ...) that satisfies
+``Codec`` below; mypy checks each registered module against it (``codecs/__init__``).
+Everything the rest of the package knows about a provider — its hosts, its
+credential headers and key variables, its id prefixes and response keys (for
+``verify``), its request controls, its refusals — it asks the registered codecs.
 
 Neutral payloads (spec: "Structured Transcript", "Model output shapes"):
 
@@ -32,13 +25,17 @@ Neutral payloads (spec: "Structured Transcript", "Model output shapes"):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 from blackbox_mitm.cassette.payloads import tool_calls_of
 from blackbox_mitm.errors import BlackboxError
 
-__all__ = ["STOP_LENGTH", "STOP_REFUSAL", "CallIds", "DecodedRequest", "ErrorResponse", "SseEvent"]
+if TYPE_CHECKING:
+    from blackbox_mitm.codecs.refusals import Refusal
+
+__all__ = ["STOP_LENGTH", "STOP_REFUSAL", "CallIds", "Codec", "DecodedRequest", "ErrorResponse", "SseEvent", "StreamIncomplete"]
 
 STOP_LENGTH = "length"
 STOP_REFUSAL = "refusal"
@@ -80,12 +77,11 @@ class DecodedRequest:
     ``model`` is echoed in synthesized responses.
     """
 
-    provider: str
+    provider: str  # the codec's NAME
     model_input: dict[str, Any]
     model: str | None = None
     stream: bool = False
     include_usage: bool = False
-    extras: dict[str, Any] = field(default_factory=dict)
 
     def tool_results(self) -> list[dict[str, Any]]:
         """Every tool_result part in the request's messages, in order."""
@@ -109,6 +105,11 @@ class CallIds:
         self._to_neutral: dict[str, str] = {}
         self._names: dict[str, str] = {}
         self._next = 0
+        self._state: dict[str, dict[str, Any]] = {}
+
+    def codec_state(self, name: str) -> dict[str, Any]:
+        """A per-run dict the codec ``name`` keeps its own state in (e.g. response ids -> history)."""
+        return self._state.setdefault(name, {})
 
     def assign(self, native: str | None, name: str | None = None) -> str:
         """A new call-N for a tool call the model just made (``native`` may be None)."""
@@ -167,3 +168,87 @@ class CallIds:
 
     def next_index(self) -> int:
         return self._next
+
+
+class Codec(Protocol):
+    """One provider API: its facts, and its requests and answers to and from neutral payloads.
+
+    Module-level codecs satisfy it as they are: constants in capitals, functions
+    at module level. Every function may raise ``BlackboxUnsupportedError`` (a
+    refused or unreadable field, named as a JSON path) and nothing else on bad input.
+    """
+
+    # -- facts ------------------------------------------------------------------------
+    @property
+    def NAME(self) -> str:  # the registry key: "openai", "anthropic", ...
+        ...
+
+    @property
+    def PROVIDER(self) -> str:  # the provider family, for the refusal table and error shapes
+        ...
+
+    @property
+    def DEFAULT_HOSTS(self) -> tuple[str, ...]:  # intercepted unless the user names others
+        ...
+
+    @property
+    def CREDENTIAL_HEADERS(self) -> tuple[str, ...]:  # lower-case request headers that carry a key
+        ...
+
+    @property
+    def CREDENTIAL_QUERY(self) -> tuple[str, ...]:  # query parameters that carry a key
+        ...
+
+    @property
+    def KEY_ENV_VARS(self) -> tuple[str, ...]:  # where its clients read a key (a replay sets a placeholder)
+        ...
+
+    @property
+    def ID_PREFIXES(self) -> tuple[str, ...]:  # provider-native ids, never in a cassette
+        ...
+
+    @property
+    def RESPONSE_KEYS(self) -> tuple[str, ...]:  # provider response fields, never in a neutral payload
+        ...
+
+    @property
+    def PARAMS(self) -> tuple[tuple[str, str], ...]:  # request control (wire name) -> neutral ``params`` name
+        ...
+
+    @property
+    def REFUSALS(self) -> tuple[Refusal, ...]:  # its rows of the refusal table
+        ...
+
+    # -- which requests -------------------------------------------------------------
+    def matches(self, method: str, path: str, query: str) -> bool:
+        """A model call this codec answers (``path`` without its query)."""
+        ...
+
+    def speaks_for(self, path: str) -> bool:
+        """A path of this provider's API that is not a model call (for the shape of an error)."""
+        ...
+
+    # -- requests and answers ---------------------------------------------------------
+    def decode_request(self, body: bytes, ids: CallIds, *, path: str = "", query: str = "") -> DecodedRequest: ...
+
+    def decode_response(self, body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> dict[str, Any]: ...
+
+    def encode_response(self, output: dict[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]: ...
+
+    def encode_stream(self, output: dict[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> bytes: ...
+
+    def is_stream_end(self, event: SseEvent) -> bool: ...
+
+    def aggregate_stream(self, events: list[SseEvent]) -> dict[str, Any]:
+        """A recorded stream as the whole-response object it adds up to; ``StreamIncomplete`` if it never completed."""
+        ...
+
+    def encode_error(self, message: str, *, status: int = 400, error_type: str | None = None) -> ErrorResponse: ...
+
+    def encode_stream_error(self, message: str) -> bytes:
+        """The provider's in-stream error event: sent instead of a final event that must be refused."""
+        ...
+
+    def normalize_answer(self, answer: Any, ids: CallIds) -> dict[str, Any] | None: ...
+
+    def rewrite_tool_result(self, body: bytes, ids: CallIds, call_id: str, text: str) -> bytes | None: ...

@@ -33,19 +33,29 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any, NoReturn
 
 import orjson
 
 from blackbox_mitm.cassette.payloads import tool_calls_of
 from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse, SseEvent, StreamIncomplete
+from blackbox_mitm.codecs.refusals import REFUSALS as _ALL_REFUSALS
 from blackbox_mitm.codecs.refusals import refuse
 from blackbox_mitm.codecs.sse import format_sse
 from blackbox_mitm.errors import BlackboxUnsupportedError
 
 __all__ = [
-    "PATH_SUFFIXES",
+    "CREDENTIAL_HEADERS",
+    "CREDENTIAL_QUERY",
+    "DEFAULT_HOSTS",
+    "ID_PREFIXES",
+    "KEY_ENV_VARS",
+    "NAME",
+    "PARAMS",
     "PROVIDER",
+    "REFUSALS",
+    "RESPONSE_KEYS",
     "StreamIncomplete",
     "aggregate_stream",
     "decode_request",
@@ -53,19 +63,49 @@ __all__ = [
     "encode_error",
     "encode_response",
     "encode_stream",
+    "encode_stream_error",
     "is_stream_end",
+    "matches",
     "normalize_answer",
+    "rewrite_tool_result",
+    "speaks_for",
 ]
 
+NAME = "openai"
 PROVIDER = "openai"
+DEFAULT_HOSTS: tuple[str, ...] = ("api.openai.com",)
+CREDENTIAL_HEADERS: tuple[str, ...] = ("authorization", "api-key")  # api-key: Azure OpenAI
+CREDENTIAL_QUERY: tuple[str, ...] = ("api-key", "api_key")
+KEY_ENV_VARS: tuple[str, ...] = ("OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "OPENROUTER_API_KEY")
+ID_PREFIXES: tuple[str, ...] = ("call_", "chatcmpl-", "resp_")
+RESPONSE_KEYS: tuple[str, ...] = (
+    "usage",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "prompt_tokens_details",
+    "completion_tokens_details",
+    "finish_reason",
+    "system_fingerprint",
+    "service_tier",
+    "choices",
+    "created",
+    "logprobs",
+    "tool_calls",
+    "tool_call_id",
+)
 PATH_SUFFIXES: tuple[str, ...] = ("/chat/completions",)
+# Paths of OpenAI's API that are not chat completions, for the shape of an error.
+_API_PATHS: tuple[str, ...] = ("/completions", "/embeddings", "/models", "/v1/traces", "/moderations", "/files", "/audio")
 
 SYSTEM_JOINER = "\n\n"
 FRAGMENT = 64
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 # Request controls that are compared, wire name -> neutral name, in the spec's order.
-_PARAMS = (
+PARAMS: tuple[tuple[str, str], ...] = (
+    ("max_tokens", "maxTokens"),
+    ("max_completion_tokens", "maxTokens"),
     ("temperature", "temperature"),
     ("top_p", "topP"),
     ("tool_choice", "toolChoice"),
@@ -83,6 +123,8 @@ _PARAMS = (
     ("prediction", "prediction"),
     ("modalities", "modalities"),
 )
+
+REFUSALS = tuple(r for r in _ALL_REFUSALS if r.provider == PROVIDER)
 
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -183,10 +225,23 @@ def _function_call(call: Any, path: str) -> tuple[str | None, str, Any]:
     )
 
 
+# --- which requests ------------------------------------------------------------------
+
+
+def matches(method: str, path: str, query: str) -> bool:
+    """``POST …/chat/completions`` (Azure's ``/openai/deployments/x/chat/completions`` too)."""
+    return method == "POST" and path.rstrip("/").endswith(PATH_SUFFIXES)
+
+
+def speaks_for(path: str) -> bool:
+    p = path.rstrip("/")
+    return "/chat/" in p or p.endswith(_API_PATHS) or "/v1/responses" in p
+
+
 # --- requests ------------------------------------------------------------------------
 
 
-def decode_request(body: bytes, ids: CallIds) -> DecodedRequest:
+def decode_request(body: bytes, ids: CallIds, *, path: str = "", query: str = "") -> DecodedRequest:
     """A chat-completions request body -> its neutral ``model_input`` (refused fields raise)."""
     req = _loads(body, "request")
     if not isinstance(req, dict):
@@ -215,14 +270,15 @@ def _decode_params(req: dict[str, Any]) -> dict[str, Any]:
         refuse("openai.web_search_options", "web_search_options")
     n = req.get("n")
     if isinstance(n, int) and n > 1:
-        refuse("openai.n", "n")
+        refuse("openai.n", "n", value=n)
     if _given(req, "max_tokens") and _given(req, "max_completion_tokens"):
-        refuse("openai.both_max_tokens", "max_completion_tokens")
+        refuse(
+            "openai.both_max_tokens",
+            "max_completion_tokens",
+            value={"max_tokens": req["max_tokens"], "max_completion_tokens": req["max_completion_tokens"]},
+        )
     params: dict[str, Any] = {}
-    for key in ("max_completion_tokens", "max_tokens"):
-        if _given(req, key):
-            params["maxTokens"] = req[key]
-    for wire, neutral in _PARAMS:
+    for wire, neutral in PARAMS:
         if _given(req, wire):
             params[neutral] = req[wire]
     if req.get("stream") is True:
@@ -334,9 +390,9 @@ def _tool_result(msg: dict[str, Any], path: str, ids: CallIds, names: dict[str, 
 # --- responses -----------------------------------------------------------------------
 
 
-def decode_response(body: bytes, ids: CallIds, request: DecodedRequest) -> dict[str, Any]:
-    """A chat.completion body -> its neutral ``model_output`` (refused fields raise)."""
-    resp = _loads(body, "response")
+def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> dict[str, Any]:
+    """A chat.completion body (or the object ``aggregate_stream`` built) -> its neutral ``model_output``."""
+    resp = dict(body) if isinstance(body, Mapping) else _loads(body, "response")
     choices = resp.get("choices") if isinstance(resp, dict) else None
     if not isinstance(choices, list) or not choices:
         _malformed("choices", "a response without choices")
@@ -357,7 +413,7 @@ def decode_response(body: bytes, ids: CallIds, request: DecodedRequest) -> dict[
         refuse("openai.function_call_message", f"{at}.function_call")
     finish = choice.get("finish_reason")
     if finish == "content_filter":
-        refuse("openai.content_filter", "choices[0].finish_reason")
+        refuse("openai.content_filter", "choices[0].finish_reason", value=finish)
     content = message.get("content")
     if content is not None and not isinstance(content, str):
         _malformed(f"{at}.content", "content is neither a string nor null")
@@ -373,12 +429,12 @@ def decode_response(body: bytes, ids: CallIds, request: DecodedRequest) -> dict[
         if calls:
             refuse("openai.refusal_mixed", f"{at}.tool_calls")
         if finish != "stop":
-            refuse("openai.refusal_mixed", "choices[0].finish_reason")
+            refuse("openai.refusal_mixed", "choices[0].finish_reason", value=finish)
         return {"type": "final_answer", "text": refusal, "stop": STOP_REFUSAL}
 
     if calls:
         if finish not in ("tool_calls", "length"):
-            refuse("openai.tool_calls_finish", "choices[0].finish_reason")
+            refuse("openai.tool_calls_finish", "choices[0].finish_reason", value=finish)
         if content == "":
             refuse("openai.null_content", f"{at}.content")
         out: dict[str, Any] = {
@@ -391,7 +447,7 @@ def decode_response(body: bytes, ids: CallIds, request: DecodedRequest) -> dict[
         if content is None:
             refuse("openai.null_content", f"{at}.content")
         if finish not in ("stop", "length"):
-            refuse("openai.finish_reason", "choices[0].finish_reason")
+            refuse("openai.finish_reason", "choices[0].finish_reason", value=finish)
         out = {"type": "final_answer", "text": content}
     if finish == "length":
         out["stop"] = STOP_LENGTH
@@ -555,8 +611,8 @@ def is_stream_end(event: SseEvent) -> bool:
         return False
 
 
-def aggregate_stream(events: list[SseEvent]) -> bytes:
-    """A recorded chunk stream -> the equivalent non-streaming chat.completion body (JSON bytes)."""
+def aggregate_stream(events: list[SseEvent]) -> dict[str, Any]:
+    """A recorded chunk stream -> the equivalent non-streaming chat.completion object."""
     head: dict[str, Any] = {}
     states: dict[int, dict[str, Any]] = {}
     usage: Any = None
@@ -599,8 +655,7 @@ def aggregate_stream(events: list[SseEvent]) -> bytes:
         if state["calls"]:
             message["tool_calls"] = [{**c, "type": c["type"] or "function"} for _, c in sorted(state["calls"].items())]
         choices.append({"index": index, "message": message, "logprobs": state["logprobs"], "finish_reason": state["finish_reason"]})
-    body = {**head, "object": "chat.completion", "choices": choices, "usage": usage}
-    return _dumps(body).encode()
+    return {**head, "object": "chat.completion", "choices": choices, "usage": usage}
 
 
 # --- errors and user-written answers -------------------------------------------------
@@ -613,6 +668,12 @@ def encode_error(message: str, *, status: int = 400, error_type: str | None = No
     request_id = "req_bb" + hashlib.sha256(body + f"\0{status}".encode()).hexdigest()[:24]
     headers = {"content-type": "application/json", "x-should-retry": "false", "x-request-id": request_id}
     return ErrorResponse(status=status, headers=headers, body=body)
+
+
+def encode_stream_error(message: str) -> bytes:
+    """The in-stream error the SDK raises as an ``APIError``: a ``data:`` line carrying ``{"error": …}``."""
+    error = {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": "blackbox"}}
+    return format_sse([SseEvent(None, _dumps(error))])
 
 
 def normalize_answer(answer: Any, ids: CallIds) -> dict[str, Any] | None:

@@ -8,12 +8,13 @@ here without a codec check, or a check without a row, fails the suite.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from blackbox_mitm.errors import BlackboxUnsupportedError
 
-__all__ = ["REFUSALS", "Refusal", "refuse", "row"]
+__all__ = ["REFUSALS", "Refusal", "quote_value", "refuse", "register_rows", "row"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +30,6 @@ class Refusal:
 # fmt: off
 REFUSALS: tuple[Refusal, ...] = (
     # --- Not supported yet ---------------------------------------------------------
-    Refusal("openai.responses_api", "openai", "path", "OpenAI's Responses API (/v1/responses)", "the Responses API is not supported yet; use chat.completions.create"),
     Refusal("openai.image_content", "openai", "request", "non-text content (images, files, audio input) in messages", "non-text content is not supported yet: only text is recorded"),
     Refusal("anthropic.image_content", "anthropic", "request", "non-text content (images, documents) in messages or tool results", "non-text content is not supported yet: only text is recorded"),
     Refusal("anthropic.server_tool", "anthropic", "request", "server-side tools (web search, code execution, ...)", "server-side tools are not supported yet: their results are produced by the provider and could not be replayed"),
@@ -69,13 +69,36 @@ REFUSALS: tuple[Refusal, ...] = (
 # fmt: on
 
 _BY_ID = {r.id: r for r in REFUSALS}
+_UNSET: Any = object()
+_VALUE_CHARS = 80
+
+
+def register_rows(rows: tuple[Refusal, ...]) -> None:
+    """Add a codec's own rows (a codec module calls this at import with its ``REFUSALS``)."""
+    for r in rows:
+        known = _BY_ID.setdefault(r.id, r)
+        if known is not r and known != r:
+            raise ValueError(f"refusal row {r.id!r} is defined twice")
 
 
 def row(row_id: str) -> Refusal:
     return _BY_ID[row_id]
 
 
-def refuse(row_id: str, field: str) -> NoReturn:
-    """Raise the BlackboxUnsupportedError of table row ``row_id`` for ``field`` (a JSON path)."""
+def quote_value(value: Any) -> str:
+    """A refused value as JSON, shortened: what the message names besides the field."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= _VALUE_CHARS else text[: _VALUE_CHARS - 1] + "…"
+
+
+def refuse(row_id: str, field: str, *, value: Any = _UNSET) -> NoReturn:
+    """Raise the BlackboxUnsupportedError of table row ``row_id`` for ``field`` (a JSON path).
+
+    ``value``, when given, is named in the message: ``finish_reason: … (it was "content_filter")``.
+    """
     r = _BY_ID[row_id]
-    raise BlackboxUnsupportedError(field, r.reason, provider=None if r.provider == "both" else r.provider)
+    shown = None if value is _UNSET else quote_value(value)
+    raise BlackboxUnsupportedError(field, r.reason, provider=None if r.provider == "both" else r.provider, value=shown)

@@ -26,22 +26,26 @@ class SseParser:
         self._buf = b""
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
+        return [ev for _, ev in self.feed_blocks(chunk) if ev is not None]
+
+    def feed_blocks(self, chunk: bytes) -> list[tuple[bytes, SseEvent | None]]:
+        """Each block completed so far as (its bytes with the blank line after it, its event or None)."""
         self._buf += chunk
-        events: list[SseEvent] = []
+        blocks: list[tuple[bytes, SseEvent | None]] = []
+        start = 0
         while True:
-            m = _BLANK_LINE.search(self._buf)
+            m = _BLANK_LINE.search(self._buf, start)
             if not m:
                 break
-            block, self._buf = self._buf[: m.start()], self._buf[m.end() :]
-            ev = _parse_block(block)
-            if ev is not None:
-                events.append(ev)
-        return events
+            blocks.append((self._buf[start : m.end()], _parse_block(self._buf[start : m.start()])))
+            start = m.end()
+        self._buf = self._buf[start:]
+        return blocks
 
-    @property
-    def pending(self) -> bytes:
-        """Bytes of an event not yet terminated by a blank line (a cut-off stream leaves some)."""
-        return self._buf
+    def rest(self) -> bytes:
+        """The bytes of an event not (yet) ended by a blank line; taken out of the parser."""
+        rest, self._buf = self._buf, b""
+        return rest
 
 
 def _parse_block(block: bytes) -> SseEvent | None:

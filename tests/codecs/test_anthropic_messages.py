@@ -704,7 +704,7 @@ def test_the_same_answer_gives_the_same_bytes() -> None:
 
 def test_a_recorded_stream_aggregates_to_the_message_it_stands_for() -> None:
     call = _load(FIXTURES / "claude_code_beta_stream.json")["calls"][0]
-    message = json.loads(codec.aggregate_stream(parse_sse(call["stream"].encode())))
+    message = codec.aggregate_stream(parse_sse(call["stream"].encode()))
     assert message["id"] == "msg_01Hs8uVk2LqP9wXe4RtY7nBa"
     assert message["content"] == [
         {
@@ -740,7 +740,7 @@ def test_thinking_deltas_append_and_a_signature_delta_replaces() -> None:
         {"type": "message_delta", "delta": {"stop_reason": "max_tokens", "stop_sequence": None}, "usage": {"output_tokens": 2}},
         {"type": "message_stop"},
     ]
-    message = json.loads(codec.aggregate_stream(parse_sse(_sse(*events))))
+    message = codec.aggregate_stream(parse_sse(_sse(*events)))
     assert message["content"] == [
         {"type": "thinking", "thinking": "ab", "signature": "Sig2"},
         {"type": "redacted_thinking", "data": "EmwK"},

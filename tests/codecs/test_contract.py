@@ -1,0 +1,301 @@
+"""The codec contract, checked for every registered codec: a new codec gets these tests by registering.
+
+For each codec in ``blackbox_mitm.codecs.REGISTERED``:
+
+* its recorded fixtures (``tests/fixtures/<NAME>/*.json``, each a ``request`` and a
+  ``response`` or ``stream``) decode, and the answer re-encoded decodes to the same
+  neutral output (``encode_response`` / ``encode_stream`` are ``decode_response``'s inverse);
+* a synthesized stream ends with the one event ``is_stream_end`` accepts, and adds
+  up (``aggregate_stream``) to the answer it was made from;
+* an error is the provider's error shape with a no-retry header, and the in-stream
+  error event (``encode_stream_error``) makes a stream an incomplete call;
+* the provider's real SDK parses every synthesized response and stream
+  (``SDK_CLIENTS`` below holds one small client per codec: a codec without one fails).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from blackbox_mitm.codecs import REGISTERED, Codec
+from blackbox_mitm.codecs.base import CallIds, DecodedRequest, StreamIncomplete
+from blackbox_mitm.codecs.sse import parse_sse
+from blackbox_mitm.errors import BlackboxError
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+CREATED_MS = 1_750_000_000_123
+
+OUTPUTS: dict[str, dict[str, Any]] = {
+    "text": {"type": "final_answer", "text": "Paris — « la Ville Lumière » 🗼, " * 12},
+    "empty_text": {"type": "final_answer", "text": ""},
+    "length": {"type": "final_answer", "text": "cut off", "stop": "length"},
+    "one_call": {"type": "tool_calls", "calls": [{"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Oslo"}}]},
+    "parallel_calls_with_text": {
+        "type": "tool_calls",
+        "text": "Checking both.",
+        "calls": [
+            {"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Oslo", "days": [1, 2], "note": 'ß 日本 "q"'}},
+            {"toolCallId": "call-1", "toolName": "get_time", "toolInput": {}},
+        ],
+    },
+}
+
+_CODECS = {c.NAME: c for c in REGISTERED}
+
+
+def _fixtures(codec: Codec) -> list[Path]:
+    return sorted((FIXTURES / codec.NAME).glob("*.json"))
+
+
+def _fixture_cases() -> list[Any]:
+    return [pytest.param(c.NAME, p.name, id=f"{c.NAME}-{p.stem}") for c in REGISTERED for p in _fixtures(c)]
+
+
+def _calls(path: Path) -> list[dict[str, Any]]:
+    """A fixture's calls in order: one ``{request, response | stream}``, or several under ``calls``."""
+    data = json.loads(path.read_text())
+    calls = data.get("calls", [data])
+    return [{"path": data.get("path", ""), **call} for call in calls]
+
+
+def _decode(codec: Codec, call: dict[str, Any], ids: CallIds) -> DecodedRequest:
+    bare, _, query = call["path"].partition("?")
+    return codec.decode_request(json.dumps(call["request"]).encode(), ids, path=bare, query=query)
+
+
+def _request(codec: Codec, ids: CallIds, *, stream: bool = False) -> DecodedRequest:
+    """The first fixture's first request, as a streamed or whole call."""
+    request = _decode(codec, _calls(_fixtures(codec)[0])[0], ids)
+    request.stream = stream
+    return request
+
+
+@pytest.mark.parametrize("name", list(_CODECS))
+def test_every_codec_has_recorded_fixtures(name: str) -> None:
+    assert _fixtures(_CODECS[name]), f"add recorded request/response fixtures for {name} under tests/fixtures/{name}/"
+
+
+@pytest.mark.parametrize(("name", "fixture"), _fixture_cases())
+def test_a_recorded_call_decodes_and_its_answer_round_trips(name: str, fixture: str) -> None:
+    codec = _CODECS[name]
+    ids = CallIds()
+    for call in _calls(FIXTURES / name / fixture):
+        request = _decode(codec, call, ids)
+        assert request.provider == codec.NAME
+        assert isinstance(request.model_input.get("messages"), list)
+        if "stream" in call:
+            output = codec.decode_response(codec.aggregate_stream(parse_sse(call["stream"].encode())), ids, request)
+        else:
+            output = codec.decode_response(json.dumps(call["response"]).encode(), ids, request)
+        assert output["type"] in ("final_answer", "tool_calls")
+        again = codec.encode_response(output, request=request, ids=CallIds(), created_ms=CREATED_MS)
+        assert codec.decode_response(json.dumps(again).encode(), _ids_for(output), request) == output
+
+
+def _ids_for(output: dict[str, Any]) -> CallIds:
+    """A run's ids just before ``output`` was answered, so its calls get the same call-N again."""
+    ids = CallIds()
+    numbers = [int(c["toolCallId"].split("-")[1]) for c in output.get("calls", [])]
+    for _ in range(min(numbers, default=0)):
+        ids.assign(None)
+    return ids
+
+
+@pytest.mark.parametrize("name", list(_CODECS))
+@pytest.mark.parametrize("shape", list(OUTPUTS))
+def test_whole_answers_round_trip(name: str, shape: str) -> None:
+    codec, output = _CODECS[name], OUTPUTS[shape]
+    request = _request(codec, CallIds())
+    body = codec.encode_response(output, request=request, ids=CallIds(), created_ms=CREATED_MS)
+    assert codec.decode_response(json.dumps(body).encode(), CallIds(), request) == output
+    assert codec.decode_response(body, CallIds(), request) == output  # the object itself, no JSON round trip
+
+
+@pytest.mark.parametrize("name", list(_CODECS))
+@pytest.mark.parametrize("shape", list(OUTPUTS))
+def test_a_synthesized_stream_adds_up_to_its_answer_and_ends_once(name: str, shape: str) -> None:
+    codec, output = _CODECS[name], OUTPUTS[shape]
+    request = _request(codec, CallIds(), stream=True)
+    events = parse_sse(codec.encode_stream(output, request=request, ids=CallIds(), created_ms=CREATED_MS))
+    ends = [i for i, ev in enumerate(events) if codec.is_stream_end(ev)]
+    assert ends == [len(events) - 1], f"is_stream_end must accept exactly the last event, not {ends} of {len(events)}"
+    assert codec.decode_response(codec.aggregate_stream(events), CallIds(), request) == output
+
+
+@pytest.mark.parametrize("name", list(_CODECS))
+def test_a_stream_without_its_final_event_is_incomplete(name: str) -> None:
+    codec = _CODECS[name]
+    request = _request(codec, CallIds(), stream=True)
+    events = parse_sse(codec.encode_stream(OUTPUTS["text"], request=request, ids=CallIds(), created_ms=CREATED_MS))
+    with pytest.raises(StreamIncomplete):
+        codec.aggregate_stream(events[:-1])
+
+
+@pytest.mark.parametrize("name", list(_CODECS))
+def test_the_in_stream_error_replaces_a_final_event(name: str) -> None:
+    codec = _CODECS[name]
+    request = _request(codec, CallIds(), stream=True)
+    events = parse_sse(codec.encode_stream(OUTPUTS["text"], request=request, ids=CallIds(), created_ms=CREATED_MS))
+    error = parse_sse(codec.encode_stream_error("BlackboxUnsupportedError: x: refused"))
+    assert len(error) == 1
+    with pytest.raises(StreamIncomplete, match="refused"):
+        codec.aggregate_stream([*events[:-1], *error])
+
+
+@pytest.mark.parametrize("name", list(_CODECS))
+@pytest.mark.parametrize("status", [400, 404, 500])
+def test_errors_have_the_provider_shape_and_are_not_retried(name: str, status: int) -> None:
+    codec = _CODECS[name]
+    err = codec.encode_error("blackbox: something named", status=status)
+    assert err.status == status
+    assert err.headers.get("x-should-retry") == "false"
+    assert "blackbox: something named" in json.dumps(json.loads(err.body))
+
+
+@pytest.mark.parametrize("name", list(_CODECS))
+def test_the_codec_states_its_facts(name: str) -> None:
+    codec = _CODECS[name]
+    assert codec.DEFAULT_HOSTS and all(h == h.lower() and "/" not in h for h in codec.DEFAULT_HOSTS)
+    assert codec.KEY_ENV_VARS and codec.ID_PREFIXES and codec.RESPONSE_KEYS
+    assert all(h == h.lower() for h in codec.CREDENTIAL_HEADERS)
+    assert all(r.id.startswith(codec.PROVIDER + ".") for r in codec.REFUSALS), "refusal ids start with the provider"
+    neutral = {n for _, n in codec.PARAMS}
+    assert all(n[:1].islower() and "_" not in n for n in neutral), "neutral control names are camelCase"
+
+
+@pytest.mark.parametrize("name", list(_CODECS))
+def test_bad_bodies_raise_only_named_errors(name: str) -> None:
+    codec = _CODECS[name]
+    request = _request(codec, CallIds())
+    for body in (b"", b"not json", b"[]", b"null", b'{"messages": 3}', b"{" * 5000 + b"}" * 5000):
+        for decode in (
+            lambda b: codec.decode_request(b, CallIds(), path="", query=""),
+            lambda b: codec.decode_response(b, CallIds(), request),
+        ):
+            try:
+                decode(body)
+            except BlackboxError:
+                pass
+
+
+# --- the real SDKs ----------------------------------------------------------------------
+
+
+class _OneShot:
+    """A loopback HTTP server answering every request with the same status, headers and body."""
+
+    def __init__(self) -> None:
+        self.answer: tuple[int, dict[str, str], bytes] = (200, {}, b"")
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                status, headers, body = outer.answer
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture(scope="module")
+def one_shot() -> Iterator[_OneShot]:
+    server = _OneShot()
+    yield server
+    server.server.shutdown()
+
+
+def _openai_chat(url: str, stream: bool) -> tuple[str, list[str]]:
+    import openai
+
+    client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+    messages: Any = [{"role": "user", "content": "hi"}]
+    if not stream:
+        message = client.chat.completions.create(model="m", messages=messages).choices[0].message
+        return message.content or "", [c.function.name for c in message.tool_calls or [] if c.type == "function"]
+    with client.chat.completions.stream(model="m", messages=messages) as s:
+        final = s.get_final_completion().choices[0].message
+    return final.content or "", [c.function.name for c in final.tool_calls or [] if c.type == "function"]
+
+
+def _anthropic(url: str, stream: bool) -> tuple[str, list[str]]:
+    import anthropic
+
+    client = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0)
+    args: Any = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+    if stream:
+        with client.messages.stream(**args) as s:
+            message = s.get_final_message()
+    else:
+        message = client.messages.create(**args)
+    text = "".join(b.text for b in message.content if b.type == "text")
+    return text, [b.name for b in message.content if b.type == "tool_use"]
+
+
+def _gemini(url: str, stream: bool) -> tuple[str, list[str]]:
+    from google import genai
+    from google.genai import types
+
+    client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=url, client_args={"trust_env": False}))
+    if stream:
+        chunks = list(client.models.generate_content_stream(model="m", contents="hi"))
+    else:
+        chunks = [client.models.generate_content(model="m", contents="hi")]
+    parts = [p for c in chunks for p in (c.candidates[0].content.parts or []) if c.candidates and c.candidates[0].content]
+    return "".join(p.text or "" for p in parts), [p.function_call.name or "" for p in parts if p.function_call]
+
+
+def _openai_responses(url: str, stream: bool) -> tuple[str, list[str]]:
+    import openai
+
+    client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+    if stream:
+        with client.responses.stream(model="m", input="hi") as s:
+            response = s.get_final_response()
+    else:
+        response = client.responses.create(model="m", input="hi")
+    return response.output_text, [i.name for i in response.output if i.type in ("function_call", "custom_tool_call")]
+
+
+#: One small client per codec: (base URL, stream?) -> (text, tool names), through the provider's own SDK.
+SDK_CLIENTS: dict[str, Callable[[str, bool], tuple[str, list[str]]]] = {
+    "openai": _openai_chat,
+    "openai-responses": _openai_responses,
+    "anthropic": _anthropic,
+    "gemini": _gemini,
+}
+
+
+@pytest.mark.parametrize("name", list(_CODECS))
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("shape", ["text", "parallel_calls_with_text", "empty_text"])
+def test_the_real_sdk_parses_what_the_codec_synthesizes(name: str, stream: bool, shape: str, one_shot: _OneShot) -> None:
+    codec, output = _CODECS[name], OUTPUTS[shape]
+    client = SDK_CLIENTS.get(name)
+    assert client is not None, f"add a client for codec {name} to SDK_CLIENTS (its provider's official SDK)"
+    request = _request(codec, CallIds(), stream=stream)
+    if stream:
+        body = codec.encode_stream(output, request=request, ids=CallIds(), created_ms=CREATED_MS)
+        one_shot.answer = (200, {"content-type": "text/event-stream"}, body)
+    else:
+        body = json.dumps(codec.encode_response(output, request=request, ids=CallIds(), created_ms=CREATED_MS)).encode()
+        one_shot.answer = (200, {"content-type": "application/json"}, body)
+    text, tools = client(one_shot.url, stream)
+    assert text == output.get("text", "")
+    assert tools == [c["toolName"] for c in output.get("calls", [])]
