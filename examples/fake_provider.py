@@ -16,12 +16,17 @@ Script: a list of answers, one consumed per model call, whichever the provider::
     {"text": "Hello"}
     {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}], "text": "optional narration"}
     {"text": "...", "stop": "length"}        # "length" | "refusal" | any other string, passed through
+    {"tool_calls": [...], "content": ""}     # a streamed tool-call turn whose first chunk carries content ""
     {"status": 429, "times": 2}              # that error, in the provider's shape, `times` times (default 1)
                                              #   optional "message", "retry_after_ms" (default 10; null omits it)
     {"raw": {...}, "status": 200}            # this exact JSON body (status optional)
     {"raw_events": [{...}, "[DONE]"]}        # these exact SSE events, framed the provider's way
     {"stream_cut": true, "text": "..."}      # send part of the answer, then drop the connection
     any answer may add "delay_ms": N and "headers": {...} (extra response headers)
+
+A ``responder`` (a function ``(provider, body) -> answer``) answers instead of
+the script, reading each request: ``examples/claude_code_model.py`` scripts
+Claude Code that way (``--responder claude-code``).
 
 Past the end of the script every model call gets a 500 that says so (with
 ``x-should-retry: false`` so SDKs do not retry it). Without a script, a small
@@ -45,6 +50,7 @@ import sys
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TextIO
@@ -256,7 +262,8 @@ def openai_events(answer: Answer, body: Json) -> list[bytes]:
     refused = answer.get("stop") == "refusal"
     calls = _openai_calls(answer)
     field = "refusal" if refused else "content"
-    frames = [chunk({"role": "assistant", "content": "" if text and not refused else None, "refusal": "" if refused else None})]
+    empty = "" if (text and not refused) or answer.get("content") == "" else None  # "content": "" as OpenAI-compatible servers send
+    frames = [chunk({"role": "assistant", "content": empty, "refusal": "" if refused else None})]
     frames += [chunk({field: piece}) for piece in _words(text or "")]
     for i, call in enumerate(calls):
         fn = call["function"]
@@ -492,7 +499,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, kind: str, body: Json) -> None:
         provider = self.server.provider
         try:
-            answer = provider._script.next()
+            answer = provider.responder(kind, body) if provider.responder is not None else provider._script.next()
         except LookupError:
             answer = weather_answer(kind, body)
         if answer is None:
@@ -602,8 +609,10 @@ class FakeProvider:
         gzip_streams: bool = False,
         stream_delay_ms: float = 0.0,
         log_path: str | Path | None = None,
+        responder: Callable[[str, Json], Answer] | None = None,
     ) -> None:
         self.host, self.port = host, port
+        self.responder = responder
         self.gzip_streams = gzip_streams
         self.stream_delay_ms = stream_delay_ms
         self.requests: list[Json] = []
@@ -682,13 +691,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
     parser.add_argument("--script", type=Path, help="JSON file holding the list of answers (default: the rule-based weather model)")
     parser.add_argument("--log", type=Path, help="append every received request to this JSONL file")
+    parser.add_argument("--responder", choices=["claude-code"], help="answer by reading each request (examples/claude_code_model.py)")
     parser.add_argument("--gzip-streams", action="store_true", help="gzip SSE streams for clients that accept gzip")
     parser.add_argument("--stream-delay-ms", type=float, default=0.0, help="pause between SSE events")
     args = parser.parse_args(argv)
     script = json.loads(args.script.read_text(encoding="utf-8")) if args.script else None
     if script is not None and not isinstance(script, list):
         parser.error("--script must hold a JSON list of answers")
-    provider = FakeProvider(script, port=args.port, gzip_streams=args.gzip_streams, stream_delay_ms=args.stream_delay_ms, log_path=args.log)
+    responder = None
+    if args.responder == "claude-code":
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from claude_code_model import respond as responder
+    provider = FakeProvider(
+        script, port=args.port, gzip_streams=args.gzip_streams, stream_delay_ms=args.stream_delay_ms, log_path=args.log, responder=responder
+    )
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())

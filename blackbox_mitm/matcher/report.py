@@ -5,7 +5,9 @@ Both work from the status alone, so a report written as JSON by one process
 
 Verdicts, first that applies: ``diverged`` (a request was refused), ``overran``
 (a request came after every recorded call had been served), ``incomplete``
-(a recorded call was never asked for), ``ok``. Requests past an ``upto`` cut
+(a recorded call was never asked for), ``refused`` (a request or answer was
+refused, or an answer could not be recorded: the status's ``refused`` /
+``unrecorded`` lists name them), ``ok``. Requests past an ``upto`` cut
 (``past_cut_calls``) are the caller's to answer and do not change the verdict.
 """
 
@@ -18,7 +20,7 @@ from blackbox_mitm.matcher.outcomes import Divergence
 
 __all__ = ["INCOMPLETE_LISTED", "VERDICTS", "render_report", "verdict"]
 
-VERDICTS = ("ok", "diverged", "overran", "incomplete")
+VERDICTS = ("ok", "diverged", "overran", "incomplete", "refused")
 INCOMPLETE_LISTED = 10  # steps named in the report; the rest are counted
 
 
@@ -30,6 +32,8 @@ def verdict(status: Mapping[str, Any]) -> str:
         return "overran"
     if status.get("incomplete"):
         return "incomplete"
+    if status.get("refused") or status.get("unrecorded"):
+        return "refused"
     return "ok"
 
 
@@ -59,6 +63,11 @@ def render_report(status: Mapping[str, Any]) -> str:
     if status.get("out_of_order"):
         lines.append(f"  served out of recorded order (matched by content): {status['out_of_order']}")
     lines.append(f"  divergences: {divergences}")
+    for what in ("refused", "unrecorded"):
+        items = [str(r) for r in status.get(what) or []]
+        if items:
+            lines.append(f"  {what}: {len(items)}")
+            lines += [f"    {r}" for r in items[:INCOMPLETE_LISTED]]
     first = status.get("first_divergence")
     if isinstance(first, Mapping):
         lines.append("")
@@ -71,4 +80,5 @@ _SAYS = {
     "diverged": "the agent left the recorded path",
     "overran": "the agent made more model calls than the recording holds",
     "incomplete": "the agent stopped before making every recorded model call",
+    "refused": "some model calls were refused, or their answers could not be recorded",
 }

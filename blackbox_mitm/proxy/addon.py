@@ -1,10 +1,12 @@
 """The mitmproxy addon: turns flows into plain requests for the session, and answers into flows.
 
-Thin on purpose. Everything it decides comes from ``session.engine.Session``;
-what is mitmproxy-specific lives here: options (``blackbox_*``, declared in
-``load`` and validated in ``configure``), which hosts are intercepted, answering
-a flow locally, the streaming tee for server-sent events, and the end of the run
-when the proxy itself stops (``mitmdump -s addon/blackbox_addon.py``).
+Thin on purpose. Everything it decides comes from ``session.engine.Session``
+(and a streamed answer's recording from ``session.stream.StreamCapture``); what
+is mitmproxy-specific lives here: options (``blackbox_*``, declared in ``load``
+and validated in ``configure``), which hosts are intercepted, answering a flow
+locally, the offline guard (in an offline replay no server connection is ever
+opened, whatever the client sends), and the end of the run when the proxy
+itself stops (``mitmdump -s addon/blackbox_addon.py``).
 """
 
 from __future__ import annotations
@@ -12,68 +14,90 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from mitmproxy import ctx, exceptions, http
+from mitmproxy import ctx, exceptions, http, tcp
+from mitmproxy.proxy import server_hooks
 
 from blackbox_mitm.cassette.trace import now_ms
-from blackbox_mitm.codecs import codec_for_path, codec_named, provider_for_path
-from blackbox_mitm.codecs.base import SseEvent
-from blackbox_mitm.codecs.refusals import row
-from blackbox_mitm.codecs.sse import SseParser
-from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
-from blackbox_mitm.proxy.decoding import stream_decoder
+from blackbox_mitm.codecs import codec_for, default_hosts, error_codec_for
+from blackbox_mitm.errors import BlackboxError
 from blackbox_mitm.proxy.pacing import StreamPacer
-from blackbox_mitm.session.engine import Answer, Forward, ModelRequest, Session, Ticket
+from blackbox_mitm.proxy.websocket import WebSocketTransport
+from blackbox_mitm.session.engine import Answer, Forward, ModelRequest, Session
+from blackbox_mitm.session.router import RouteRefused, RunRouter, run_from_proxy_authorization
+from blackbox_mitm.session.stream import StreamCapture
 
 __all__ = ["DEFAULT_HOSTS", "BlackboxAddon"]
 
-log = logging.getLogger("blackbox")
+log = logging.getLogger(__name__)
 
-DEFAULT_HOSTS = ("api.openai.com", "api.anthropic.com")
+DEFAULT_HOSTS = default_hosts()
 MODES = ("record", "replay")
 MATCH_MODES = ("strict", "sequence")
 _HOST_KEY = "blackbox.host"
 _TICKET_KEY = "blackbox.ticket"
 _PACED_KEY = "blackbox.paced"
 _STREAM_KEY = "blackbox.stream"
-_PROVIDER_BY_HOST = {"api.openai.com": "openai", "api.anthropic.com": "anthropic"}
-
-
-@dataclass
-class _StreamState:
-    ticket: Ticket
-    events: list[SseEvent] = field(default_factory=list)
-    done: bool = False
+_SESSION_KEY = "blackbox.session"
+_SESSION_OPTIONS = {
+    "blackbox_mode",
+    "blackbox_cassette",
+    "blackbox_match",
+    "blackbox_overwrite",
+    "blackbox_mask",
+    "blackbox_default_masks",
+    "blackbox_redact",
+    "blackbox_pace",
+}
 
 
 class BlackboxAddon:
     """Record, replay or fork model calls. Built from options (mitmdump) or given a session (CLI)."""
 
-    def __init__(self, session: Session | None = None, *, replaying: bool | None = None, on_done: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        session: Session | None = None,
+        *,
+        replaying: bool | None = None,
+        on_done: Callable[[], None] | None = None,
+        router: RunRouter | None = None,
+    ) -> None:
         self.session = session
-        self._owns_session = session is None
+        self.router = router  # several runs, each named in a client's proxy credentials
+        self._owns_session = session is None and router is None
+        self._client_runs: dict[str, str | None] = {}  # client connection id -> the run its CONNECT named
         self._replaying = bool(replaying)
         self._on_done = on_done
         self.hosts: set[str] = set(DEFAULT_HOSTS)
         self.offline = True
         self.stream_delay_ms = 0
         self._pacer: StreamPacer | None = None
+        # Loopback servers of our own that an offline replay may connect to (the pacer, a WebSocket replayer).
+        self.local_upstreams: set[tuple[str, int]] = set()
+        self._ws = WebSocketTransport()  # model calls over WebSockets (proxy/websocket.py)
 
     # -- options ----------------------------------------------------------------------
 
     def load(self, loader: Any) -> None:
-        loader.add_option("blackbox_mode", str, "", "Blackbox mode: record | replay (empty: the addon is inactive).")
+        loader.add_option("blackbox_mode", str, "", "Blackbox mode: record | replay (empty: the addon is inactive).", choices=("", *MODES))
         loader.add_option("blackbox_cassette", str, "", "The cassette file (trace format v2) to write or replay.")
         loader.add_option("blackbox_overwrite", bool, False, "Record over an existing cassette.")
         loader.add_option("blackbox_hosts", Sequence[str], list(DEFAULT_HOSTS), "Provider hosts whose model calls are recorded/replayed.")
-        loader.add_option("blackbox_match", str, "strict", "Replay matching: strict | sequence.")
+        loader.add_option("blackbox_match", str, "strict", "Replay matching: strict | sequence.", choices=MATCH_MODES)
         loader.add_option(
             "blackbox_offline", bool, True, "Replay: answer every other host locally with an error; nothing leaves the machine."
         )
         loader.add_option("blackbox_report", str, "", "Replay: write the end-of-run status as JSON to this file.")
         loader.add_option("blackbox_stream_delay_ms", int, 0, "Replay: pause between streamed events (0: as fast as possible).")
+        loader.add_option("blackbox_mask", Sequence[str], [], "Replay: a regular expression strict matching ignores (repeatable).")
+        loader.add_option("blackbox_default_masks", bool, True, "Replay: use the built-in masks for known agents (blackbox masks).")
+        loader.add_option(
+            "blackbox_redact", Sequence[str], [], "A regular expression replaced in every payload before hashing (repeatable)."
+        )
+        loader.add_option(
+            "blackbox_pace", str, "", "Replay: 'recorded' (each answer takes as long as its call did), a factor, or '' (at once)."
+        )
 
     def configure(self, updated: set[str]) -> None:
         opts = ctx.options
@@ -92,7 +116,7 @@ class BlackboxAddon:
             self.offline = bool(opts.blackbox_offline)
         if "blackbox_stream_delay_ms" in updated:
             self.stream_delay_ms = int(opts.blackbox_stream_delay_ms)
-        if self._owns_session and updated & {"blackbox_mode", "blackbox_cassette", "blackbox_match", "blackbox_overwrite"}:
+        if self._owns_session and updated & _SESSION_OPTIONS:
             self._build_session_from_options()
         if self.session is not None and "connection_strategy" in opts and opts.connection_strategy != "lazy":
             # Never dial an upstream before the request hook decided: replay answers locally.
@@ -108,11 +132,28 @@ class BlackboxAddon:
         if not opts.blackbox_cassette:
             raise exceptions.OptionsError("blackbox_cassette must name the cassette file (set blackbox_cassette=RUN.json)")
         try:
+            from blackbox_mitm.config import effective_settings
+
+            # The project config (found from the working directory) plus these options (config.py).
+            settings = effective_settings(
+                masks=list(opts.blackbox_mask),
+                no_default_masks=not opts.blackbox_default_masks,
+                redact=list(opts.blackbox_redact),
+                match=None if opts.blackbox_match == "strict" else opts.blackbox_match,
+                pace=opts.blackbox_pace or None,
+            )
+            self.hosts |= set(settings.host_names)
             if opts.blackbox_mode == "record":
-                self.session = record_session(opts.blackbox_cassette, overwrite=opts.blackbox_overwrite)
+                self.session = record_session(opts.blackbox_cassette, overwrite=opts.blackbox_overwrite, redactor=settings.redactor)
                 self._replaying = False
             else:
-                self.session = replay_session(opts.blackbox_cassette, match=opts.blackbox_match)
+                self.session = replay_session(
+                    opts.blackbox_cassette,
+                    match=str(settings.match.value),
+                    rules=settings.rules,
+                    redactor=settings.redactor,
+                    pace=settings.pace.value,
+                )
                 self._replaying = True
                 if "upstream_cert" in opts and opts.upstream_cert:
                     opts.update(upstream_cert=False)
@@ -122,12 +163,41 @@ class BlackboxAddon:
 
     # -- flows --------------------------------------------------------------------------
 
+    def http_connect(self, flow: http.HTTPFlow) -> None:
+        """A tunnel's proxy credentials name its run (``HTTPS_PROXY=http://<run>@HOST:PORT``)."""
+        if self.router is not None:
+            self._client_runs[flow.client_conn.id] = run_from_proxy_authorization(flow.request.headers.get("proxy-authorization"))
+
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         # Before map_remote rewrites the destination in its request hook.
         flow.metadata[_HOST_KEY] = flow.request.pretty_host.lower()
 
+    def _session_of(self, flow: http.HTTPFlow) -> Session | None:
+        """The session a flow belongs to: the one run, or the run its client named (None: answered here)."""
+        if self.router is None:
+            return self.session
+        found: Session | None = flow.metadata.get(_SESSION_KEY)
+        if found is not None:
+            return found
+        run = self._client_runs.get(flow.client_conn.id)
+        if run is None:
+            run = run_from_proxy_authorization(flow.request.headers.get("proxy-authorization"))
+        try:
+            session = self.router.session_for(run)
+        except RouteRefused as exc:
+            host = flow.metadata.get(_HOST_KEY) or flow.request.pretty_host.lower()
+            err = error_codec_for(flow.request.path, host).encode_error(f"blackbox proxy: {exc}", status=407 if run is None else 404)
+            flow.response = http.Response.make(err.status, err.body, err.headers)
+            self._note(f"refused {flow.request.method} {host}{flow.request.path}: {exc}")
+            return None
+        flow.metadata[_SESSION_KEY] = session
+        return session
+
     def request(self, flow: http.HTTPFlow) -> None:
-        if self.session is None or flow.response or flow.error or not flow.live:
+        if (self.session is None and self.router is None) or flow.response or flow.error or not flow.live:
+            return
+        session = self._session_of(flow)
+        if session is None:
             return
         host = flow.metadata.get(_HOST_KEY) or flow.request.pretty_host.lower()
         if host not in self.hosts:
@@ -140,39 +210,43 @@ class BlackboxAddon:
                     {"content-type": "text/plain; charset=utf-8", "x-should-retry": "false"},
                 )
             return
+        if self._ws.upgrade(flow, session, delay_ms=self.stream_delay_ms):
+            if self._ws.local_upstream is not None:
+                self.local_upstreams.add(self._ws.local_upstream)  # the offline guard lets the replayed-socket server in
+            return
         path = flow.request.path
-        codec = codec_for_path(path) if flow.request.method == "POST" else None
+        codec = codec_for(flow.request.method, path)
         if codec is None:
             self._non_model(flow, host, path)
             return
+        try:
+            body = flow.request.get_content(strict=True) or b""
+        except ValueError as exc:  # a content-encoding that cannot be decoded: answered here, never forwarded
+            err = codec.encode_error(f"blackbox: the request body could not be decoded ({exc}); it was not forwarded")
+            flow.response = http.Response.make(err.status, err.body, err.headers)
+            session.note(f"refused {flow.request.method} {host}{path}: the body could not be decoded")
+            return
         req = ModelRequest(
-            path=path,
-            headers=_lower_headers(flow.request.headers),
-            body=flow.request.get_content(strict=False) or b"",
-            received_ms=now_ms(),
+            path=path, headers=_lower_headers(flow.request.headers), body=body, received_ms=now_ms(), method=flow.request.method
         )
-        action = self.session.on_request(req)
+        action = session.on_request(req)
         if isinstance(action, Answer):
-            if action.stream and self.stream_delay_ms > 0:
+            if action.delay_ms > 0 or (action.stream and self.stream_delay_ms > 0):
                 self._pace(flow, action)
             else:
                 flow.response = _make_response(action)
+                if action.replayed:
+                    flow.is_replay = "response"  # mitmweb marks it as an answer made here
         elif isinstance(action, Forward):
             flow.metadata[_TICKET_KEY] = action.ticket
             if action.body is not None:
                 flow.request.content = action.body
 
     def _non_model(self, flow: http.HTTPFlow, host: str, path: str) -> None:
-        provider = provider_for_path(path) or _PROVIDER_BY_HOST.get(host) or "openai"
+        codec = error_codec_for(path, host)
         bare = path.split("?", 1)[0].rstrip("/")
-        if bare.endswith("/responses"):
-            r = row("openai.responses_api")
-            err = codec_named("openai").encode_error(str(BlackboxUnsupportedError(bare, r.reason)))
-            self._note(f"refused {flow.request.method} {host}{path}: {r.reason}")
-            flow.response = http.Response.make(err.status, err.body, err.headers)
-            return
         if self._replaying:
-            err = codec_named(provider).encode_error(
+            err = codec.encode_error(
                 f"blackbox replay: {flow.request.method} {bare} is not a model call and is not in the recording", status=404
             )
             self._note(f"answered 404 to non-model endpoint {flow.request.method} {host}{path}")
@@ -186,94 +260,99 @@ class BlackboxAddon:
         if self._pacer is None:
             self._pacer = StreamPacer(self.stream_delay_ms)
         self._pacer.delay_ms = self.stream_delay_ms
-        flow.request.url = self._pacer.register(answer.status, answer.headers, answer.body)
+        total = answer.delay_ms if answer.delay_ms > 0 else None  # --pace: as long as the recorded call took
+        flow.request.url = self._pacer.register(answer.status, answer.headers, answer.body, total_ms=total, stream=answer.stream)
+        self.local_upstreams.add(("127.0.0.1", self._pacer.port))
         flow.metadata[_PACED_KEY] = True
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         if flow.metadata.get(_PACED_KEY) and flow.response is not None:
             flow.response.stream = True  # pass each paced event on as it comes
+            flow.is_replay = "response"  # made here from the recording (mitmweb marks it)
             return
         ticket = flow.metadata.get(_TICKET_KEY)
-        if ticket is None or flow.response is None or self.session is None:
+        session = self._session_of(flow) if ticket is not None else None
+        if ticket is None or flow.response is None or session is None:
             return
         ctype = flow.response.headers.get("content-type", "")
         if flow.response.status_code >= 400 or not ctype.lower().startswith("text/event-stream"):
             return
-        state = _StreamState(ticket)
-        flow.metadata[_STREAM_KEY] = state
-        decode = stream_decoder(flow.response.headers.get("content-encoding", ""))
-        parser = SseParser()
-        session = self.session
-
-        def tee(chunk: bytes) -> bytes:
-            if state.done:
-                return chunk
-            if chunk == b"":
-                state.done = True
-                session.on_call_failed(ticket, "the stream ended before its final event")
-                return chunk
-            try:
-                new = parser.feed(decode(chunk))
-            except Exception as exc:  # a corrupt encoding: the call is not recordable
-                state.done = True
-                session.on_call_failed(ticket, f"could not decode the stream ({exc})")
-                return chunk
-            state.events.extend(new)
-            if any(ticket.codec.is_stream_end(ev) for ev in new):
-                state.done = True
-                # Recorded (fsynced) before the final event reaches the agent.
-                self._finish_stream(session, state)
-            return chunk
-
-        flow.response.stream = tee
-
-    def _finish_stream(self, session: Session, state: _StreamState) -> None:
-        ticket = state.ticket
-        try:
-            body = ticket.codec.aggregate_stream(state.events)
-        except BlackboxError as exc:
-            session.on_call_failed(ticket, str(exc))
-            return
-        try:
-            answer = session.on_response(ticket, 200, body)
-        except Exception as exc:  # never let it escape into mitmproxy's stream handling (on_response has ended the call)
-            reason = f"a streamed answer could not be recorded: {type(exc).__name__}: {exc}"
-            log.warning("blackbox: %s", reason)
-            session.notes.append(reason)
-            if session.recorder is not None:
-                session.recorder.note_unrecordable(reason)  # the agent has it, the cassette does not
-            return
-        if answer is not None and session.recorder is not None:
-            # Already streamed to the agent: it cannot be refused any more, so the run is marked.
-            session.recorder.note_unrecordable(answer.body.decode("utf-8", "replace")[:300])
+        capture = StreamCapture(session, ticket, flow.response.headers.get("content-encoding", ""))
+        flow.metadata[_STREAM_KEY] = capture
+        if capture.decodes:  # the agent is sent the decoded events
+            flow.response.headers.pop("content-encoding", None)
+            flow.response.headers.pop("content-length", None)
+        flow.response.stream = capture.tee
 
     async def response(self, flow: http.HTTPFlow) -> None:
         ticket = flow.metadata.get(_TICKET_KEY)
-        if ticket is None or self.session is None or flow.response is None:
+        session = self._session_of(flow) if ticket is not None else None
+        if ticket is None or session is None or flow.response is None:
             return
         if _STREAM_KEY in flow.metadata:
             return  # handled by the tee
         status = flow.response.status_code
-        body = flow.response.get_content(strict=False)
-        answer = await asyncio.to_thread(self.session.on_response, ticket, status, body, response_ms=now_ms())
+        try:
+            body = flow.response.get_content(strict=True)
+        except ValueError:
+            body = flow.response.raw_content if status >= 400 else None
+            if status < 400:
+                session.note("an answer's content-encoding could not be decoded; it was not recorded")
+                err = ticket.codec.encode_error("blackbox: the provider's answer could not be decoded, so it was not recorded", status=502)
+                session.call_done()
+                flow.response = http.Response.make(err.status, err.body, err.headers)
+                return
+        answer = await asyncio.to_thread(session.on_response, ticket, status, body, response_ms=now_ms())
         if answer is not None:
             flow.response = _make_response(answer)
 
     def error(self, flow: http.HTTPFlow) -> None:
         ticket = flow.metadata.get(_TICKET_KEY)
-        if ticket is None or self.session is None:
+        session = self._session_of(flow) if ticket is not None else None
+        if ticket is None or session is None:
             return
-        state = flow.metadata.get(_STREAM_KEY)
-        if state is not None and state.done:
+        capture = flow.metadata.get(_STREAM_KEY)
+        if capture is not None and capture.done:
             return
         message = flow.error.msg if flow.error else "unknown error"
-        if state is None:  # no streamed body began: the call failed before (or instead of) its response
-            self.session.on_call_failed(ticket, message, streamed=False)
+        if capture is None:  # no streamed body began: the call failed before (or instead of) its response
+            session.on_call_failed(ticket, message, streamed=False)
             return
-        state.done = True
-        self.session.on_call_failed(ticket, f"the connection failed: {message}")
+        capture.done = True
+        session.on_call_failed(ticket, f"the connection failed: {message}")
+
+    # -- the offline guard ----------------------------------------------------------------
+
+    def server_connect(self, data: server_hooks.ServerConnectionHookData) -> None:
+        """In an offline replay no connection leaves the proxy: not for CONNECT tunnels of any protocol,
+        absolute-form HTTP, WebSockets, HTTP/2, or a request that could not be answered. Only our own
+        loopback servers (the pacer, a WebSocket replayer) are reached."""
+        if not ((self.session is not None or self.router is not None) and self._replaying and self.offline):
+            return
+        address = data.server.address
+        if address is not None and (str(address[0]), int(address[1])) in self.local_upstreams:
+            return
+        where = f"{address[0]}:{address[1]}" if address else "an upstream"
+        data.server.error = f"blackbox replay is offline: {where} was not contacted"
+        self._note(f"offline: refused a connection to {where}")
+
+    def tcp_start(self, flow: tcp.TCPFlow) -> None:
+        """Raw TCP inside a tunnel (not TLS, not HTTP): an offline replay never relays it."""
+        if (self.session is not None or self.router is not None) and self._replaying and self.offline:
+            flow.kill()
+
+    async def websocket_message(self, flow: http.HTTPFlow) -> None:
+        session = flow.metadata.get(_SESSION_KEY) or self.session
+        if session is not None:
+            await self._ws.message(flow, session)
+
+    def websocket_end(self, flow: http.HTTPFlow) -> None:
+        session = flow.metadata.get(_SESSION_KEY) or self.session
+        if session is not None:
+            self._ws.end(flow, session)
 
     def done(self) -> None:
+        self._ws.stop()
         if self._pacer is not None:
             self._pacer.stop()
         if self._on_done is not None:
@@ -282,6 +361,9 @@ class BlackboxAddon:
             from blackbox_mitm.session.build import finish_proxy_session
 
             finish_proxy_session(self.session, report=ctx.options.blackbox_report or None)
+        elif self.router is not None:
+            for run, report in self.router.finish_all().items():
+                log.warning("blackbox: run %s: %s", run, report.get("verdict") or report.get("cassette") or report.get("error"))
 
     def _note(self, line: str) -> None:
         log.info("blackbox: %s", line)

@@ -22,6 +22,8 @@ import os
 import ssl
 from pathlib import Path
 
+from blackbox_mitm.codecs import placeholder_env_vars
+
 __all__ = ["REPLAY_PLACEHOLDER_KEY", "ca_bundle", "ca_cert_path", "client_env", "default_confdir", "ensure_ca", "node_preload_path"]
 
 CA_BASENAME = "mitmproxy"
@@ -125,8 +127,9 @@ def client_env(
     """
     env = dict(os.environ if base is None else base)
     if replaying:
-        for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
-            env.setdefault(key, REPLAY_PLACEHOLDER_KEY)
+        for key in placeholder_env_vars():
+            if not env.get(key, "").strip():  # unset or empty: clients refuse to start without a key
+                env[key] = REPLAY_PLACEHOLDER_KEY
     for name in ("NO_PROXY", "no_proxy"):
         present = [h.strip() for h in env.get(name, "").replace(" ", ",").split(",") if h.strip()]
         env[name] = ",".join(dict.fromkeys([*present, *LOOPBACK]))

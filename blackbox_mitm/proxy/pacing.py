@@ -1,4 +1,4 @@
-"""Replay pacing: a replayed event stream delivered event by event, with a pause between events.
+"""Replay pacing: a replayed answer delivered over time — event by event with a pause, or as long as the call took.
 
 mitmproxy cannot stream a response that an addon made itself: a response set in
 the ``request`` hook is sent whole (``flow.response.stream`` is only consulted
@@ -8,7 +8,13 @@ points the flow at it; mitmproxy then streams the server's chunks through to the
 agent as they come, like any upstream stream. Nothing leaves the machine.
 
 The server answers each registered body once, at ``/blackbox-stream/<token>``,
-writing one event per HTTP chunk and sleeping ``delay_ms`` between events.
+writing one event per HTTP chunk. Between events it sleeps ``delay_ms`` (the
+stream delay), or, for a body registered with ``total_ms`` (``--pace``: how
+long the call took when recorded, scaled), it spreads the events over that
+time — the first at once, the last ``total_ms`` after the request — and a
+body that is not a stream is sent whole after ``total_ms``. The schedule is
+kept against a monotonic clock, so slow writes do not add up. A proxy shutting
+down cuts every wait short.
 """
 
 from __future__ import annotations
@@ -17,11 +23,12 @@ import re
 import secrets
 import socketserver
 import threading
+import time
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["PATH_PREFIX", "StreamPacer", "split_events"]
+__all__ = ["PATH_PREFIX", "StreamPacer", "event_offsets", "split_events"]
 
 PATH_PREFIX = "/blackbox-stream/"
 _EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
@@ -37,6 +44,18 @@ def split_events(body: bytes) -> list[bytes]:
     if start < len(body):
         events.append(body[start:])
     return events
+
+
+def event_offsets(n: int, total_ms: float) -> list[float]:
+    """When each of ``n`` events is sent, in ms after the request: spread evenly, the last at ``total_ms``."""
+    if n <= 0:
+        return []
+    if n == 1:
+        return [max(0.0, total_ms)]
+    return [max(0.0, total_ms) * i / (n - 1) for i in range(n)]
+
+
+_Entry = tuple[int, dict[str, str], list[bytes], float | None]
 
 
 class _Server(ThreadingHTTPServer):
@@ -71,7 +90,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(body)
             return
-        status, headers, events = entry
+        status, headers, events, total_ms = entry
+        started = time.monotonic()
+        stopping = self.server.pacer._stopping
+        if total_ms is not None and len(events) == 1:
+            stopping.wait(total_ms / 1000)  # a whole body: sent once the call has taken as long as it did
         self.send_response(status)
         for name, value in headers.items():
             if name.lower() not in _HOP_BY_HOP:
@@ -79,10 +102,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         pause = self.server.pacer.delay_ms / 1000
-        stopping = self.server.pacer._stopping
+        offsets = event_offsets(len(events), total_ms) if total_ms is not None and len(events) > 1 else None
         try:
             for i, event in enumerate(events):
-                if i and pause and not stopping.is_set():
+                if offsets is not None and not stopping.is_set():
+                    stopping.wait(max(0.0, started + offsets[i] / 1000 - time.monotonic()))
+                elif i and pause and not stopping.is_set():
                     stopping.wait(pause)  # cut short when the proxy shuts down: the rest goes at once
                 self.wfile.write(b"%X\r\n%s\r\n" % (len(event), event))
                 self.wfile.flush()
@@ -99,7 +124,7 @@ class StreamPacer:
 
     def __init__(self, delay_ms: int) -> None:
         self.delay_ms = delay_ms
-        self._bodies: dict[str, tuple[int, dict[str, str], list[bytes]]] = {}
+        self._bodies: dict[str, _Entry] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server: _Server | None = None
@@ -117,15 +142,19 @@ class StreamPacer:
             self._thread.start()
         return self
 
-    def register(self, status: int, headers: Mapping[str, str], body: bytes) -> str:
-        """Keep a body for one request; returns the URL that plays it back."""
+    def register(self, status: int, headers: Mapping[str, str], body: bytes, *, total_ms: float | None = None, stream: bool = True) -> str:
+        """Keep a body for one request; returns the URL that plays it back.
+
+        ``total_ms``: deliver it over that long (see the module docstring); ``stream`` False: the body is one piece.
+        """
         self.start()
         token = secrets.token_hex(12)
+        events = split_events(body) if stream else [body]
         with self._lock:
-            self._bodies[PATH_PREFIX + token] = (status, dict(headers), split_events(body))
+            self._bodies[PATH_PREFIX + token] = (status, dict(headers), events, total_ms)
         return f"http://127.0.0.1:{self.port}{PATH_PREFIX}{token}"
 
-    def _take(self, path: str) -> tuple[int, dict[str, str], list[bytes]] | None:
+    def _take(self, path: str) -> _Entry | None:
         with self._lock:
             return self._bodies.pop(path.split("?", 1)[0], None)
 

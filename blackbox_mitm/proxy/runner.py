@@ -17,17 +17,13 @@ from typing import Any
 
 from mitmproxy import addons, master, options
 
-from blackbox_mitm.errors import BlackboxError
+from blackbox_mitm.errors import ProxyStartError
 from blackbox_mitm.proxy.addon import BlackboxAddon
 from blackbox_mitm.proxy.environment import default_confdir
 
 __all__ = ["ProxyRunner", "ProxyStartError"]
 
-log = logging.getLogger("blackbox")
-
-
-class ProxyStartError(BlackboxError, RuntimeError):
-    """The proxy could not listen (address in use, bad option, ...)."""
+log = logging.getLogger(__name__)
 
 
 class _Ready:
@@ -74,7 +70,6 @@ class ProxyRunner:
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
         self._master: master.Master | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._crash: BaseException | None = None
 
     @property
@@ -140,7 +135,6 @@ class ProxyRunner:
         m.addons.add(self.addon, _Ready(self))
         opts.update(**self._options())
         self._master = m
-        self._loop = asyncio.get_running_loop()
         await m.run()
 
 

@@ -1,14 +1,20 @@
-"""Run a command through the proxy: start it in-process, hand the command the environment, wait.
+"""Run a command through the proxy: build the proxy for a session, hand the command the environment, wait.
 
-The run's end is the command's exit. The caller (record, replay, fork, test)
-then ends the session with the exit code.
+The run's end is the command's exit (``proxy.lifecycle`` then ends the session
+with the exit code). The command never outlives Blackbox: on Linux it gets a
+parent-death signal, so a ``kill -9`` of ``blackbox record`` ends the agent too
+instead of leaving it orphaned and failing at its next call.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import os
 import signal
 import subprocess
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from blackbox_mitm.proxy.addon import DEFAULT_HOSTS, BlackboxAddon
@@ -60,10 +66,10 @@ def run_command(
     env = client_env(runner.url, confdir=confdir, replaying=replaying)
     env.update(extra_env or {})
     try:
-        proc = subprocess.Popen(list(argv), env=env)
+        proc = subprocess.Popen(list(argv), env=env, preexec_fn=_die_with_parent())
     except FileNotFoundError:
         return 127
-    except PermissionError:
+    except OSError:  # permission denied, not an executable
         return 126
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: proc.send_signal(signal.SIGTERM))
     try:
@@ -77,3 +83,28 @@ def run_command(
     finally:
         signal.signal(signal.SIGTERM, previous)
     return 128 - code if code < 0 else code
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that asks Linux to SIGKILL the child when this process dies (``None`` elsewhere).
+
+    Everything is looked up before the fork: the child only makes the one call. A
+    parent that died between the fork and the call is caught by its pid changing.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(128 + signal.SIGKILL)
+
+    return preexec

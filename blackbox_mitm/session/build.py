@@ -15,31 +15,59 @@ from typing import Any
 
 import orjson
 
+from blackbox_mitm.cassette import compression
 from blackbox_mitm.cassette.journal import Journal
 from blackbox_mitm.cassette.store import write_atomic
 from blackbox_mitm.cassette.trace import Trace, new_trace_id
 from blackbox_mitm.cassette.verify import load_verified
+from blackbox_mitm.codecs import id_prefixes
 from blackbox_mitm.errors import CassetteError
-from blackbox_mitm.matcher import RecordedCalls
+from blackbox_mitm.matcher import RecordedCalls, verdict
+from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.session.engine import Session
-from blackbox_mitm.session.recorder import RunRecorder, secrets_from_environ
+from blackbox_mitm.session.recorder import RunRecorder, scrub, secrets_from_environ
+from blackbox_mitm.session.redact import Redactor
 
-__all__ = ["finish_proxy_session", "record_session", "replay_report", "replay_session"]
+__all__ = ["finish_proxy_session", "record_session", "replay_report", "replay_session", "run_id_for"]
 
-log = logging.getLogger("blackbox")
+log = logging.getLogger(__name__)
 
 
-def record_session(cassette: str | os.PathLike[str], *, overwrite: bool = False, fsync: bool = True, run_id: str | None = None) -> Session:
+def run_id_for(stem: str) -> str:
+    """A new run id from a cassette's name; never one that starts like a provider id (``resp_x.json``)."""
+    run_id = new_trace_id(stem)
+    return f"run-{run_id}" if run_id.startswith(id_prefixes()) else run_id
+
+
+def record_session(
+    cassette: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+    fsync: bool = True,
+    run_id: str | None = None,
+    compact: bool = False,
+    redactor: Redactor | None = None,
+) -> Session:
+    """A recording; ``redactor``: rules applied to every payload before it is hashed or written."""
     path = Path(cassette)
-    trace = Trace.new(run_id or new_trace_id(path.stem))
-    journal = Journal(path, trace, overwrite=overwrite, fsync=fsync)  # refuses an existing cassette
-    recorder = RunRecorder(trace, journal, secrets=secrets_from_environ())
-    return Session(run_id=trace.id, recorder=recorder, tail="upstream", cassette_path=path)
+    trace = Trace.new(run_id or run_id_for(compression.plain_name(path).stem))  # run.json.zst: run-…
+    journal = Journal(path, trace, overwrite=overwrite, fsync=fsync, compact=compact)  # refuses an existing cassette
+    recorder = RunRecorder(trace, journal, secrets=secrets_from_environ(), redactor=redactor)
+    return Session(run_id=trace.id, recorder=recorder, tail="upstream", cassette_path=path, redactor=redactor)
 
 
-def replay_session(cassette: str | os.PathLike[str], *, match: str = "strict") -> Session:
+def replay_session(
+    cassette: str | os.PathLike[str],
+    *,
+    match: str = "strict",
+    rules: CompareRules = NO_RULES,
+    redactor: Redactor | None = None,
+    pace: float | None = None,
+) -> Session:
+    """A replay: ``rules`` masks what is compared, ``redactor`` redacts live requests as the recording was, ``pace`` keeps time."""
     trace = load_verified(cassette)
-    return Session(run_id=trace.id, replay=RecordedCalls(trace), match=match, tail="refuse")
+    replay = RecordedCalls(trace, rules=rules)
+    return Session(run_id=trace.id, replay=replay, match=match, tail="refuse", rules=rules, redactor=redactor, pace=pace)
 
 
 def replay_report(session: Session) -> dict[str, Any]:
@@ -48,7 +76,9 @@ def replay_report(session: Session) -> dict[str, Any]:
     status = dict(session.replay.status())
     status["run"] = session.run_id
     status["refused"] = list(session.refused)
-    return status
+    status["unrecorded"] = [*session.failed_writes, *session.unrecorded]
+    status["verdict"] = verdict(status)
+    return dict(scrub(status, session.secrets))  # a report never quotes a credential
 
 
 def finish_proxy_session(session: Session, *, report: str | None = None) -> None:

@@ -1,20 +1,22 @@
-"""Forking a recorded run: check the request, plan the cut, build the child session.
+"""Forking a recorded run: check the request, plan the cut, build the child session, decide whether to keep it.
 
 A fork re-runs the agent against its parent cassette. Up to the cut every model
-call is answered from the recording and must match it (strict; ``--match
-sequence`` does not compare). At the cut:
+call is answered from the recording and must match it (``match="strict"``;
+``"sequence"`` does not compare). At the cut:
 
-* ``--tool-result`` at a tool_result step N: what the *model sees* changes — the
-  proxy rewrites that tool result in the request that carries it and in every
+* a ``tool_result`` edit at a tool_result step N: what the *model sees* changes —
+  the proxy rewrites that tool result in the request that carries it and in every
   later request's history. The agent's own tool ran as usual.
-* ``--response`` at a model_output step N: the agent gets the edited answer.
-* ``--live-after N`` alone (rewind): steps 0..N replay exactly, then it is live.
+* a ``response`` edit at a model_output step N: the agent gets the edited answer.
+* ``live_after=N`` alone (rewind): steps 0..N replay exactly, then it is live.
 
-After the cut, model calls go to the real upstream (``live``) or to a script of
-answers. The child cassette holds the parent's steps before the cut verbatim
-(same timestamps, same hashes), the edit at the cut with the parent's
+After the cut, model calls go to the real upstream (``tail="upstream"``) or to a
+script of answers. The child cassette holds the parent's steps before the cut
+verbatim (same timestamps, same hashes), the edit at the cut with the parent's
 timestamp, then whatever the run did next; ``parentId`` / ``forkedFromStepId``
-point back. Anything refused raises ``ForkRefused`` with what to change.
+point back. Anything refused raises ``ForkRefused`` whose ``hint`` says what to
+change and whose ``options`` name the parameters (the CLI shows its flags).
+``discard_reason`` is the keep-or-discard rule once the run has ended.
 """
 
 from __future__ import annotations
@@ -28,21 +30,24 @@ from typing import Any
 
 from blackbox_mitm.cassette.journal import Journal
 from blackbox_mitm.cassette.payloads import tool_calls_of
-from blackbox_mitm.cassette.trace import Trace, TraceStep, new_trace_id
+from blackbox_mitm.cassette.trace import Trace, TraceStep
 from blackbox_mitm.codecs import CODECS
 from blackbox_mitm.codecs.base import CallIds
-from blackbox_mitm.errors import BlackboxError, CassetteExistsError
+from blackbox_mitm.errors import CassetteExistsError, ForkRefused
 from blackbox_mitm.matcher import RecordedCalls
+from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
+from blackbox_mitm.session.build import run_id_for
 from blackbox_mitm.session.engine import Session
 from blackbox_mitm.session.recorder import RunRecorder, secrets_from_environ
+from blackbox_mitm.session.redact import Redactor
 
-__all__ = ["ForkPlan", "ForkRefused", "fork_session", "normalize_answer", "plan_fork"]
+__all__ = ["NO_EDIT", "ForkPlan", "ForkRefused", "discard_reason", "fork_session", "normalize_answer", "plan_fork"]
 
-_MISSING: Any = object()
+NO_EDIT: Any = object()
+"""``plan_fork``'s default for ``tool_result`` / ``response``: no edit of that kind (``None`` is a JSON value)."""
 
-
-class ForkRefused(BlackboxError, ValueError):
-    """A fork request that cannot be served; the message says what to change."""
+_EDIT_HINT = "give the step to edit with a tool_result or a response, or live_after alone to rewind"
+_EDITS = ("at", "tool_result", "response", "live_after")
 
 
 @dataclass(slots=True)
@@ -53,10 +58,6 @@ class ForkPlan:
     edit_at: int | None
     edit_value: Any
     live_after: int | None
-
-    @property
-    def edits(self) -> list[dict[str, Any]]:
-        return [] if self.edit_kind is None else [{"step": self.edit_at, "kind": self.edit_kind}]
 
 
 def _describe(step: TraceStep) -> str:
@@ -75,53 +76,63 @@ def plan_fork(
     parent: Trace,
     *,
     at: list[int] | None = None,
-    tool_result: Any = _MISSING,
-    response: Any = _MISSING,
+    tool_result: Any = NO_EDIT,
+    response: Any = NO_EDIT,
     live_after: int | None = None,
 ) -> ForkPlan:
+    """Check a fork request against the parent run; raise ``ForkRefused`` saying what to change."""
     at = list(at or [])
-    last = len(parent.steps) - 1
-    if tool_result is not _MISSING and response is not _MISSING:
-        raise ForkRefused("give either --tool-result or --response, not both: one edit per fork")
-    has_edit = tool_result is not _MISSING or response is not _MISSING
-    if len(at) > 1:
-        if len(set(at)) < len(at):
-            raise ForkRefused(f"two edits of step {at[0]}: give each step at most one edit")
-        raise ForkRefused("one edit per fork: fork the child again to change a later step")
-    if has_edit and not at:
-        raise ForkRefused("an edit needs --at N: the step it replaces")
-    if at and not has_edit:
-        raise ForkRefused(
-            f"--at {at[0]} needs an edit: --tool-result JSON (at a tool_result step) or --response JSON (at a model_output step); to rewind use --live-after N"
-        )
-    if not has_edit and live_after is None:
-        raise ForkRefused("nothing to fork: give --at N with --tool-result or --response, or --live-after N to rewind")
-    if live_after is not None and not 0 <= live_after <= last:
-        raise ForkRefused(f"--live-after {live_after} is past the run's last step: {parent.id} has steps 0..{last}")
-    if not has_edit:
+    _check_request(parent, at, tool_result is not NO_EDIT, response is not NO_EDIT, live_after)
+    if not at:
         assert live_after is not None
         return ForkPlan(parent, live_after + 1, None, None, None, live_after)
     n = at[0]
-    if not 0 <= n <= last:
-        raise ForkRefused(f"--at {n} is past the run's last step: {parent.id} has steps 0..{last}")
     step = parent.steps[n]
     if step.type == "metadata":
-        raise ForkRefused(f"step {n} is a {_describe(step)}: a terminal marker has no continuation; edit a tool result or a model answer")
+        raise ForkRefused(
+            f"step {n} is a {_describe(step)}: a terminal marker has no continuation", hint="edit a tool result or a model answer"
+        )
     if live_after is not None and live_after < n:
         raise ForkRefused(
-            f"the edit at step {n} is after the live point {live_after}: it would never be served; drop --live-after or edit an earlier step"
+            f"the edit at step {n} is after the live point {live_after}: it would never be served",
+            hint="drop the live point or edit an earlier step",
+            options=("live_after",),
         )
-    if tool_result is not _MISSING:
-        if step.type != "tool_result":
-            hint = (
-                "a model answer is edited with --response" if step.type == "model_output" else "--tool-result replaces a tool_result step"
-            )
-            raise ForkRefused(f'step {n} is a {_describe(step)}, so a "tool_result" edit cannot replace it: {hint}')
-        return ForkPlan(parent, n, "tool_result", n, tool_result, live_after)
-    if step.type != "model_output":
-        hint = "a tool result is edited with --tool-result" if step.type == "tool_result" else "--response replaces a model_output step"
-        raise ForkRefused(f'step {n} is a {_describe(step)}, so a "response" edit cannot replace it: {hint}')
-    return ForkPlan(parent, n, "response", n, response, live_after)
+    kind, value = ("tool_result", tool_result) if tool_result is not NO_EDIT else ("response", response)
+    wanted = "tool_result" if kind == "tool_result" else "model_output"
+    if step.type != wanted:
+        other = {"tool_result": "tool_result", "model_output": "response"}.get(step.type)
+        hint = f"a {_describe(step).split(' (')[0]} is edited with a {other} edit" if other else f"a {kind} edit replaces a {wanted} step"
+        raise ForkRefused(f'step {n} is a {_describe(step)}, so a "{kind}" edit cannot replace it', hint=hint, options=(other or "at",))
+    return ForkPlan(parent, n, kind, n, value, live_after)
+
+
+def _check_request(parent: Trace, at: list[int], has_tool_result: bool, has_response: bool, live_after: int | None) -> None:
+    """The refusals that need only the request's shape and the run's length."""
+    last = len(parent.steps) - 1
+    if has_tool_result and has_response:
+        raise ForkRefused(
+            "an edit is a tool result or a response, not both: one edit per fork",
+            hint="fork the child again to change another step",
+            options=("tool_result", "response"),
+        )
+    has_edit = has_tool_result or has_response
+    if len(at) > 1:
+        if len(set(at)) < len(at):
+            raise ForkRefused(f"two edits of step {at[0]}: give each step at most one edit", options=("at",))
+        raise ForkRefused("one edit per fork: fork the child again to change a later step", options=("at",))
+    if has_edit and not at:
+        raise ForkRefused("an edit needs the step it replaces", hint="name the step", options=("at",))
+    if at and not has_edit:
+        raise ForkRefused(f"step {at[0]} is named but no edit is given", hint=_EDIT_HINT, options=_EDITS[1:])
+    if not has_edit and live_after is None:
+        raise ForkRefused("nothing to fork", hint=_EDIT_HINT, options=_EDITS)
+    if live_after is not None and not 0 <= live_after <= last:
+        raise ForkRefused(
+            f"the live point {live_after} is past the run's last step: {parent.id} has steps 0..{last}", options=("live_after",)
+        )
+    if at and not 0 <= at[0] <= last:
+        raise ForkRefused(f"step {at[0]} is past the run's last step: {parent.id} has steps 0..{last}", options=("at",))
 
 
 def tool_result_text(value: Any) -> str:
@@ -179,71 +190,101 @@ def fork_session(
     script: list[Any] | None = None,
     overwrite: bool = False,
     fsync: bool = True,
+    rules: CompareRules = NO_RULES,
+    redactor: Redactor | None = None,
+    pace: float | None = None,
 ) -> Session:
-    """The session that serves the parent up to the cut and records the child."""
+    """The session that serves the parent up to the cut and records the child (``rules``, ``redactor``, ``pace`` as for a replay)."""
     parent = plan.parent
     out = Path(output)
     if out.exists() and not overwrite:
-        raise CassetteExistsError("the child cassette already exists; pass --overwrite or choose another -o", path=str(out))
+        raise CassetteExistsError(
+            "the child cassette already exists", path=str(out), hint="choose another file, or allow replacing it", options=("overwrite",)
+        )
     forked_from = parent.steps[plan.cut].id if plan.cut < len(parent.steps) else f"{parent.id}:{plan.cut}"
-    child = Trace.new(new_trace_id(out.stem), parent_id=parent.id, forked_from_step_id=forked_from)
+    child = Trace.new(run_id_for(out.stem), parent_id=parent.id, forked_from_step_id=forked_from)
     prefix_end = plan.edit_at if plan.edit_at is not None else plan.cut
     for step in parent.steps[:prefix_end]:
         child.adopt(step)
-
     ids = CallIds()
     for step in parent.steps:
         if step.type == "model_output":
             ids.register_calls(step.payload)
-
-    response_edit = None
-    tool_result_edit = None
-    if plan.edit_kind == "tool_result":
-        assert plan.edit_at is not None
-        original = parent.steps[plan.edit_at]
-        payload = original.payload if isinstance(original.payload, dict) else {}
-        # Stored as the text the model is shown (the proxy writes it into the request), like every
-        # tool result recorded at the network level: a string stays a string, JSON becomes compact text.
-        text = tool_result_text(plan.edit_value)
-        edited = {"toolCallId": payload.get("toolCallId"), "toolName": payload.get("toolName"), "result": text}
-        child.append("tool_result", edited, timestamp=original.timestamp)
-        tool_result_edit = (str(payload.get("toolCallId")), text)
-    elif plan.edit_kind == "response":
-        assert plan.edit_at is not None
-        original = parent.steps[plan.edit_at]
-        edited = normalize_answer(plan.edit_value, ids)
-        child.append("model_output", edited, timestamp=original.timestamp)
-        response_edit = (plan.edit_at, edited)
-
-    # Calls answered from the parent: those whose answer comes before the cut, plus
-    # (for a --response edit) the edited call, and (with a live point after an edit)
-    # the recorded answers up to the live point, served in order.
-    serve_upto = plan.cut if plan.edit_kind == "tool_result" else plan.cut + 1 if plan.edit_kind == "response" else plan.cut
-    if plan.live_after is not None and plan.edit_kind is not None:
-        serve_upto = max(serve_upto, plan.live_after + 1)
-    replay = RecordedCalls(parent, upto=serve_upto)
-
+    response_edit, tool_result_edit = _append_edit(plan, child, ids)
     journal = Journal(out, child, overwrite=overwrite, fsync=fsync)
-    recorder = RunRecorder(child, journal, secrets=secrets_from_environ())
-    source: Callable[[], dict[str, Any]] | None = None
-    if tail == "script":
-        answers = list(script or [])
-
-        def source() -> dict[str, Any]:
-            if not answers:
-                raise IndexError("the script of answers ran out")
-            return normalize_answer(answers.pop(0), ids)
-
     return Session(
         run_id=parent.id,
-        recorder=recorder,
-        replay=replay,
+        recorder=RunRecorder(child, journal, secrets=secrets_from_environ(), redactor=redactor),
+        replay=RecordedCalls(parent, upto=_served_upto(plan), rules=rules),
         match=match,
         tail=tail,
-        script=source,
+        script=_script_source(script, ids) if tail == "script" else None,
         ids=ids,
         response_edit=response_edit,
         tool_result_edit=tool_result_edit,
         cassette_path=out,
         cut=plan.cut,
+        rules=rules,
+        redactor=redactor,
+        pace=pace,
     )
+
+
+def _append_edit(plan: ForkPlan, child: Trace, ids: CallIds) -> tuple[tuple[int, dict[str, Any]] | None, tuple[str, str] | None]:
+    """Write the edit at the cut into the child: (the response edit, the tool result edit), one of them or neither."""
+    if plan.edit_kind is None or plan.edit_at is None:
+        return None, None
+    original = plan.parent.steps[plan.edit_at]
+    if plan.edit_kind == "response":
+        answer = normalize_answer(plan.edit_value, ids)
+        child.append("model_output", answer, timestamp=original.timestamp)
+        return (plan.edit_at, answer), None
+    payload = original.payload if isinstance(original.payload, dict) else {}
+    # Stored as the text the model is shown (the proxy writes it into the request), like every
+    # tool result recorded at the network level: a string stays a string, JSON becomes compact text.
+    text = tool_result_text(plan.edit_value)
+    edited = {"toolCallId": payload.get("toolCallId"), "toolName": payload.get("toolName"), "result": text}
+    child.append("tool_result", edited, timestamp=original.timestamp)
+    return None, (str(payload.get("toolCallId")), text)
+
+
+def _served_upto(plan: ForkPlan) -> int:
+    """Calls answered from the parent: those whose answer comes before the cut, plus (for a
+    response edit) the edited call, and (with a live point after an edit) the recorded
+    answers up to the live point, served in order."""
+    upto = plan.cut + 1 if plan.edit_kind == "response" else plan.cut
+    if plan.live_after is not None and plan.edit_kind is not None:
+        upto = max(upto, plan.live_after + 1)
+    return upto
+
+
+def _script_source(script: list[Any] | None, ids: CallIds) -> Callable[[], dict[str, Any]]:
+    answers = list(script or [])
+
+    def source() -> dict[str, Any]:
+        if not answers:
+            raise IndexError("the script of answers ran out")
+        return normalize_answer(answers.pop(0), ids)
+
+    return source
+
+
+def discard_reason(session: Session) -> str | None:
+    """Why a finished fork's child must not be kept, or ``None`` to keep it.
+
+    The prefix is copied only once the agent has re-run it (spec: Fork Policy): a
+    strict fork whose agent diverged before the cut, or an agent that stopped before
+    re-running every recorded call up to the cut, leaves no child.
+    """
+    replay = session.replay
+    assert replay is not None and session.cut is not None
+    if session.diverged_in_prefix and session.match_mode == "strict":
+        return f"the agent diverged from the recorded steps before the cut (step {session.cut})"
+    incomplete = set(replay.status()["incomplete"])
+    missed = sorted(c.input_step for c in replay.calls if c.output_step <= session.cut and c.input_step in incomplete)
+    if missed:
+        return (
+            f"the agent stopped before re-running (model calls at steps {', '.join(map(str, missed))} of) "
+            f"the recorded steps before the cut (step {session.cut})"
+        )
+    return None

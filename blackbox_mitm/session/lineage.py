@@ -62,7 +62,7 @@ def list_forks(parent_path: Path, directory: Path | None = None) -> dict[str, An
         raise CassetteError("not a folder; give the folder that holds the forks", path=str(folder))
     forks: list[dict[str, Any]] = []
     skipped: list[dict[str, str]] = []
-    for path in sorted(folder.glob("*.json")):
+    for path in sorted(p for pattern in ("*.json", "*.json.gz", "*.json.zst") for p in folder.glob(pattern)):  # compressed forks too
         if path.resolve() == parent_path.resolve():
             continue
         try:

@@ -9,53 +9,117 @@ For each completed call the recorder appends, as one journal batch:
 The batch is ``fsync``ed before the caller lets the agent see the response. A
 call whose steps would contain an API key the recorder knows is refused
 (``SecretLeak``) and nothing of it is written. ``finish`` appends the terminal
-metadata event and writes the cassette.
+metadata event and writes the cassette. With a ``Redactor`` (``session.redact``)
+every payload — the batch and the terminal event — is redacted before it is
+hashed or written.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import os
+import re
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl
 
 import orjson
 
 from blackbox_mitm.cassette.journal import Journal
 from blackbox_mitm.cassette.payloads import tool_calls_of
 from blackbox_mitm.cassette.trace import Trace, TraceStep, now_ms
+from blackbox_mitm.codecs import credential_headers, credential_query, key_env_vars
 from blackbox_mitm.codecs.base import DecodedRequest
 from blackbox_mitm.errors import BlackboxError
+from blackbox_mitm.session.redact import Redactor
 
-__all__ = ["KEY_ENV_VARS", "RunRecorder", "SecretLeak", "secrets_from_environ", "secrets_from_headers"]
+__all__ = ["RecordFailed", "RunRecorder", "SecretLeak", "scrub", "secret_env_names", "secrets_from_environ", "secrets_from_request"]
 
-# Environment variables whose values are provider credentials (spec: the recorder
-# refuses to write the literal key it saw in the environment).
-KEY_ENV_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "AZURE_OPENAI_API_KEY", "OPENROUTER_API_KEY")
 _MIN_SECRET = 8
+# Environment variable names that say they hold a secret (besides the codecs' own key variables).
+_SECRET_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|AUTH)$", re.IGNORECASE)
+_ALWAYS_CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key")
+_ALWAYS_CREDENTIAL_QUERY = ("key", "api_key", "api-key", "access_token")
 
 
 class SecretLeak(BlackboxError):
     """A step would contain an API key: the call is refused and nothing is written."""
 
 
-def secrets_from_environ(environ: dict[str, str] | None = None) -> set[str]:
+class RecordFailed(BlackboxError):
+    """A call's steps could not be made durable (a full disk, a closed journal): nothing of it is kept."""
+
+
+def secret_env_names(environ: Mapping[str, str]) -> list[str]:
+    """The variables whose values are never recorded: the codecs' key variables, and any named like a secret."""
+    known = set(key_env_vars())
+    return [k for k in environ if k in known or _SECRET_NAME.search(k)]
+
+
+def secrets_from_environ(environ: Mapping[str, str] | None = None) -> set[str]:
     env = os.environ if environ is None else environ
-    return {v for k in KEY_ENV_VARS if len(v := env.get(k, "").strip()) >= _MIN_SECRET}
+    return {v for k in secret_env_names(env) if len(v := env.get(k, "").strip()) >= _MIN_SECRET}
 
 
-def secrets_from_headers(headers: dict[str, str]) -> set[str]:
-    """The credentials a request carried (``Authorization: Bearer``, ``x-api-key``)."""
-    found = set()
-    auth = headers.get("authorization", "")
-    if auth.lower().startswith("bearer "):
-        auth = auth[7:]
-    for value in (auth.strip(), headers.get("x-api-key", "").strip(), headers.get("api-key", "").strip()):
-        if len(value) >= _MIN_SECRET:
-            found.add(value)
+def _credential_values(value: str) -> list[str]:
+    """A header's credential: the whole value, the part after its scheme, and a Basic pair's parts."""
+    value = value.strip()
+    out = [value]
+    scheme, _, rest = value.partition(" ")
+    rest = rest.strip()
+    if rest:
+        out.append(rest)
+        if scheme.lower() == "basic":
+            try:
+                pair = base64.b64decode(rest, validate=True).decode("utf-8")
+            except (ValueError, UnicodeDecodeError):
+                pair = ""
+            user, _, password = pair.partition(":")
+            out += [pair, user, password]
+    return out
+
+
+def secrets_from_request(headers: Mapping[str, str], query: str = "") -> set[str]:
+    """Every credential a request carried: auth headers of any scheme, key query parameters."""
+    found: set[str] = set()
+    for name in dict.fromkeys((*_ALWAYS_CREDENTIAL_HEADERS, *credential_headers())):
+        raw = headers.get(name)
+        if raw:
+            found.update(v for v in _credential_values(raw) if len(v) >= _MIN_SECRET)
+    if query:
+        names = {*_ALWAYS_CREDENTIAL_QUERY, *credential_query()}
+        for name, value in parse_qsl(query, keep_blank_values=False):
+            if name.lower() in names and len(value.strip()) >= _MIN_SECRET:
+                found.add(value.strip())
     return found
+
+
+def scrub(value: Any, secrets: set[str]) -> Any:
+    """``value`` (text, or JSON-shaped data) with every known credential replaced by ``[credential]``."""
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        for secret in sorted(secrets, key=len, reverse=True):
+            value = value.replace(secret, "[credential]")
+        return value
+    if isinstance(value, dict):
+        return {k: scrub(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub(v, secrets) for v in value]
+    return value
+
+
+def _blob(payload: Any) -> bytes:
+    """A payload's JSON for the leak check (a lone surrogate from a JavaScript agent included)."""
+    try:
+        return orjson.dumps(payload)
+    except TypeError:
+        return json.dumps(payload, ensure_ascii=False).encode("utf-8", "surrogatepass")
 
 
 @dataclass(slots=True)
@@ -67,9 +131,10 @@ class _Pending:
 class RunRecorder:
     """Appends a run's steps to its trace and journal; thread-safe."""
 
-    def __init__(self, trace: Trace, journal: Journal | None, *, secrets: set[str] | None = None) -> None:
+    def __init__(self, trace: Trace, journal: Journal | None, *, secrets: set[str] | None = None, redactor: Redactor | None = None) -> None:
         self.trace = trace
         self.journal = journal
+        self.redactor = redactor or Redactor()  # applied to every payload before it is hashed or written
         self.secrets: set[str] = set(secrets or ())
         self.model_calls = 0
         self.unrecordable: list[str] = []
@@ -118,10 +183,18 @@ class RunRecorder:
                 done.append(call_id)
             staged.append(("model_input", request.model_input, request_ms))
             staged.append(("model_output", output, response_ms if response_ms is not None else now_ms()))
+            if self.redactor:
+                staged = [(kind, self.redactor.payload(payload), ts) for kind, payload, ts in staged]
             self._refuse_secrets(staged)
-            steps = [self.trace.append(kind, payload, timestamp=ts) for kind, payload, ts in staged]
-            if self.journal is not None:
-                self.journal.append(steps)
+            before = len(self.trace.steps)
+            try:
+                steps = [self.trace.append(kind, payload, timestamp=ts) for kind, payload, ts in staged]
+                if self.journal is not None:
+                    self.journal.append(steps)
+            except (OSError, BlackboxError) as exc:
+                del self.trace.steps[before:]  # the trace stays what the journal holds
+                detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                raise RecordFailed(f"the call could not be written to the journal ({detail})") from exc
             for call_id in done:
                 del self._pending[call_id]
             for call in tool_calls_of(output):
@@ -134,9 +207,9 @@ class RunRecorder:
         if not self.secrets:
             return
         for kind, payload, _ in staged:
-            blob = orjson.dumps(payload)
+            blob = _blob(payload)
             for secret in self.secrets:
-                if secret.encode() in blob or orjson.dumps(secret)[1:-1] in blob:
+                if secret.encode() in blob or _blob(secret)[1:-1] in blob:
                     raise SecretLeak(
                         f"blackbox refused to record this call: its {kind} would contain the API key "
                         f"({secret[:4]}…); keep credentials out of prompts and tool results"
@@ -172,7 +245,7 @@ class RunRecorder:
         self, cassette: str | os.PathLike[str] | None, *, exit_code: int | None, in_flight: int = 0, proxy_only: bool = False
     ) -> Path | None:
         with self._lock:
-            event = self.terminal_event(exit_code=exit_code, in_flight=in_flight, proxy_only=proxy_only)
+            event = self.redactor.payload(self.terminal_event(exit_code=exit_code, in_flight=in_flight, proxy_only=proxy_only))
             step = self.trace.append("metadata", event)
             if self.journal is not None:
                 self.journal.append([step])
@@ -183,8 +256,7 @@ class RunRecorder:
         """Drop the run (a fork whose prefix did not re-run as recorded): no cassette is written."""
         with self._lock:
             if self.journal is not None:
-                self.journal.close()
-                self.journal.path.unlink(missing_ok=True)
+                self.journal.discard()  # removes this recorder's own journal, never another's
                 self.journal = None
 
     # -- fork prefixes --------------------------------------------------------------

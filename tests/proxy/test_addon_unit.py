@@ -105,7 +105,12 @@ async def _replay_answers(tmp_path: Path) -> None:
 
 
 def test_replay_is_offline_for_other_hosts_and_404s_non_model_endpoints(tmp_path: Path) -> None:
-    cassette = _record(tmp_path)
+    asyncio.run(_replay_offline(tmp_path))
+
+
+async def _replay_offline(tmp_path: Path) -> None:
+    # Recorded and replayed in one running loop, as mitmproxy runs its hooks (a divergence is logged through its handler).
+    cassette = await _record_async(tmp_path)
     addon = BlackboxAddon()
     with taddons.context(addon) as tctx:
         tctx.configure(addon, blackbox_mode="replay", blackbox_cassette=str(cassette))
@@ -121,11 +126,12 @@ def test_replay_is_offline_for_other_hosts_and_404s_non_model_endpoints(tmp_path
         assert settings.response is not None and settings.response.status_code == 404
         assert orjson.loads(settings.response.content or b"")["type"] == "error"  # Anthropic's error shape
 
+        # The Responses API is a model call like any other: compared neutrally, so this one diverges.
         responses = _flow(path="/v1/responses", body={"model": "gpt-4.1", "input": "hi"})
         addon.requestheaders(responses)
         addon.request(responses)
         assert responses.response is not None and responses.response.status_code == 400
-        assert b"BlackboxUnsupportedError" in (responses.response.content or b"")
+        assert orjson.loads(responses.response.content or b"")["error"]["type"] == "replay_divergence"
 
 
 def test_record_passes_non_model_endpoints_and_refuses_unsupported_fields(tmp_path: Path) -> None:

@@ -1,0 +1,112 @@
+"""One proxy for many runs: a ``RunRouter`` behind a real mitmproxy, started and stopped from synchronous code.
+
+``blackbox proxy --cassette-dir DIR`` and ``blackbox test`` (its goldens all go
+through one proxy) both live this::
+
+    with serve_router(router, settings=ProxySettings(confdir=...)) as proxy:
+        ... clients use http://<run>@127.0.0.1:{proxy.port} ...
+    lines = finish_runs(router, report_dir=DIR)   # each run ended, reported, summed up in a line
+
+The runs are the router's; the proxy only carries their flows (``BlackboxAddon``
+with ``router=``). Nothing here ends a run behind the caller's back: the proxy
+stops, then the caller ends the runs it wants.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from blackbox_mitm.cassette.store import write_atomic
+from blackbox_mitm.errors import CassetteError
+from blackbox_mitm.proxy.addon import DEFAULT_HOSTS, BlackboxAddon
+from blackbox_mitm.proxy.lifecycle import ProxySettings
+from blackbox_mitm.proxy.runner import ProxyRunner
+from blackbox_mitm.session.router import RunRouter
+
+__all__ = ["finish_runs", "router_proxy", "run_line", "serve_router", "wait_for_stop"]
+
+
+def router_proxy(router: RunRouter, *, settings: ProxySettings | None = None) -> ProxyRunner:
+    """A proxy (not started) that serves every run of ``router``, each named in its client's proxy credentials."""
+    settings = settings or ProxySettings()
+    replaying = router.mode == "replay"
+    addon = BlackboxAddon(replaying=replaying, router=router, on_done=lambda: None)
+    all_hosts = list(dict.fromkeys([*DEFAULT_HOSTS, *settings.hosts]))
+    addon.hosts = set(all_hosts)
+    addon.offline = settings.offline
+    offline = replaying and settings.offline
+    return ProxyRunner(
+        addon,
+        listen_host=settings.listen_host,
+        listen_port=settings.listen_port,
+        confdir=settings.confdir,
+        map_remote=settings.map_remote,
+        # As for one run: a recording intercepts only provider hosts; an offline replay intercepts all to refuse them.
+        intercept_only=None if offline else all_hosts,
+        offline=offline,
+        extra_options={"blackbox_stream_delay_ms": settings.stream_delay_ms} if settings.stream_delay_ms else None,
+    )
+
+
+@contextmanager
+def serve_router(router: RunRouter, *, settings: ProxySettings | None = None) -> Iterator[ProxyRunner]:
+    """Start the proxy for ``router``, yield it, stop it (the runs stay open: end them with ``finish_runs``)."""
+    runner = router_proxy(router, settings=settings).start()
+    try:
+        yield runner
+    finally:
+        runner.stop()
+
+
+def wait_for_stop(stop: threading.Event) -> None:
+    """Block until ``stop`` is set, Ctrl-C, or SIGTERM (a container stopped)."""
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def finish_runs(router: RunRouter, *, report_dir: Path | None = None) -> list[str]:
+    """End every run the clients named; a replay's report goes to ``report_dir/<run>.report.json`` (0600).
+
+    Returns one line per run saying how it ended. A report that cannot be written
+    is said in its run's line; the other runs' reports are written all the same.
+    """
+    lines = []
+    for run, report in router.finish_all().items():
+        line = run_line(run, report)
+        if report_dir is not None and "verdict" in report:
+            path = report_dir / f"{run}.report.json"
+            try:
+                write_atomic(path, orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n", overwrite=True)
+                line += f"; report {path}"
+            except (OSError, CassetteError) as exc:
+                line += f"; the report {path} could not be written: {exc}"
+        lines.append(line)
+    return lines
+
+
+def run_line(run: str, report: dict[str, Any]) -> str:
+    """One line for one run's end: its verdict and calls, its recording, or why it was never served."""
+    if "error" in report:
+        return f"run {run}: not served — {report['error']}"
+    if "verdict" not in report:
+        problems = report.get("problems") or []
+        extra = f", {len(problems)} refused or not recorded" if problems else ""
+        return f"run {run}: recorded {report.get('cassette')} — {report.get('model_calls', 0)} model calls{extra}"
+    served, total = report.get("model_calls_served", 0), report.get("model_calls", 0)
+    return f"run {run}: {report['verdict']} — {served} of {total} recorded model calls served"
