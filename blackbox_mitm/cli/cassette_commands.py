@@ -15,19 +15,21 @@ from typing import Any
 
 import click
 
-from blackbox_mitm.cassette.diff import Divergence, TailStep, first_divergence
+from blackbox_mitm.cassette.diff import Divergence, TailStep, diff_verified
 from blackbox_mitm.cassette.journal import journal_path, recover_journal
 from blackbox_mitm.cassette.store import load_trace
 from blackbox_mitm.cassette.timeline import build_timeline, render_timeline, summarize_step
 from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.cassette.verify import verify_file
-from blackbox_mitm.cli import UsageProblem, main
+from blackbox_mitm.cli.base import UsageProblem, command
+from blackbox_mitm.cli.compare_options import CompareOptions
+from blackbox_mitm.cli.paths import OutputFile, check_output_path
 from blackbox_mitm.errors import CassetteError
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
 
 
-@main.command()
+@command()
 @click.argument("files", nargs=-1, required=True, type=_FILE)
 @click.option("--all", "show_all", is_flag=True, help="list every problem of a failing cassette, not only the first")
 def verify(files: tuple[Path, ...], show_all: bool) -> None:
@@ -58,7 +60,7 @@ def verify(files: tuple[Path, ...], show_all: bool) -> None:
     sys.exit(status)
 
 
-@main.command()
+@command()
 @click.argument("file", type=_FILE)
 @click.option("--json", "as_json", is_flag=True, help="print the timeline as JSON")
 def show(file: Path, as_json: bool) -> None:
@@ -74,18 +76,34 @@ def show(file: Path, as_json: bool) -> None:
         click.echo(render_timeline(timeline), nl=False)
 
 
-@main.command()
+@command()
 @click.argument("a", type=_FILE)
 @click.argument("b", type=_FILE)
 @click.option("--json", "as_json", is_flag=True, help="print the comparison as JSON")
 @click.option("--tail", default=10, show_default=True, metavar="N", help="steps of each run to list after the divergence (0: all)")
-def diff(a: Path, b: Path, as_json: bool, tail: int) -> None:
+@click.option(
+    "--mask",
+    "masks",
+    multiple=True,
+    metavar="REGEX",
+    help="compare as strict replay does, ignoring what REGEX matches (repeatable; with the built-in masks and the config's)",
+)
+@click.option("--masked", is_flag=True, help="compare as strict replay does, through the built-in masks and the config's")
+@click.option("--no-default-masks", is_flag=True, help="with --mask or --masked: leave the built-in masks out")
+def diff(a: Path, b: Path, as_json: bool, tail: int, masks: tuple[str, ...], masked: bool, no_default_masks: bool) -> None:
     """Compare two runs: where they part, why, and how each goes on.
 
-    Exit 0 when the runs are identical (every step's hash), 1 when they differ, 2 when a file cannot be read.
+    Exit 0 when the runs are identical (every step's hash), 1 when they differ, 2 when a file cannot be read
+    or does not verify (both hash chains are checked first). With --mask or --masked they are compared as
+    strict replay compares requests: through the masks, timestamps and ids aside.
     """
-    ta, tb = _load(a), _load(b)
-    divergence = first_divergence(ta, tb)
+    try:
+        found = diff_verified(a, b)
+    except CassetteError as exc:
+        raise UsageProblem(f"{exc}{_journal_hint(Path(exc.path or a))}") from exc
+    ta, tb, divergence = found.a, found.b, found.divergence
+    if masks or masked:
+        _masked_diff(a, ta, b, tb, CompareOptions(masks=masks, no_default_masks=no_default_masks), as_json)
     if as_json:
         _echo_json(
             {
@@ -100,8 +118,8 @@ def diff(a: Path, b: Path, as_json: bool, tail: int) -> None:
     sys.exit(0 if divergence is None else 1)
 
 
-@main.command()
-@click.argument("file", type=_FILE)
+@command()
+@click.argument("file", type=OutputFile())
 def recover(file: Path) -> None:
     """Turn an interrupted recording's journal (FILE.journal) into a valid cassette.
 
@@ -110,14 +128,27 @@ def recover(file: Path) -> None:
     """
     if file.name.endswith(".journal"):
         file = file.with_name(file.name.removesuffix(".journal"))
-    try:
-        out, steps = recover_journal(file, quiet=True)
-        trace = load_trace(out, recover=False)
-    except CassetteError as exc:
-        raise UsageProblem(str(exc)) from exc
+    check_output_path(file)  # the cassette it writes: refused before the journal is touched
+    out, steps = recover_journal(file, quiet=True)
+    trace = load_trace(out, recover=False)
     last = trace.steps[-1]
     click.echo(f"recovered {out} ({steps} step{'s' if steps != 1 else ''}); it ends with step {last.index}: {summarize_step(last)}")
     click.echo(f"see it with: blackbox show {out}")
+
+
+def _masked_diff(a: Path, ta: Trace, b: Path, tb: Trace, compare: CompareOptions, as_json: bool) -> None:
+    from blackbox_mitm.matcher.compare_runs import masked_divergence
+
+    rules = compare.settings().rules
+    d = masked_divergence(ta, tb, rules)
+    names = [m.name for m in rules.masks]
+    if as_json:
+        _echo_json({"a": str(a), "b": str(b), "masks": names, "same": d is None, "firstDifference": d.to_json() if d else None})
+    else:
+        click.echo(f"a: {a} (run {ta.id}, {_steps(len(ta.steps))})\nb: {b} (run {tb.id}, {_steps(len(tb.steps))})")
+        click.echo(f"compared as strict replay compares requests, through the masks: {', '.join(names) or 'none'}")
+        click.echo("\n".join(d.human_lines()) if d else "the same run under the masks (timestamps and ids aside)")
+    sys.exit(0 if d is None else 1)
 
 
 # -- helpers ----------------------------------------------------------------------------

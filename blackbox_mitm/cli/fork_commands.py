@@ -4,31 +4,57 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
 
-from blackbox_mitm.cli import UsageProblem, main
-from blackbox_mitm.cli.run_commands import _check_map_remote, common_proxy_options, setup_logging
-from blackbox_mitm.errors import BlackboxError
+from blackbox_mitm.cli.base import UsageProblem, command, setup_logging
+from blackbox_mitm.cli.compare_options import CompareOptions, compare_options, default_or
+from blackbox_mitm.cli.options import (
+    RunOptions,
+    map_remote_option,
+    match_option,
+    output_option,
+    overwrite_option,
+    proxy_options,
+    run_options,
+)
+
+if TYPE_CHECKING:
+    from blackbox_mitm.cassette.trace import Trace
+    from blackbox_mitm.session.engine import Session
+    from blackbox_mitm.session.fork import ForkPlan
+
+__all__ = ["fork", "forks"]
 
 
 def _json_arg(value: str | None, option: str) -> Any:
+    from blackbox_mitm.session.fork import NO_EDIT
+
     if value is None:
-        return None
+        return NO_EDIT
     try:
         return orjson.loads(value)
     except orjson.JSONDecodeError as exc:
-        _refuse(f'{option} must be JSON ({exc}); quote it for the shell, e.g. {option} \'{{"forecast": "sun"}}\'')
+        raise UsageProblem(f'{option} must be JSON ({exc}); quote it for the shell, e.g. {option} \'{{"forecast": "sun"}}\'') from exc
 
 
-def _refuse(message: str) -> None:
-    click.echo(f"blackbox fork: {message}", err=True)
-    sys.exit(2)
+def _script(script: str | None, live: bool) -> list[Any] | None:
+    if live and script is not None:
+        raise UsageProblem("--live and --script both say where calls after the cut go: give one of them")
+    if script is None:
+        return None
+    try:
+        answers = orjson.loads(Path(script).read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise UsageProblem(f"--script {script} is not JSON ({exc}): it must be a JSON list of answers") from exc
+    if not isinstance(answers, list):
+        raise UsageProblem(f"--script {script} must be a JSON list of answers, one per model call")
+    return answers
 
 
-@main.command(context_settings={"ignore_unknown_options": True})
+@command(wraps_command=True)
 @click.argument("parent", type=click.Path(dir_okay=False))
 @click.option("--at", "at", type=int, multiple=True, metavar="N", help="the step to edit")
 @click.option(
@@ -44,13 +70,13 @@ def _refuse(message: str) -> None:
     help="after the cut, answer model calls from this JSON list of answers",
 )
 @click.option("--live-after", "live_after", type=int, default=None, metavar="N", help="rewind: replay steps 0..N exactly, then go live")
-@click.option("--match", type=click.Choice(["strict", "sequence"]), default="strict", show_default=True)
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="the child cassette")
-@click.option(
-    "--map-remote", "map_remote", multiple=True, metavar="SPEC", help="mitmproxy map_remote spec for the live upstream (as for record)"
-)
-@click.option("--overwrite", is_flag=True)
-@common_proxy_options
+@match_option("strict: the steps before the cut must re-run as recorded; sequence serves them in order.")
+@output_option("the child cassette")
+@map_remote_option("mitmproxy map_remote spec for the live upstream (as for record)")
+@overwrite_option("replace an existing child cassette")
+@compare_options
+@run_options
+@proxy_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def fork(
     parent: str,
@@ -61,10 +87,11 @@ def fork(
     script: str | None,
     live_after: int | None,
     match: str,
-    output: str,
+    output: Path,
     map_remote: tuple[str, ...],
     overwrite: bool,
-    confdir: str | None,
+    compare: CompareOptions,
+    run: RunOptions,
     hosts: tuple[str, ...],
     verbose: bool,
     command: tuple[str, ...],
@@ -75,87 +102,60 @@ def fork(
     blackbox fork runs/weather.json --at 3 --tool-result '{"forecast": "sun", "celsius": 24}' \\
         -o runs/sunny.json -- python agent.py "What's the weather in Paris?"
     """
-    from blackbox_mitm.cassette.diff import first_divergence
     from blackbox_mitm.cassette.verify import load_verified
     from blackbox_mitm.matcher import render_report
-    from blackbox_mitm.proxy.wrap import proxy_for, run_command
-    from blackbox_mitm.session.fork import _MISSING, fork_session, plan_fork
+    from blackbox_mitm.proxy.lifecycle import ProxySettings, proxy_run
+    from blackbox_mitm.session.fork import discard_reason, fork_session, plan_fork
 
     setup_logging(verbose)
-    _check_map_remote(map_remote)
-    try:
-        parent_trace = load_verified(parent)
-    except BlackboxError as exc:
-        _refuse(str(exc))
-        raise AssertionError from exc  # unreachable
-    if live and script is not None:
-        _refuse("--live and --script both say where calls after the cut go: give one of them")
-    answers: list[Any] | None = None
-    if script is not None:
-        try:
-            answers = orjson.loads(Path(script).read_bytes())
-        except orjson.JSONDecodeError as exc:
-            _refuse(f"--script {script} is not JSON ({exc}): it must be a JSON list of answers")
-        if not isinstance(answers, list):
-            _refuse(f"--script {script} must be a JSON list of answers, one per model call")
-    try:
-        plan = plan_fork(
-            parent_trace,
-            at=list(at),
-            tool_result=_MISSING if tool_result is None else _json_arg(tool_result, "--tool-result"),
-            response=_MISSING if response is None else _json_arg(response, "--response"),
-            live_after=live_after,
-        )
-        session = fork_session(plan, output, match=match, tail="script" if script else "upstream", script=answers, overwrite=overwrite)
-    except BlackboxError as exc:
-        _refuse(str(exc))
-        raise AssertionError from exc  # unreachable
-    runner = proxy_for(session, replaying=False, hosts=hosts, confdir=confdir, map_remote=map_remote, offline=False)
-    recorder = session.recorder
-    assert recorder is not None
-    try:
-        runner.start()
-    except BlackboxError as exc:
-        recorder.discard()
-        raise UsageProblem(str(exc)) from exc
-    try:
-        code = run_command(
-            command, runner, confdir=confdir, extra_env={"BLACKBOX_FORK_PARENT": parent_trace.id, "BLACKBOX_FORK_STEP": str(plan.cut)}
-        )
-    finally:
-        runner.stop()
-    assert session.replay is not None
-    status = session.replay.status()
-    before_cut = {c.input_step for c in session.replay.calls if c.output_step <= plan.cut}
-    missed = sorted(before_cut & set(status["incomplete"]))
-    if (session.diverged_in_prefix and match == "strict") or missed:
-        # The prefix is copied only once the agent has re-run it (spec: Fork Policy).
-        recorder.discard()
-        click.echo(render_report(status), err=True)
-        why = (
-            "diverged from"
-            if session.diverged_in_prefix
-            else f"stopped before re-running (model calls at steps {', '.join(map(str, missed))} of)"
-        )
-        click.echo(f"blackbox fork: the agent {why} the recorded steps before the cut (step {plan.cut}); no child was written", err=True)
+    parent_trace = load_verified(parent)
+    answers = _script(script, live)
+    edits = {"tool_result": _json_arg(tool_result, "--tool-result"), "response": _json_arg(response, "--response")}
+    plan = plan_fork(parent_trace, at=list(at), live_after=live_after, **edits)
+    tail = "script" if script else "upstream"
+    found = compare.settings(hosts=hosts, match=default_or("match", match))  # the prefix is compared as a replay compares
+    session = fork_session(
+        plan,
+        output,
+        match=found.match.value,
+        tail=tail,
+        script=answers,
+        overwrite=overwrite,
+        rules=found.rules,
+        redactor=found.redactor,
+        pace=found.pace.value,
+    )
+    settings = ProxySettings(hosts=found.host_names, confdir=run.confdir, map_remote=map_remote, offline=False)
+    with proxy_run(session, replaying=False, settings=settings, keep=discard_reason) as live_run:
+        code = live_run.run_command(command, extra_env={"BLACKBOX_FORK_PARENT": parent_trace.id, "BLACKBOX_FORK_STEP": str(plan.cut)})
+    assert session.replay is not None and session.recorder is not None
+    if live_run.discarded is not None:
+        click.echo(render_report(session.replay.status()), err=True)
+        click.echo(f"blackbox fork: {live_run.discarded}; no child was written", err=True)
         sys.exit(code or 1)
-    path = recorder.finish(output, exit_code=code, in_flight=session.in_flight)
-    child = recorder.trace
-    div = first_divergence(parent_trace, child)
+    _say_forked(parent_trace, plan, session, live_run.cassette, scripted=script is not None)
+    sys.exit(code)
+
+
+def _say_forked(parent: Trace, plan: ForkPlan, session: Session, path: Path | None, *, scripted: bool) -> None:
+    from blackbox_mitm.cassette.diff import first_divergence
+
+    assert session.recorder is not None
+    child = session.recorder.trace
+    div = first_divergence(parent, child)
     where = "none" if div is None else f"step {div.index} ({div.kind})"
-    n_after = session.scripted_calls if script else session.forwarded_calls
-    after = f"{n_after} {'scripted' if script else 'live'} model call{'' if n_after == 1 else 's'}"
+    n_after = session.scripted_calls if scripted else session.forwarded_calls
+    after = f"{n_after} {'scripted' if scripted else 'live'} model call{'' if n_after == 1 else 's'}"
     click.echo(
-        f"blackbox: forked {parent_trace.id} at step {plan.cut} -> {path} — {len(child.steps)} steps, "
+        f"blackbox: forked {parent.id} at step {plan.cut} -> {path} — {len(child.steps)} steps, "
         f"{after} after the cut; first divergence from the parent: {where}",
         err=True,
     )
     for note in (*session.refused, *session.notes):
         click.echo(f"blackbox: note: {note}", err=True)
-    sys.exit(code)
 
 
-@main.command()
+@command()
 @click.argument("parent", type=click.Path(dir_okay=False))
 @click.argument("directory", required=False, type=click.Path(file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="print the listing as JSON")
@@ -163,11 +163,7 @@ def forks(parent: str, directory: str | None, as_json: bool) -> None:
     """List the forks of PARENT found in DIRECTORY (default: PARENT's folder), newest first, each diffed against it."""
     from blackbox_mitm.session.lineage import list_forks, render_forks
 
-    try:
-        listing = list_forks(Path(parent), Path(directory) if directory else None)
-    except BlackboxError as exc:
-        click.echo(f"blackbox forks: {exc}", err=True)
-        sys.exit(2)
+    listing = list_forks(Path(parent), Path(directory) if directory else None)
     if as_json:
         click.echo(orjson.dumps(listing, option=orjson.OPT_INDENT_2).decode())
     else:

@@ -12,17 +12,21 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 import orjson
 
-from blackbox_mitm.cli import UsageProblem, main
+from blackbox_mitm.cli.base import command, group
+from blackbox_mitm.cli.compare_options import CompareOptions, compare_options, mask_options
+from blackbox_mitm.cli.options import RunOptions, run_options
+from blackbox_mitm.cli.paths import OutputFile
 from blackbox_mitm.errors import BlackboxError
 from blackbox_mitm.golden.junit import junit_bytes, write_junit
-from blackbox_mitm.golden.runner import DEFAULT_TIMEOUT, GoldenResult, run_suite
+from blackbox_mitm.golden.progress import Progress
+from blackbox_mitm.golden.runner import DEFAULT_TIMEOUT, run_suite
 from blackbox_mitm.golden.suite import (
     DEFAULT_GOLDENS,
     GoldenError,
@@ -35,6 +39,10 @@ from blackbox_mitm.golden.suite import (
     remove_golden,
     resolve_runs,
 )
+
+if TYPE_CHECKING:
+    from blackbox_mitm.golden.shared import ProxyServer, Serve
+    from blackbox_mitm.session.router import RunRouter
 
 _DIR = click.Path(file_okay=False, path_type=Path)
 INPUT_SHOWN = 60  # characters of a run's input in `golden list`
@@ -59,27 +67,33 @@ def _check_name(ctx: click.Context, param: click.Parameter, value: str | None) -
         raise click.BadParameter(str(exc)) from exc
 
 
-@main.group()
+@group()
 def golden() -> None:
     """Manage the golden suite: a folder of verified cassettes that `blackbox test` replays."""
 
 
-@golden.command("add")
+@golden.command("add", exit_codes={BlackboxError: 1})
 @click.argument("cassette", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.option("--name", default=None, callback=_check_name, help="the golden's name (default: the cassette's file name)")
 @click.option("--overwrite", is_flag=True, help="replace a golden of the same name")
+@mask_options
 @_goldens_option
-def golden_add(cassette: Path, name: str | None, overwrite: bool, goldens: Path) -> None:
+def golden_add(cassette: Path, name: str | None, overwrite: bool, compare: CompareOptions, goldens: Path) -> None:
     """Copy CASSETTE into the suite, after checking that it verifies.
+
+    --mask, --no-default-masks and --pace are kept beside it (NAME.blackbox.toml): `blackbox test` replays it with them.
 
     \b
     blackbox golden add runs/weather.json --name weather
     """
-    try:
-        info = add_golden(cassette, goldens, name=name, overwrite=overwrite)
-    except BlackboxError as exc:
-        raise click.ClickException(str(exc)) from exc
+    from blackbox_mitm.golden.settings import write_settings
+
+    compare.settings()  # a bad pattern is refused before anything is copied
+    info = add_golden(cassette, goldens, name=name, overwrite=overwrite)
+    kept = write_settings(info.path, masks=compare.masks, pace=compare.pace, default_masks=not compare.no_default_masks)
     click.echo(f"added golden {info.name} (run {info.run}, {info.steps} steps, {info.model_calls} model calls) as {info.path}")
+    if kept is not None:
+        click.echo(f"its replay settings are in {kept}")
 
 
 @golden.command("list")
@@ -91,10 +105,7 @@ def golden_list(as_json: bool, goldens: Path) -> None:
     \b
     blackbox golden list
     """
-    try:
-        infos = list_goldens(goldens)
-    except NoSuiteError as exc:
-        raise UsageProblem(str(exc)) from exc
+    infos = list_goldens(goldens)
     if as_json:
         click.echo(orjson.dumps([i.to_json() for i in infos], option=orjson.OPT_INDENT_2).decode())
         return
@@ -120,7 +131,7 @@ def _short(text: str) -> str:
     return one_line if len(one_line) <= INPUT_SHOWN else one_line[: INPUT_SHOWN - 1] + "…"
 
 
-@golden.command("remove")
+@golden.command("remove", exit_codes={GoldenError: 1, NoSuiteError: 2})
 @click.argument("name")
 @_goldens_option
 def golden_remove(name: str, goldens: Path) -> None:
@@ -129,18 +140,13 @@ def golden_remove(name: str, goldens: Path) -> None:
     \b
     blackbox golden remove weather
     """
-    try:
-        path = remove_golden(goldens, name)
-    except NoSuiteError as exc:
-        raise UsageProblem(str(exc)) from exc
-    except GoldenError as exc:
-        raise click.ClickException(str(exc)) from exc
+    path = remove_golden(goldens, name)
     click.echo(f"removed golden {path}")
 
 
-@main.command("test", context_settings={"ignore_unknown_options": True})
+@command("test", wraps_command=True)
 @_goldens_option
-@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None, help="write the JUnit XML here (default: stdout)")
+@click.option("--junit", type=OutputFile(), default=None, help="write the JUnit XML here (default: stdout)")
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
@@ -157,12 +163,14 @@ def golden_remove(name: str, goldens: Path) -> None:
     help="test this cassette (or the golden of this name) instead of the folder (repeatable)",
 )
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="goldens run at once")
+@click.option("--shard", default=None, metavar="K/N", help="run only shard K of N (stable by golden name), for CI matrices")
 @click.option(
-    "--confdir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="mitmproxy's confdir, where the CA lives (default ~/.mitmproxy or $BLACKBOX_CONFDIR)",
+    "--proxy-per-golden",
+    is_flag=True,
+    help="give each golden its own `blackbox replay` process and proxy (slower; by default all share one proxy)",
 )
+@compare_options
+@run_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def test_command(
     goldens: Path,
@@ -171,7 +179,10 @@ def test_command(
     allow_empty: bool,
     runs: tuple[str, ...],
     jobs: int,
-    confdir: str | None,
+    shard: str | None,
+    proxy_per_golden: bool,
+    compare: CompareOptions,
+    run: RunOptions,
     command: tuple[str, ...],
 ) -> None:
     """Replay every golden strictly under COMMAND and report the results as JUnit XML.
@@ -179,15 +190,23 @@ def test_command(
     Each golden's command runs with the replay's environment plus BLACKBOX_RUN
     (the run id), BLACKBOX_RUN_INPUT (the run's first user message) and
     BLACKBOX_CASSETTE; {run}, {input} and {cassette} in its arguments are
-    replaced by the same values.
+    replaced by the same values. All goldens go through one proxy, each its own
+    run named in the proxy URL (HTTPS_PROXY=http://<golden>@127.0.0.1:PORT).
 
     \b
     blackbox test --junit reports/goldens.xml -- python agent.py --task "{input}"
     """
-    try:
-        cases = resolve_runs(runs, goldens) if runs else collect(goldens)
-    except GoldenError as exc:
-        raise UsageProblem(str(exc)) from exc
+    from blackbox_mitm.golden.settings import SuiteSettings
+
+    confdir = run.confdir
+    compare.settings()  # exit 2 on a bad flag or project config, before anything runs
+    suite_settings = SuiteSettings(compare.masks, compare.no_default_masks, compare.redact, compare.pace)
+    cases = resolve_runs(runs, goldens) if runs else collect(goldens)
+    if shard is not None:
+        from blackbox_mitm.golden.shards import parse_shard, shard_cases
+
+        k, n = parse_shard(shard)
+        cases = shard_cases(cases, k, n)
     # With the XML on stdout, people read stderr.
     say_err = junit is None
 
@@ -207,9 +226,21 @@ def test_command(
 
     ca_bundle(confdir)  # once, before parallel replays could race to create the CA
     started = time.monotonic()
+    stream = sys.stderr if say_err else sys.stdout
+    serve = None if proxy_per_golden else _shared_proxy(confdir)
     try:
-        with _sigterm_as_exit():
-            results = run_suite(cases, command, jobs=jobs, timeout=timeout, confdir=confdir, on_result=lambda r: say(_line(r)))
+        with _sigterm_as_exit(), Progress(len(cases), stream, live=_is_terminal(stream)) as progress:
+            results = run_suite(
+                cases,
+                command,
+                jobs=jobs,
+                timeout=timeout,
+                confdir=confdir,
+                on_result=progress.finish,
+                on_start=progress.start,
+                serve=serve,
+                settings=suite_settings,
+            )
     except (KeyboardInterrupt, SystemExit):
         click.echo("blackbox test: interrupted; the commands still running were stopped and no report was written", err=True)
         raise
@@ -224,14 +255,22 @@ def test_command(
     sys.exit(0 if passed == len(results) else 1)
 
 
-def _line(result: GoldenResult) -> str:
-    name = result.case.testcase_name
-    if result.passed:
-        return f"PASS  {name} ({result.duration:.1f} s)"
-    label = "FAIL " if result.outcome == "failure" else "ERROR"
-    first, *rest = result.message.splitlines() or [""]
-    lines = [f"{label} {name} [{result.kind}] {first}", *(f"      {line}" for line in rest)]
-    return "\n".join(lines)
+def _shared_proxy(confdir: str | None) -> Serve:
+    """Start the suite's one proxy (in proxy/, the only place that imports mitmproxy)."""
+    from blackbox_mitm.proxy.lifecycle import ProxySettings
+    from blackbox_mitm.proxy.shared import serve_router
+
+    def serve(router: RunRouter) -> AbstractContextManager[ProxyServer]:
+        return serve_router(router, settings=ProxySettings(confdir=confdir))
+
+    return serve
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _emit(data: bytes, junit: Path | None) -> None:
@@ -261,3 +300,23 @@ def _sigterm_as_exit() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@group("junit")
+def junit() -> None:
+    """JUnit reports of `blackbox test`: merge the shards of a CI matrix."""
+
+
+@junit.command("merge")
+@click.option("-o", "--output", type=OutputFile(), required=True, help="the merged JUnit file to write")
+@click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=False, exists=True, path_type=Path))
+def junit_merge(output: Path, reports: tuple[Path, ...]) -> None:
+    """Merge REPORTS (one per shard) into one JUnit file with summed counts.
+
+    \b
+    blackbox junit merge -o goldens.xml shard-1.xml shard-2.xml shard-3.xml
+    """
+    from blackbox_mitm.golden.shards import merge_junit
+
+    write_junit(output, merge_junit(reports))
+    click.echo(f"blackbox junit: merged {len(reports)} reports into {output}", err=True)

@@ -1,66 +1,56 @@
-"""``blackbox record``, ``replay``, ``proxy`` and ``certs``: running agents through the proxy."""
+"""``blackbox record``, ``replay``, ``proxy`` and ``certs``: running agents through the proxy.
+
+Each builds a session, lives one ``proxy.lifecycle.proxy_run`` and reports how
+it ended; errors become exit codes in ``cli.base``.
+"""
 
 from __future__ import annotations
 
-import logging
 import signal
 import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import orjson
 
-from blackbox_mitm.cli import UsageProblem, main
-from blackbox_mitm.errors import BlackboxError
-
-log = logging.getLogger("blackbox")
-
-
-def setup_logging(verbose: bool = False) -> None:
-    logger = logging.getLogger("blackbox")
-    if not any(h.get_name() == "blackbox-stderr" for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
-        handler.set_name("blackbox-stderr")
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        logger.addHandler(handler)
-        logger.propagate = False
-    logger.setLevel(logging.INFO if verbose else logging.WARNING)
-
-
-def common_proxy_options[F: Callable[..., Any]](f: F) -> F:
-    f = click.option(
-        "--confdir",
-        type=click.Path(file_okay=False),
-        default=None,
-        help="mitmproxy's confdir, where the CA lives (default ~/.mitmproxy or $BLACKBOX_CONFDIR).",
-    )(f)
-    f = click.option(
-        "--host", "hosts", multiple=True, metavar="HOST", help="another OpenAI- or Anthropic-compatible host to intercept (repeatable)."
-    )(f)
-    f = click.option("-v", "--verbose", is_flag=True, help="log refusals, provider errors and non-model endpoints as they happen.")(f)
-    return f
-
-
-@main.command(context_settings={"ignore_unknown_options": True})
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="the cassette to write")
-@click.option(
-    "--map-remote",
-    "map_remote",
-    multiple=True,
-    metavar="SPEC",
-    help=r"mitmproxy map_remote spec, e.g. '|https://api\.openai\.com|http://127.0.0.1:9000' (repeatable).",
+from blackbox_mitm.cli.base import command, setup_logging
+from blackbox_mitm.cli.compare_options import CompareOptions, compare_options, default_or, record_options
+from blackbox_mitm.cli.options import (
+    RunOptions,
+    compact_option,
+    confdir_option,
+    map_remote_option,
+    match_option,
+    output_option,
+    overwrite_option,
+    proxy_options,
+    report_option,
+    run_options,
 )
-@click.option("--overwrite", is_flag=True, help="replace an existing cassette")
-@common_proxy_options
+
+if TYPE_CHECKING:
+    from blackbox_mitm.session.engine import Session
+
+__all__ = ["certs", "proxy", "record", "replay", "write_report"]
+
+
+@command(wraps_command=True)
+@output_option("the cassette to write (RUN.json, or compressed: RUN.json.gz, RUN.json.zst)")
+@map_remote_option()
+@overwrite_option()
+@compact_option
+@record_options
+@run_options
+@proxy_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def record(
-    output: str,
+    output: Path,
     map_remote: tuple[str, ...],
     overwrite: bool,
-    confdir: str | None,
+    compact: bool,
+    compare: CompareOptions,
+    run: RunOptions,
     hosts: tuple[str, ...],
     verbose: bool,
     command: tuple[str, ...],
@@ -70,48 +60,37 @@ def record(
     \b
     blackbox record -o runs/weather.json -- python agent.py "What's the weather in Paris?"
     """
-    from blackbox_mitm.proxy.wrap import proxy_for, run_command
+    from blackbox_mitm.proxy.lifecycle import ProxySettings, proxy_run
     from blackbox_mitm.session.build import record_session
 
     setup_logging(verbose)
-    _check_map_remote(map_remote)
-    try:
-        session = record_session(output, overwrite=overwrite)
-    except BlackboxError as exc:
-        raise UsageProblem(str(exc)) from exc
-    runner = proxy_for(session, replaying=False, hosts=hosts, confdir=confdir, map_remote=map_remote)
-    try:
-        runner.start()
-    except BlackboxError as exc:
-        assert session.recorder is not None
-        session.recorder.discard()
-        raise UsageProblem(str(exc)) from exc
-    try:
-        code = run_command(command, runner, confdir=confdir)
-    finally:
-        runner.stop()
-    assert session.recorder is not None
-    path = session.recorder.finish(output, exit_code=code, in_flight=session.in_flight)
+    found = compare.settings(hosts=hosts)  # the project config and --redact
+    session = record_session(output, overwrite=overwrite, compact=compact, redactor=found.redactor)
+    settings = ProxySettings(hosts=found.host_names, confdir=run.confdir, map_remote=map_remote)
+    with proxy_run(session, replaying=False, settings=settings) as live:
+        code = live.run_command(command)
     rec = session.recorder
+    assert rec is not None
+    problems = session.problems()
+    unrecorded = f", {len(problems)} refused or not recorded" if problems else ""
     click.echo(
-        f"blackbox: recorded {path} — {len(rec.trace.steps)} steps, {rec.model_calls} model calls (run {rec.trace.id}; the command exited {code})",
+        f"blackbox: recorded {live.cassette} — {len(rec.trace.steps)} steps, {rec.model_calls} model calls{unrecorded} "
+        f"(run {rec.trace.id}; the command exited {code})",
         err=True,
     )
-    for note in (*session.refused, *session.notes):
-        click.echo(f"blackbox: note: {note}", err=True)
+    _notes(session)
+    for problem in (*session.failed_writes, *session.unrecorded):
+        click.echo(f"blackbox: error: {problem}", err=True)
+    if code == 0 and problems:
+        click.echo("blackbox: the recording does not hold every call the agent made: exit 1 (see the notes above)", err=True)
+        code = 1
     sys.exit(code)
 
 
-@main.command(context_settings={"ignore_unknown_options": True})
+@command(wraps_command=True)
 @click.argument("cassette", type=click.Path(dir_okay=False))
-@click.option(
-    "--match",
-    type=click.Choice(["strict", "sequence"]),
-    default="strict",
-    show_default=True,
-    help="strict compares every request with the recording; sequence serves the answers in order.",
-)
-@click.option("--report", type=click.Path(dir_okay=False), default=None, help="write the replay status as JSON to this file")
+@match_option()
+@report_option("write the replay status as JSON to this file")
 @click.option(
     "--stream-delay-ms",
     type=click.IntRange(min=0),
@@ -120,15 +99,18 @@ def record(
     help="pause between replayed stream events (for agents whose UI depends on incremental delivery)",
 )
 @click.option("--allow-network", is_flag=True, help="let traffic to other hosts through (default: offline, nothing leaves the machine)")
-@common_proxy_options
+@compare_options
+@run_options
+@proxy_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def replay(
     cassette: str,
     match: str,
-    report: str | None,
+    report: Path | None,
     stream_delay_ms: int,
     allow_network: bool,
-    confdir: str | None,
+    compare: CompareOptions,
+    run: RunOptions,
     hosts: tuple[str, ...],
     verbose: bool,
     command: tuple[str, ...],
@@ -142,28 +124,19 @@ def replay(
     blackbox replay runs/weather.json -- python agent.py "What's the weather in Paris?"
     """
     from blackbox_mitm.matcher import render_report, verdict
-    from blackbox_mitm.proxy.wrap import proxy_for, run_command
-    from blackbox_mitm.session.build import replay_report, replay_session
+    from blackbox_mitm.proxy.lifecycle import ProxySettings, proxy_run
+    from blackbox_mitm.session.build import replay_session
 
     setup_logging(verbose)
-    try:
-        session = replay_session(cassette, match=match)
-    except BlackboxError as exc:
-        raise UsageProblem(str(exc)) from exc
-    runner = proxy_for(session, replaying=True, hosts=hosts, confdir=confdir, offline=not allow_network, stream_delay_ms=stream_delay_ms)
-    try:
-        runner.start()
-    except BlackboxError as exc:
-        raise UsageProblem(str(exc)) from exc
-    try:
-        code = run_command(command, runner, confdir=confdir, replaying=True)
-    finally:
-        runner.stop()
-    assert session.replay is not None
-    status = replay_report(session)
-    status["exit_code"] = code
+    found = compare.settings(hosts=hosts, match=default_or("match", match))  # the project config and the flags
+    session = replay_session(cassette, match=found.match.value, rules=found.rules, redactor=found.redactor, pace=found.pace.value)
+    settings = ProxySettings(hosts=found.host_names, confdir=run.confdir, offline=not allow_network, stream_delay_ms=stream_delay_ms)
+    with proxy_run(session, replaying=True, settings=settings) as live:
+        code = live.run_command(command)
+    status = live.report
+    assert status is not None and session.replay is not None
     if report:
-        Path(report).write_bytes(orjson.dumps(status, option=orjson.OPT_INDENT_2) + b"\n")
+        write_report(report, status)
     if verdict(status) != "ok":
         click.echo(render_report(status), err=True)
         sys.exit(code or 1)
@@ -175,27 +148,37 @@ def replay(
     sys.exit(code)
 
 
-@main.command()
+@command()
 @click.option("--mode", type=click.Choice(["record", "replay"]), required=True)
-@click.option("--cassette", required=True, type=click.Path(dir_okay=False))
+@click.option("--cassette", default=None, type=click.Path(dir_okay=False), help="the one run's cassette")
+@click.option(
+    "--cassette-dir",
+    default=None,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="serve many runs: DIR/<run>.json, each client naming its run in HTTPS_PROXY=http://<run>@HOST:PORT",
+)
 @click.option(
     "--listen-host", default="127.0.0.1", show_default=True, help="bind address (127.0.0.1 unless you need a container to reach it)"
 )
 @click.option("--listen-port", default=8080, show_default=True, type=int)
-@click.option("--match", type=click.Choice(["strict", "sequence"]), default="strict", show_default=True)
-@click.option("--map-remote", "map_remote", multiple=True, metavar="SPEC")
-@click.option("--overwrite", is_flag=True)
-@click.option("--report", type=click.Path(dir_okay=False), default=None, help="replay: write the status as JSON here on shutdown")
-@common_proxy_options
+@match_option()
+@map_remote_option()
+@overwrite_option()
+@report_option("replay: write the status as JSON here on shutdown")
+@compare_options
+@confdir_option
+@proxy_options
 def proxy(
     mode: str,
-    cassette: str,
+    cassette: str | None,
+    cassette_dir: Path | None,
     listen_host: str,
     listen_port: int,
     match: str,
     map_remote: tuple[str, ...],
     overwrite: bool,
-    report: str | None,
+    report: Path | None,
+    compare: CompareOptions,
     confdir: str | None,
     hosts: tuple[str, ...],
     verbose: bool,
@@ -203,48 +186,98 @@ def proxy(
     """A long-running proxy (for containers: HTTPS_PROXY=http://HOST:PORT). Stop it with Ctrl-C.
 
     The run ends when the proxy stops: a recording then gets its terminal event.
+    With --cassette-dir each run is its own (DIR/<run>.json): a replay's report is
+    written to DIR/<run>.report.json when the proxy stops.
     """
+    if (cassette is None) == (cassette_dir is None):
+        raise click.UsageError("name either --cassette FILE (one run) or --cassette-dir DIR (one run per client)")
+    if cassette_dir is not None:
+        if report is not None:
+            raise click.UsageError("--report is for one run: with --cassette-dir each replay's report is written to DIR/<run>.report.json")
+        if compare != CompareOptions():
+            raise click.UsageError("--mask, --no-default-masks, --redact and --pace are for one run (--cassette), not --cassette-dir")
+        _proxy_dir(
+            mode,
+            cassette_dir,
+            match=match,
+            overwrite=overwrite,
+            hosts=hosts,
+            confdir=confdir,
+            map_remote=map_remote,
+            listen_host=listen_host,
+            listen_port=listen_port,
+            verbose=verbose,
+        )
+        return
+    assert cassette is not None
+    from blackbox_mitm.cli.paths import check_output_path
+    from blackbox_mitm.matcher import render_report
     from blackbox_mitm.proxy.environment import ca_bundle, ensure_ca
-    from blackbox_mitm.proxy.wrap import proxy_for
-    from blackbox_mitm.session.build import finish_proxy_session, record_session, replay_session
+    from blackbox_mitm.proxy.lifecycle import ProxySettings, proxy_run
+    from blackbox_mitm.session.build import record_session, replay_session
 
     setup_logging(True)
-    _check_map_remote(map_remote)
-    try:
-        session = record_session(cassette, overwrite=overwrite) if mode == "record" else replay_session(cassette, match=match)
-    except BlackboxError as exc:
-        raise UsageProblem(str(exc)) from exc
-    runner = proxy_for(
-        session,
-        replaying=mode == "replay",
-        hosts=hosts,
-        confdir=confdir,
-        map_remote=map_remote,
-        listen_host=listen_host,
-        listen_port=listen_port,
-    )
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        runner.start()
-    except BlackboxError as exc:
-        if session.recorder is not None:
-            session.recorder.discard()
-        raise UsageProblem(str(exc)) from exc
-    cert = ensure_ca(confdir)
-    click.echo(f"blackbox proxy ({mode} {cassette}) listening on {runner.url}", err=True)
-    click.echo(f"  export HTTPS_PROXY={runner.url} SSL_CERT_FILE={ca_bundle(confdir)} NODE_EXTRA_CA_CERTS={cert}", err=True)
-    try:
-        while not stop.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        pass
-    finally:
-        runner.stop()
-        finish_proxy_session(session, report=report)
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())  # from the start: a SIGTERM always ends the run cleanly
+    found = compare.settings(hosts=hosts, match=default_or("match", match))  # the project config and the flags
+    if mode == "record":
+        session = record_session(check_output_path(cassette), overwrite=overwrite, redactor=found.redactor)
+    else:
+        session = replay_session(cassette, match=found.match.value, rules=found.rules, redactor=found.redactor, pace=found.pace.value)
+    hosts = found.host_names
+    settings = ProxySettings(hosts=hosts, confdir=confdir, map_remote=map_remote, listen_host=listen_host, listen_port=listen_port)
+    with proxy_run(session, replaying=mode == "replay", settings=settings) as live:
+        cert = ensure_ca(confdir)
+        click.echo(f"blackbox proxy ({mode} {cassette}) listening on {live.url}", err=True)
+        click.echo(f"  export HTTPS_PROXY={live.url} SSL_CERT_FILE={ca_bundle(confdir)} NODE_EXTRA_CA_CERTS={cert}", err=True)
+        live.wait(stop)
+    if session.recorder is not None:
+        rec = session.recorder
+        click.echo(f"blackbox: recorded {len(rec.trace.steps)} steps ({rec.model_calls} model calls) to {live.cassette}", err=True)
+    elif live.report is not None:
+        if report:
+            write_report(report, live.report)
+        click.echo(render_report(live.report), err=True)
 
 
-@main.command()
+def _proxy_dir(
+    mode: str,
+    directory: Path,
+    *,
+    match: str,
+    overwrite: bool,
+    hosts: tuple[str, ...],
+    confdir: str | None,
+    map_remote: tuple[str, ...],
+    listen_host: str,
+    listen_port: int,
+    verbose: bool,
+) -> None:
+    """``blackbox proxy --cassette-dir``: one proxy, a run per client, each ended and reported on its own."""
+    from blackbox_mitm.proxy.environment import ca_bundle, ensure_ca
+    from blackbox_mitm.proxy.lifecycle import ProxySettings
+    from blackbox_mitm.proxy.shared import finish_runs, serve_router, wait_for_stop
+    from blackbox_mitm.session.router import RunRouter
+
+    setup_logging(verbose)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())  # from the start: a SIGTERM always ends the runs cleanly
+    router = RunRouter(directory, mode=mode, match=match, overwrite=overwrite)
+    settings = ProxySettings(hosts=hosts, confdir=confdir, map_remote=map_remote, listen_host=listen_host, listen_port=listen_port)
+    with serve_router(router, settings=settings) as proxy:
+        cert = ensure_ca(confdir)
+        named = proxy.url.replace("http://", "http://<run>@")
+        click.echo(f"blackbox proxy ({mode}, one run per client, cassettes {directory}/<run>.json) listening on {proxy.url}", err=True)
+        click.echo(f"  export HTTPS_PROXY={named} SSL_CERT_FILE={ca_bundle(confdir)} NODE_EXTRA_CA_CERTS={cert}", err=True)
+        wait_for_stop(stop)
+    lines = finish_runs(router, report_dir=directory if mode == "replay" else None)
+    for line in lines:
+        click.echo(f"blackbox: {line}", err=True)
+    if not lines:
+        click.echo("blackbox: no client named a run; nothing was recorded or replayed", err=True)
+
+
+@command()
 @click.option(
     "--confdir", type=click.Path(file_okay=False), default=None, help="mitmproxy's confdir (default ~/.mitmproxy or $BLACKBOX_CONFDIR)"
 )
@@ -265,12 +298,15 @@ def certs(confdir: str | None) -> None:
     click.echo("# then point the agent at the proxy, e.g.: export HTTPS_PROXY=http://127.0.0.1:8080")
 
 
-def _check_map_remote(specs: tuple[str, ...]) -> None:
-    for spec in specs:
-        if spec.endswith("|") and spec.count("|") > 2:
-            raise click.BadParameter(
-                f"{spec!r} ends with '|': mitmproxy would read its first part as a flow filter. Write it as |FROM-REGEX|TO-URL",
-                param_hint="--map-remote",
-            )
-        if not spec or spec.count(spec[0]) < 2:
-            raise click.BadParameter(f"{spec!r} is not a map_remote spec; write it as |FROM-REGEX|TO-URL", param_hint="--map-remote")
+def write_report(path: Path, status: dict[str, Any]) -> None:
+    """The status as indented JSON, readable by its owner only (it may quote prompts), replacing the file whole."""
+    import orjson
+
+    from blackbox_mitm.cassette.store import write_atomic
+
+    write_atomic(path, orjson.dumps(status, option=orjson.OPT_INDENT_2) + b"\n", overwrite=True)
+
+
+def _notes(session: Session) -> None:
+    for note in (*session.refused, *session.notes):
+        click.echo(f"blackbox: note: {note}", err=True)

@@ -1,5 +1,7 @@
 """End to end: forking a recorded run of an unmodified agent through a real proxy.
 
+(The refusals decided before a proxy starts are CliRunner tests in tests/cli/test_fork_cli.py.)
+
 The parent is the OpenAI weather agent asking about Paris:
 0 model_input, 1 model_output (get_weather Paris), 2 tool_call, 3 tool_result,
 4 model_input, 5 model_output (final answer), 6 metadata.
@@ -141,38 +143,6 @@ def test_a_prefix_that_does_not_re_run_as_recorded_writes_no_child(parent: Path,
     assert not child_path.exists()
 
 
-@pytest.mark.parametrize(
-    ("args", "says"),
-    [
-        (["--at", "99", "--tool-result", SUN], "past the run's last step"),
-        (["--at", "6", "--tool-result", SUN], "terminal marker"),
-        (["--at", "1", "--tool-result", SUN], "--response"),
-        (["--at", "3", "--response", '{"content": "x"}'], "--tool-result"),
-        (["--at", "3", "--tool-result", SUN, "--live-after", "1"], "after the live point"),
-        (["--at", "3", "--at", "3", "--tool-result", SUN], "two edits of step 3"),
-        (["--at", "5", "--response", '{"type": "final_answer", "text": ""}'], "neither text nor a tool call"),
-        (["--at", "3", "--tool-result", "{not json"], "must be JSON"),
-        (["--live-after", "42"], "past the run's last step"),
-        ([], "nothing to fork"),
-    ],
-)
-def test_refusals_exit_2_and_say_what_to_change(parent: Path, confdir: Path, tmp_path: Path, args: list[str], says: str) -> None:
-    proc = _fork(parent, confdir, tmp_path / "child.json", *args)
-    assert proc.returncode == 2, proc.stderr
-    assert says in proc.stderr
-    assert not (tmp_path / "child.json").exists()
-
-
-def test_a_parent_that_does_not_verify_is_refused(parent: Path, confdir: Path, tmp_path: Path) -> None:
-    data = orjson.loads(parent.read_bytes())
-    data["steps"][3]["payload"]["result"] = "tampered"
-    bad = tmp_path / "tampered.json"
-    bad.write_bytes(orjson.dumps(data))
-    proc = _fork(bad, confdir, tmp_path / "child.json", "--at", "3", "--tool-result", SUN)
-    assert proc.returncode == 2
-    assert "does not verify" in proc.stderr
-
-
 def test_forks_lists_both_forks_newest_first(parent: Path, confdir: Path, tmp_path: Path) -> None:
     folder = tmp_path / "runs"
     folder.mkdir()
@@ -206,11 +176,3 @@ def test_an_agent_that_never_reaches_the_cut_writes_no_child(parent: Path, confd
     assert proc.returncode == 1
     assert "stopped before re-running" in proc.stderr
     assert not child_path.exists()
-
-
-def test_live_and_script_together_are_refused(parent: Path, confdir: Path, tmp_path: Path) -> None:
-    script = tmp_path / "answers.json"
-    script.write_text("[]")
-    proc = _fork(parent, confdir, tmp_path / "child.json", "--at", "3", "--tool-result", SUN, "--live", "--script", str(script))
-    assert proc.returncode == 2
-    assert "give one of them" in proc.stderr
