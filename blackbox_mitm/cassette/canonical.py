@@ -47,8 +47,10 @@ __all__ = ["canonical_bytes", "js_number", "step_hash", "step_hash_from_canonica
 # unit (JavaScript) can disagree. A match inside a string ("version 2.0, ...")
 # only costs the slow path, which gives the same bytes.
 _AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
-_INTEGRAL_FLOAT = (b".0,", b".0}", b".0]")
-_EXPONENT = (b"e+0", b"e-0")
+# One regular expression led by a literal each: a single pass, several times faster
+# than three (or two) substring searches for short needles.
+_INTEGRAL_FLOAT = re.compile(rb"\.0[,}\]]")  # ".0," ".0}" ".0]"
+_EXPONENT = re.compile(rb"e[+-]0")  # "e+0" "e-0"
 _SIXTEEN_DIGITS = b"0" * 16
 _INDEX_KEY = re.compile(rb'"(?:0|[1-9][0-9]{0,9})":')
 _BMP_HIGH = (b"\xee", b"\xef")
@@ -71,10 +73,10 @@ def canonical_bytes(value: Any) -> bytes:
 
 def _needs_rewrite(out: bytes) -> bool:
     """Whether orjson's ``out`` may differ from JSON.stringify's (see the comment above)."""
-    if any(mark in out for mark in _INTEGRAL_FLOAT) or out.endswith(b".0"):
+    if _INTEGRAL_FLOAT.search(out) is not None or out.endswith(b".0"):
         return True
     digits = out.translate(_AS_ZERO)
-    if any(mark in digits for mark in _EXPONENT):
+    if _EXPONENT.search(digits) is not None:
         return True
     if _SIXTEEN_DIGITS in digits and _long_integer(digits):
         return True
@@ -195,52 +197,69 @@ def _js_key_order(key: str) -> tuple[int, int, bytes]:
 
 
 def _slow(value: Any) -> bytes:
-    parts: list[bytes] = []
-    _write(value, parts, whole=False)
-    return b"".join(parts)
+    """The canonical bytes, built without recursion (a cassette may nest 1,024 levels deep).
+
+    Each container is first tried in one orjson call, and its bytes kept when
+    nothing in them needs rewriting; so only the containers on the way to a float
+    or a key that needs JavaScript's order are walked here, not the whole value.
+    """
+    out: list[bytes] = []
+    # Work items: (bytes to write, None) or (b"", a value to write; whole=True tries orjson on it first).
+    stack: list[tuple[bytes, Any, bool]] = [(b"", value, False)]
+    while stack:
+        literal, item, whole = stack.pop()
+        if literal:
+            out.append(literal)
+        else:
+            _visit(item, out, stack, whole=whole)
+    return b"".join(out)
 
 
-def _write(value: Any, out: list[bytes], *, whole: bool = True) -> None:
-    # ``whole``: first try the container in one orjson call, and keep its bytes when
-    # nothing in them needs rewriting; so only the containers on the way to a float
-    # or a key that needs JavaScript's order are walked here, not the whole value.
-    if whole and isinstance(value, (dict, list, tuple)):
+def _visit(item: Any, out: list[bytes], stack: list[tuple[bytes, Any, bool]], *, whole: bool) -> None:
+    """Write one value, or its opening bracket and its members as new work items."""
+    if whole and isinstance(item, (dict, list, tuple)):
         try:
-            chunk = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+            chunk = orjson.dumps(item, option=orjson.OPT_SORT_KEYS)
         except (TypeError, orjson.JSONEncodeError):
             pass
         else:
             if not _needs_rewrite(chunk):
                 out.append(chunk)
                 return
-    if isinstance(value, str):
-        out.append(_string(value))
-    elif value is None:
-        out.append(b"null")
-    elif value is True:
-        out.append(b"true")
-    elif value is False:
-        out.append(b"false")
-    elif isinstance(value, (int, float)):
-        out.append(js_number(value).encode())
-    elif isinstance(value, dict):
-        for key in value:
-            if not isinstance(key, str):
-                raise TypeError(f"object keys must be strings, not {type(key).__name__}")
-        out.append(b"{")
-        for i, key in enumerate(sorted(value, key=_js_key_order)):
-            if i:
-                out.append(b",")
-            out.append(_string(key))
-            out.append(b":")
-            _write(value[key], out)
-        out.append(b"}")
-    elif isinstance(value, (list, tuple)):
+    if isinstance(item, dict):
+        _push_object(item, out, stack)
+    elif isinstance(item, (list, tuple)):
         out.append(b"[")
-        for i, item in enumerate(value):
+        stack.append((b"]", None, False))
+        for i in range(len(item) - 1, -1, -1):
+            stack.append((b"", item[i], True))
             if i:
-                out.append(b",")
-            _write(item, out)
-        out.append(b"]")
+                stack.append((b",", None, False))
     else:
-        raise TypeError(f"{type(value).__name__} is not JSON")
+        out.append(_scalar(item))
+
+
+def _push_object(item: dict[Any, Any], out: list[bytes], stack: list[tuple[bytes, Any, bool]]) -> None:
+    for key in item:
+        if not isinstance(key, str):
+            raise TypeError(f"object keys must be strings, not {type(key).__name__}")
+    out.append(b"{")
+    stack.append((b"}", None, False))
+    keys = sorted(item, key=_js_key_order)
+    for i in range(len(keys) - 1, -1, -1):
+        stack.append((b"", item[keys[i]], True))
+        stack.append(((b"," if i else b"") + _string(keys[i]) + b":", None, False))
+
+
+def _scalar(value: Any) -> bytes:
+    if isinstance(value, str):
+        return _string(value)
+    if value is None:
+        return b"null"
+    if value is True:
+        return b"true"
+    if value is False:
+        return b"false"
+    if isinstance(value, (int, float)):
+        return js_number(value).encode()
+    raise TypeError(f"{type(value).__name__} is not JSON")

@@ -15,22 +15,39 @@ path. The kinds, in the fork listing's vocabulary:
 
 A forked child against its parent therefore reports the fork step: the prefix
 is copied verbatim, and the step at the cut holds the replacement.
+
+The stored hashes are only worth comparing when they are right: ``diff_verified``
+verifies both cassettes first (hash chain, ids, neutrality) and refuses one that
+does not verify (``UnverifiedCassetteError``), so a tampered cassette whose
+stored hashes were left stale never compares "identical".
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from blackbox_mitm.cassette.canonical import js_number
+from blackbox_mitm.cassette.canonical import canonical_bytes, js_number
 from blackbox_mitm.cassette.payloads import json_kind
 from blackbox_mitm.cassette.timeline import one_line, summarize_step
 from blackbox_mitm.cassette.trace import Trace, TraceStep
+from blackbox_mitm.cassette.verify import load_verified
 
-__all__ = ["DECISION", "INPUT", "LENGTH", "Divergence", "TailStep", "first_difference", "first_divergence"]
+__all__ = [
+    "DECISION",
+    "INPUT",
+    "LENGTH",
+    "Divergence",
+    "TailStep",
+    "VerifiedDiff",
+    "diff_verified",
+    "first_difference",
+    "first_divergence",
+]
 
 INPUT = "input"
 DECISION = "decision"
@@ -82,6 +99,27 @@ class Divergence:
             "steps": {"a": self.a_steps, "b": self.b_steps},
             "tails": {"a": [t.to_json() for t in self.tail_a], "b": [t.to_json() for t in self.tail_b]},
         }
+
+
+@dataclass(slots=True)
+class VerifiedDiff:
+    """Two cassettes that both verify, and where they part (None: every step's hash is the same)."""
+
+    a: Trace
+    b: Trace
+    divergence: Divergence | None
+
+
+def diff_verified(a_path: str | os.PathLike[str], b_path: str | os.PathLike[str]) -> VerifiedDiff:
+    """Load and verify both cassettes, then find their first divergence.
+
+    Raises ``UnverifiedCassetteError`` (a ``CassetteError``) naming the file and its
+    first problem when either does not verify, and ``CassetteError`` when one
+    cannot be read. Never touches a journal beside either file.
+    """
+    a = load_verified(a_path, recover=False)
+    b = load_verified(b_path, recover=False)
+    return VerifiedDiff(a, b, first_divergence(a, b))
 
 
 def first_divergence(a: Trace, b: Trace) -> Divergence | None:
@@ -206,16 +244,13 @@ def first_difference(x: Any, y: Any, path: str = "$") -> tuple[str, str] | None:
 
 
 def _same(x: Any, y: Any) -> bool:
-    kx = json_kind(x)
-    if kx != json_kind(y):
-        return False
-    if kx == "a number":
-        return js_number(x) == js_number(y)
-    if kx == "an object":
-        return x.keys() == y.keys() and all(_same(x[k], y[k]) for k in x)
-    if kx == "an array":
-        return len(x) == len(y) and all(_same(p, q) for p, q in zip(x, y, strict=True))
-    return bool(x == y)
+    """Equal as the canonical form sees it (numbers as JavaScript writes them, key order ignored); no recursion."""
+    if x is y:
+        return True
+    try:
+        return canonical_bytes(x) == canonical_bytes(y)
+    except (TypeError, ValueError):
+        return bool(x == y)
 
 
 _IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
@@ -238,8 +273,8 @@ def _excerpt(text: str, start: int) -> str:
 def _show(value: Any) -> str:
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError):
-        text = repr(value)
+    except (TypeError, ValueError, RecursionError):
+        text = f"({json_kind(value)} nested too deep to show)"
     return one_line(text, 60)
 
 

@@ -9,26 +9,42 @@ the journal becomes the cassette (one atomic write) and is removed.
 If the recorder dies (``kill -9``), ``recover_journal`` — run by ``blackbox
 recover`` and by every loader that meets a journal — keeps every complete batch
 whose hashes chain, drops a torn last line, appends a ``run_failed`` marker and
-writes a valid cassette.
+writes a valid cassette (``recovery``).
+
+Ownership. The recorder holds an exclusive ``flock`` on its journal for the
+whole run (the kernel drops it when the process dies, even by ``kill -9``), so
+a journal that is locked belongs to a **live** recording: a second recorder of
+the same cassette, and ``recover``, are told so and touch nothing. The journal's
+first line names its owner (run id, process id). A recorder removes a journal
+only when the file at the journal's path is still the one it opened (same
+device and inode, checked on the descriptor it holds), and replaces a cassette
+only when it is absent or still the very file it was allowed to replace when
+the run started; otherwise its run is saved beside it (``RUN.<run-id>.json``)
+and nothing of anyone else's is touched.
 """
 
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
-import sys
+import secrets
+import stat
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-from blackbox_mitm.cassette.store import decode_json, encode_json, save_trace, trace_from_json
-from blackbox_mitm.cassette.trace import Trace, TraceStep
+from blackbox_mitm.cassette import compression
+from blackbox_mitm.cassette.store import encode_json, save_trace
+from blackbox_mitm.cassette.trace import Trace, TraceStep, now_ms
 from blackbox_mitm.errors import CassetteError, CassetteExistsError
 
-__all__ = ["INTERRUPTED", "Journal", "journal_path", "recover_journal"]
+__all__ = ["INTERRUPTED", "Journal", "file_identity", "journal_path", "live_owner", "recover_journal"]
 
 JOURNAL_VERSION = 1
 INTERRUPTED = "recording_interrupted"
+_HEADER_LIMIT = 1 << 20
+
+log = logging.getLogger(__name__)
 
 
 def journal_path(cassette: str | os.PathLike[str]) -> Path:
@@ -36,56 +52,218 @@ def journal_path(cassette: str | os.PathLike[str]) -> Path:
     return p.with_name(p.name + ".journal")
 
 
+def file_identity(path: Path) -> list[int] | None:
+    """[device, inode, mtime ns, size] of the file at ``path`` (not following a final symlink), or None."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return [st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size]
+
+
+def live_owner(jpath: Path) -> str | None:
+    """When a live recording holds ``jpath``'s lock: who it is ("run X, process P"); None when no one does.
+
+    Raises ``CassetteError`` for a journal path that is not a regular file.
+    """
+    try:
+        fd = os.open(jpath, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        _regular(fd, jpath)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _owner_text(os.pread(fd, _HEADER_LIMIT, 0))
+        return None
+    finally:
+        os.close(fd)
+
+
+def _regular(fd: int, path: Path) -> None:
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        raise CassetteError("this journal is not a regular file; move it aside", path=str(path))
+
+
+def _owner_text(head: bytes) -> str:
+    from blackbox_mitm.cassette.jsonfile import decode_json
+
+    try:
+        header = decode_json(compression.first_line(head))  # a compressed journal: its first member
+        owner = header.get("owner") or {}
+        run = header.get("trace", {}).get("id")
+    except (ValueError, AttributeError):
+        return "a recording"
+    parts = [f"run {run}" if isinstance(run, str) else None, f"process {owner['pid']}" if isinstance(owner.get("pid"), int) else None]
+    named = ", ".join(p for p in parts if p)
+    return f"a recording ({named})" if named else "a recording"
+
+
 class Journal:
     """Append-only, fsynced log of a trace being recorded."""
 
-    def __init__(self, cassette: str | os.PathLike[str], trace: Trace, *, overwrite: bool = False, fsync: bool = True) -> None:
+    def __init__(
+        self, cassette: str | os.PathLike[str], trace: Trace, *, overwrite: bool = False, fsync: bool = True, compact: bool = False
+    ) -> None:
         self.cassette = Path(cassette)
         self.path = journal_path(self.cassette)
         self.trace = trace
         self.overwrite = overwrite
         self.fsync = fsync
-        if self.cassette.exists() and not overwrite:
+        self.compact = compact  # the cassette on one line (``save_trace(compact=)``), and so its recovery
+        # The cassette this run may replace (with ``overwrite``): exactly the file there now.
+        self.replaces = file_identity(self.cassette)
+        if self.replaces is not None and not overwrite:
             raise CassetteExistsError(
                 "the cassette already exists; choose another file, or allow replacing it (--overwrite; blackbox_overwrite=true under mitmdump)",
                 path=str(self.cassette),
             )
-        if self.path.exists():
-            raise CassetteError(
-                "an interrupted recording's journal is here; run `blackbox recover` on the cassette first (or delete the journal to discard it)",
-                path=str(self.path),
-            )
+        self._refuse_existing_journal()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-        # Held while the recording runs: recovery refuses a journal that is still being written.
-        # The kernel drops the lock when the process dies, even by kill -9.
-        fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        header = {"journal": JOURNAL_VERSION, "overwrite": overwrite, "trace": trace.header_json()}
-        self._write(encode_json(header) + b"\n")
+        self._fd: int | None = None
+        self._open_locked(
+            {
+                "journal": JOURNAL_VERSION,
+                "overwrite": overwrite,
+                "compact": compact,
+                "replaces": self.replaces,
+                "owner": {"pid": os.getpid(), "started": now_ms()},
+                "trace": trace.header_json(),
+            }
+        )
         # A fork's copied prefix is part of the run from the start.
         if trace.steps:
             self.append(trace.steps)
+
+    def _open_locked(self, header: dict[str, object]) -> None:
+        """Create the journal already locked and headed: written under a private name, then linked into place.
+
+        The link fails when a journal appeared meanwhile, so no one ever sees this
+        journal unlocked or without its first line. The lock is held for the whole
+        run: recovery and other recorders refuse a journal that is still being
+        written; the kernel drops it when the process dies, even by kill -9.
+        """
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
+        try:
+            try:
+                self._create(tmp, header)
+                os.link(tmp, self.path)
+            except FileExistsError:
+                self._refuse_existing_journal()  # another recorder's, a moment ago
+                raise CassetteError("a journal appeared beside the cassette as this recording started", path=str(self.path)) from None
+            except OSError:
+                # A filesystem without hard links: create it in place (exclusive), then lock it.
+                self.close()
+                self._create(self.path, header)
+        except OSError as exc:
+            self.close()
+            if isinstance(exc, FileExistsError):
+                self._refuse_existing_journal()
+            raise CassetteError(
+                f"cannot write the recording's journal ({exc.strerror or exc}); check the folder's permissions and free space",
+                path=str(self.path),
+            ) from exc
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def _create(self, path: Path, header: dict[str, object]) -> None:
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        st = os.fstat(self._fd)
+        self._identity = (st.st_dev, st.st_ino)
+        self._write(encode_json(header) + b"\n")
+
+    def _refuse_existing_journal(self) -> None:
+        if file_identity(self.path) is None:
+            return
+        owner = live_owner(self.path)
+        if owner is not None:
+            raise CassetteError(
+                f"{owner} is live on this cassette right now: it holds this journal's lock and is still writing it; "
+                "let it finish (or stop it), or record to another file — do not delete its journal",
+                path=str(self.path),
+            )
+        raise CassetteError(
+            "an interrupted recording's journal is here (no recording holds it); run `blackbox recover` on the cassette first, "
+            "or move the journal aside to discard that run",
+            path=str(self.path),
+        )
 
     def append(self, steps: Iterable[TraceStep]) -> None:
         line = encode_json([s.to_json() for s in steps]) + b"\n"
         self._write(line)
 
     def _write(self, data: bytes) -> None:
+        data = compression.journal_member(self.cassette, data)  # a gzip member / zstd frame of its own for RUN.json.gz / .zst
         if self._fd is None:
             raise CassetteError("the journal is closed", path=str(self.path))
+        start = os.lseek(self._fd, 0, os.SEEK_CUR)
         view = memoryview(data)
-        while view:
-            n = os.write(self._fd, view)
-            view = view[n:]
-        if self.fsync:
-            os.fsync(self._fd)
+        try:
+            while view:
+                n = os.write(self._fd, view)
+                view = view[n:]
+            if self.fsync:
+                os.fsync(self._fd)
+        except OSError:
+            # A full disk: never leave half a line that would swallow the next batch.
+            try:
+                os.ftruncate(self._fd, start)
+                os.lseek(self._fd, start, os.SEEK_SET)
+            except OSError:
+                pass
+            raise
 
     def finish(self) -> Path:
-        """Write the cassette from the trace and remove the journal."""
+        """Write the cassette from the trace and remove this recorder's own journal; the cassette's path.
+
+        Holds the journal's lock until both are done. When another recording
+        wrote the cassette meanwhile, this run is saved beside it instead (see
+        the module docstring) and that path is returned.
+        """
+        if self._fd is None:
+            raise CassetteError("the journal is closed", path=str(self.path))
+        out = self._save()
+        self._remove_own_journal()
         self.close()
-        out = save_trace(self.trace, self.cassette, overwrite=self.overwrite)
-        self.path.unlink(missing_ok=True)
         return out
+
+    def discard(self) -> None:
+        """End the run without a cassette: remove this recorder's own journal (never another's)."""
+        if self._fd is not None:
+            self._remove_own_journal()
+        self.close()
+
+    def _save(self) -> Path:
+        current = file_identity(self.cassette)
+        if current is None or (self.overwrite and current == self.replaces):
+            try:
+                return save_trace(self.trace, self.cassette, overwrite=current is not None, compact=self.compact)
+            except CassetteExistsError:
+                pass  # created a moment ago by someone else: not ours to replace
+        alternate = _beside(self.cassette, self.trace.id)
+        out = save_trace(self.trace, alternate, compact=self.compact)
+        log.warning(
+            "blackbox: %s was written by another recording while this one ran; this run (%s) is saved as %s instead",
+            self.cassette,
+            self.trace.id,
+            out,
+        )
+        return out
+
+    def _remove_own_journal(self) -> None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return
+        if (st.st_dev, st.st_ino) == self._identity:
+            self.path.unlink()
+        else:
+            log.warning("blackbox: %s now belongs to another recording; it is left alone", self.path)
 
     def close(self) -> None:
         if self._fd is not None:
@@ -93,103 +271,14 @@ class Journal:
             self._fd = None
 
 
-def read_journal(path: Path) -> tuple[Trace, bool, int]:
-    """Rebuild the trace a journal holds: (trace, overwrite, batches dropped)."""
-    raw = path.read_bytes()
-    lines = raw.split(b"\n")
-    try:
-        header = decode_json(lines[0])
-        trace = trace_from_json({**header["trace"], "steps": []}, path=str(path))
-    except (ValueError, KeyError, TypeError) as exc:
-        raise CassetteError("the journal's first line is unreadable; nothing can be recovered from it", path=str(path)) from exc
-    dropped = 0
-    complete = lines[1:-1] if not raw.endswith(b"\n") else lines[1:]
-    if not raw.endswith(b"\n") and len(lines) > 1:
-        dropped += 1  # a torn last write: its batch never reached the agent
-    for n, line in enumerate(complete):
-        if not line.strip():
-            continue
-        try:
-            batch = decode_json(line)
-        except ValueError:
-            dropped += len(complete) - n
-            break
-        good = _chain(trace, batch)
-        if not good:
-            dropped += len(complete) - n
-            break
-    return trace, bool(header.get("overwrite")), dropped
+def _beside(cassette: Path, run_id: str) -> Path:
+    """A free name beside ``cassette`` for run ``run_id``: ``RUN.<run-id>.json`` (then ``-2``, ``-3``...)."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in run_id)
+    for n in range(1, 1000):
+        candidate = cassette.with_name(f"{cassette.stem}.{safe}{'' if n == 1 else f'-{n}'}{cassette.suffix or '.json'}")
+        if file_identity(candidate) is None and file_identity(journal_path(candidate)) is None:
+            return candidate
+    raise CassetteExistsError("no free file name beside the cassette for this run", path=str(cassette))
 
 
-def _chain(trace: Trace, batch: Any) -> bool:
-    if not isinstance(batch, list):
-        return False
-    staged: list[TraceStep] = []
-    prev = trace.steps[-1].hash if trace.steps else None
-    for s in batch:
-        try:
-            step = TraceStep(s["id"], s["index"], s["type"], s["timestamp"], s["payload"], s["prevHash"], s["hash"])
-        except (KeyError, TypeError):
-            return False
-        if step.index != len(trace.steps) + len(staged) or step.prevHash != prev or step.expected_hash() != step.hash:
-            return False
-        staged.append(step)
-        prev = step.hash
-    trace.steps.extend(staged)
-    return True
-
-
-def _still_recording(jpath: Path) -> bool:
-    fd = os.open(jpath, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
-
-def recover_journal(cassette: str | os.PathLike[str], *, quiet: bool = False) -> tuple[Path, int]:
-    """Turn an interrupted recording's journal into a valid cassette ending in ``run_failed``.
-
-    Returns the cassette path and the number of steps it holds.
-    """
-    cassette = Path(cassette)
-    jpath = journal_path(cassette)
-    if not jpath.exists():
-        raise CassetteError("there is no journal to recover beside this cassette (nothing was interrupted)", path=str(cassette))
-    if _still_recording(jpath):
-        raise CassetteError(
-            "a recording is still writing this journal; let it finish (or stop it), then run `blackbox recover` if it was interrupted",
-            path=str(jpath),
-        )
-    trace, overwrite, dropped = read_journal(jpath)
-    if cassette.exists() and not overwrite:
-        raise CassetteError(
-            f"both the cassette and an interrupted recording's journal ({jpath.name}) exist; "
-            "move the cassette aside and run `blackbox recover` again, or delete the journal to discard it",
-            path=str(cassette),
-        )
-    last_terminal = (
-        trace.steps
-        and trace.steps[-1].type == "metadata"
-        and isinstance(trace.steps[-1].payload, dict)
-        and trace.steps[-1].payload.get("event") in ("run_completed", "run_failed")
-    )
-    if not last_terminal:
-        trace.append(
-            "metadata",
-            {
-                "event": "run_failed",
-                "status": "error",
-                "reason": INTERRUPTED,
-                "message": "the recording proxy stopped before the run ended; recovered from its journal"
-                + (f" ({dropped} incomplete write dropped)" if dropped else ""),
-            },
-        )
-    save_trace(trace, cassette, overwrite=overwrite)
-    jpath.unlink()
-    if not quiet:
-        print(f"blackbox: recovered {cassette} from an interrupted recording ({len(trace.steps)} steps)", file=sys.stderr)
-    return cassette, len(trace.steps)
+from blackbox_mitm.cassette.recovery import recover_journal  # noqa: E402  (recovery reads what Journal writes)

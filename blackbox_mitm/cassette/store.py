@@ -4,12 +4,15 @@
 of the problem and what to do. ``save_trace`` writes a temporary file and renames
 it into place, so a reader never sees half a cassette, and refuses to replace an
 existing file unless asked. A recording's journal (``RUN.json.journal``) met by
-any loader is first recovered into a cassette (see ``journal``).
+any loader is first recovered into a cassette (see ``journal``). What a file may
+be and what its JSON may hold (a regular file, a bounded size and depth, finite
+numbers) is ``jsonfile``'s to check.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 from pathlib import Path
@@ -17,6 +20,8 @@ from typing import Any
 
 import orjson
 
+from blackbox_mitm.cassette import compression
+from blackbox_mitm.cassette.jsonfile import JsonLimitError, decode_json, read_file
 from blackbox_mitm.cassette.payloads import json_kind
 from blackbox_mitm.cassette.trace import CURRENT_TRACE_VERSION, STEP_TYPES, Trace, TraceStep
 from blackbox_mitm.errors import CassetteError, CassetteExistsError
@@ -26,6 +31,7 @@ __all__ = [
     "dump_trace",
     "encode_json",
     "load_trace",
+    "load_trace_bytes",
     "parse_document",
     "parse_trace",
     "save_trace",
@@ -34,23 +40,30 @@ __all__ = [
 ]
 
 _RERECORD = "re-record the run with this version of blackbox"
+#: ECMAScript's time range: a ``Date`` holds at most 8.64e15 ms on either side of the epoch.
+_MAX_TIME_MS = 8.64e15
 
 
 def load_trace(path: str | os.PathLike[str], *, recover: bool = True) -> Trace:
     """Load and structurally validate a cassette (hashes are ``verify``'s job)."""
+    return load_trace_bytes(path, recover=recover)[0]
+
+
+def load_trace_bytes(path: str | os.PathLike[str], *, recover: bool = True) -> tuple[Trace, bytes]:
+    """``load_trace``, and the file's bytes (``verify`` counts their quotes to rule out repeated keys)."""
     p = Path(path)
     if recover:
         from blackbox_mitm.cassette.journal import journal_path, recover_journal
 
         if journal_path(p).exists():
             recover_journal(p)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise CassetteError("no such file; check the path (record one with `blackbox record -o FILE -- CMD`)", path=str(p)) from None
-    except OSError as exc:
-        raise CassetteError(f"cannot read the file ({exc.strerror}); check its permissions", path=str(p)) from exc
-    return parse_trace(raw, path=str(p))
+    from blackbox_mitm.cassette.stepwise import load_stepwise
+
+    read = load_stepwise(p)  # step by step: the trace and a stand-in for the bytes, in bounded memory
+    if read is not None:
+        return read
+    raw = compression.decode(p, read_file(p))  # RUN.json.gz / RUN.json.zst: the plain bytes, size-capped
+    return parse_trace(raw, path=str(p)), raw
 
 
 def parse_trace(raw: bytes | str, *, path: str = "<cassette>") -> Trace:
@@ -63,6 +76,8 @@ def parse_document(raw: bytes | str, *, path: str = "<cassette>") -> Any:
         raise CassetteError("the file is empty; it is not a cassette (re-record the run, or restore it from version control)", path=path)
     try:
         return decode_json(raw)
+    except JsonLimitError as exc:
+        raise CassetteError(f"{exc}; restore the file from version control, or re-record the run", path=path, where=exc.where) from None
     except ValueError as exc:
         what = "is truncated" if _looks_truncated(raw) else "is not valid JSON"
         raise CassetteError(
@@ -70,27 +85,6 @@ def parse_document(raw: bytes | str, *, path: str = "<cassette>") -> Any:
             "or run `blackbox recover FILE` if a recording was interrupted",
             path=path,
         ) from exc
-
-
-def decode_json(raw: bytes | str) -> Any:
-    """Parse JSON with orjson, falling back to the standard library for lone surrogates.
-
-    ``JSON.stringify`` writes a string holding a lone surrogate (a JavaScript agent
-    that cut an emoji in half) as ``"\\ud83d"``; orjson refuses it, the standard
-    library reads it. Raises ``ValueError`` (orjson's error) when neither can.
-    """
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        try:
-            text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-            return json.loads(text, parse_constant=_no_constant)
-        except ValueError:
-            raise exc from None
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 def encode_json(value: Any, *, indent: bool = False) -> bytes:
@@ -175,13 +169,14 @@ def trace_from_json(data: Any, *, path: str = "<cassette>") -> Trace:
     return Trace(id=trace_id, createdAt=created, steps=steps, parentId=parent, forkedFromStepId=forked, version=version)
 
 
-def dump_trace(trace: Trace) -> bytes:
-    """The file's bytes: indented for people and diff tools, keys in the spec's order."""
-    return encode_json(trace.to_json(), indent=True) + b"\n"
+def dump_trace(trace: Trace, *, compact: bool = False) -> bytes:
+    """The file's bytes: indented for people and diff tools (one line with ``compact``), keys in the spec's order."""
+    return encode_json(trace.to_json(), indent=not compact) + b"\n"
 
 
-def save_trace(trace: Trace, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-    return write_atomic(Path(path), dump_trace(trace), overwrite=overwrite)
+def save_trace(trace: Trace, path: str | os.PathLike[str], *, overwrite: bool = False, compact: bool = False) -> Path:
+    """Write ``trace`` to ``path``, compressed when the name ends in ``.gz`` / ``.zst`` (``compression``)."""
+    return write_atomic(Path(path), compression.encode(path, dump_trace(trace, compact=compact)), overwrite=overwrite)
 
 
 def write_atomic(path: Path, data: bytes, *, overwrite: bool = False) -> Path:
@@ -268,6 +263,13 @@ def _need_number(obj: dict[str, Any], key: str, path: str, where: str) -> int | 
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise CassetteError(
             f"`{key}` must be a number (milliseconds since the epoch), found {json_kind(v)}", path=path, where=f"{where}.{key}"
+        )
+    if not (isinstance(v, int) or math.isfinite(v)) or not -_MAX_TIME_MS <= v <= _MAX_TIME_MS:
+        raise CassetteError(
+            f"`{key}` is {v!r}, not a time: milliseconds since the epoch lie within ±8.64e15 (the range of a JavaScript Date); "
+            "restore the file from version control, or re-record the run",
+            path=path,
+            where=f"{where}.{key}",
         )
     return v
 

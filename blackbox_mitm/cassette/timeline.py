@@ -324,6 +324,8 @@ def _name(name: Any) -> str:
 def _json(value: Any, limit: int) -> str:
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except RecursionError:
+        text = "(nested too deep to show)"
     except (TypeError, ValueError):
         text = repr(value)
     return one_line(text, limit)

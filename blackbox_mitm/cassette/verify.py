@@ -3,7 +3,10 @@
 ``verify_trace`` returns every ``Problem`` it finds (empty when the cassette is
 valid); ``verify_file`` reads a file first. The checks:
 
-* **format**: ``version`` is 2 (v1 cannot be read: re-record); each step's
+* **format**: ``version`` is 2 (v1 cannot be read: re-record); the run has
+  steps (``empty``: every recording ends with a terminal event, so a run without
+  steps is no run, and there is nothing in it to replay); no object repeats a
+  key (``duplicate_key``: readers disagree on which value counts); each step's
   ``index`` is its position, its ``id`` is ``${traceId}:${index}``, its type is
   known and its payload has the spec's shape (``SHAPE``).
 * **chain**: the first ``prevHash`` is null, every other one is the previous
@@ -12,24 +15,33 @@ valid); ``verify_file`` reads a file first. The checks:
 * **neutrality, structure** — ids, types, keys and metadata, everywhere outside
   the user's data: no provider ids (``PROVIDER_ID_PREFIXES``), no provider
   response fields (``PROVIDER_RESPONSE_KEYS``), no API-key names (``OPENAI_API_KEY``,
-  ``x-api-key``, ``authorization``...), no request controls under other than their
-  neutral names (``NEUTRAL_PARAMS``), and tool-call ids of Blackbox's own form ``call-N``.
+  ``x-api-key``, ``authorization``...), and tool-call ids of Blackbox's own form
+  ``call-N``. A ``params`` key fails only when it is a provider response field or
+  names a credential: the spec fixes no list of neutral control names, so
+  another implementation's ``max_tokens`` / ``top_p`` are as good as our
+  ``maxTokens`` / ``topP`` (``NEUTRAL_PARAMS``, and every codec's wire names).
 * **neutrality, data** — tool inputs and results, errors, input schemas, message
   text, the system prompt, tool names and descriptions, request-control values,
   and a terminal event's ``result`` / ``message`` text: only realistic credentials
   (``sk-ant-…``, ``sk-proj-…``, ``sk-…``, ``AIza…``, ``gsk_…``, ``Bearer …`` of a
-  key's length and randomness). A tool that returns ``{"usage": 42}`` or reads
-  source code mentioning ``toolu_`` is not a leak.
+  key's length and randomness), and credentials in the other schemes a request
+  carries them in (``_scheme_credentials``): ``Authorization: Token …`` and
+  ``Basic …``, an ``x-goog-api-key`` / ``x-api-key`` / ``api-key`` header line, and
+  ``key=`` / ``api_key=`` query parameters. A tool that returns ``{"usage": 42}``
+  or reads source code mentioning ``toolu_`` is not a leak.
 
 Speed: each payload is serialized once (``canonical_bytes``, needed for its
 hash); a few fast scans of those bytes (``_scan``) decide whether anything in it
 could break a neutrality rule. Only then is the payload walked in Python, and its
-user data only when something shaped like a credential is in it. A 70 MB cassette
-of 1,200 steps verifies in under a second.
+user data only when something shaped like a credential is in it. The repeated-key
+rule costs two byte counts: the file's quotes against those of what was parsed
+(``jsonfile.count_quotes``); only when they differ is the file parsed again, slowly,
+to name the key.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -37,10 +49,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from blackbox_mitm.cassette import compression
 from blackbox_mitm.cassette.canonical import canonical_bytes, step_hash_from_canonical_payload
+from blackbox_mitm.cassette.jsonfile import count_quotes, find_duplicate_key, read_file
 from blackbox_mitm.cassette.payloads import json_kind
-from blackbox_mitm.cassette.store import load_trace, parse_document, trace_from_json
+from blackbox_mitm.cassette.store import load_trace_bytes, parse_document, trace_from_json
 from blackbox_mitm.cassette.trace import CURRENT_TRACE_VERSION, STEP_TYPES, Trace, TraceStep
+from blackbox_mitm.codecs import REGISTERED, id_prefixes, neutral_params, response_keys
 from blackbox_mitm.errors import CassetteError
 
 __all__ = [
@@ -48,71 +63,31 @@ __all__ = [
     "PROVIDER_ID_PREFIXES",
     "PROVIDER_RESPONSE_KEYS",
     "Problem",
+    "UnverifiedCassetteError",
     "VerifyResult",
     "load_verified",
     "verify_file",
     "verify_trace",
 ]
 
-#: Prefixes of provider-native ids: Anthropic tool uses and messages, OpenAI tool calls,
-#: chat completions and responses. Matched at the start of a structural string.
-PROVIDER_ID_PREFIXES = ("toolu_", "srvtoolu_", "msg_", "call_", "chatcmpl-", "resp_")
+#: Prefixes of provider-native ids (Anthropic tool uses and messages, OpenAI tool calls,
+#: chat completions and responses, ...): every registered codec's ``ID_PREFIXES``.
+#: Matched at the start of a structural string.
+PROVIDER_ID_PREFIXES = id_prefixes()
 
 #: Fields of provider responses that never belong in a cassette (usage counts, stop
-#: reasons, envelopes, native correlation ids). Matched as whole keys, as providers
-#: spell them and in camelCase (``stopReason``); ``toolCallId`` is ours.
-PROVIDER_RESPONSE_KEYS = (
-    "usage",
-    "input_tokens",
-    "output_tokens",
-    "prompt_tokens",
-    "completion_tokens",
-    "total_tokens",
-    "cache_creation_input_tokens",
-    "cache_read_input_tokens",
-    "prompt_tokens_details",
-    "completion_tokens_details",
-    "stop_reason",
-    "stop_sequence",
-    "stop_details",
-    "finish_reason",
-    "system_fingerprint",
-    "service_tier",
-    "choices",
-    "created",
-    "logprobs",
-    "tool_calls",
-    "tool_use_id",
-    "tool_call_id",
-)
+#: reasons, envelopes, native correlation ids): every registered codec's
+#: ``RESPONSE_KEYS``. Matched as whole keys, as providers spell them and in camelCase
+#: (``stopReason``); ``toolCallId`` is ours.
+PROVIDER_RESPONSE_KEYS = response_keys()
 
-#: The request controls a model_input's ``params`` may hold, by their neutral names.
-NEUTRAL_PARAMS = frozenset(
-    {
-        "maxTokens",
-        "temperature",
-        "topP",
-        "topK",
-        "toolChoice",
-        "responseFormat",
-        "stop",
-        "stopSequences",
-        "parallelToolCalls",
-        "seed",
-        "reasoningEffort",
-        "presencePenalty",
-        "frequencyPenalty",
-        "logitBias",
-        "logprobs",
-        "topLogprobs",
-        "verbosity",
-        "prediction",
-        "modalities",
-        "outputConfig",
-        "thinking",
-        "stream",
-    }
-)
+#: The request controls a model_input's ``params`` may hold, by their neutral names:
+#: every registered codec's ``PARAMS`` (and ``stream``).
+NEUTRAL_PARAMS = neutral_params()
+
+# Request-control names, ours and the wire names the spec lists (``logprobs`` is both a
+# control and a response field): a params key with one of them is never a response field.
+_CONTROL_NAMES = NEUTRAL_PARAMS | {wire for codec in REGISTERED for wire, _ in codec.PARAMS}
 
 _OUTPUT_TYPES = ("final_answer", "tool_calls", "tool_call")
 _CALL_ID = re.compile(r"call-(?:0|[1-9][0-9]*)")
@@ -181,8 +156,59 @@ def _scan(payload_json: bytes) -> tuple[bool, bool]:
     if any(rx.search(payload_json) for rx in _SECRET_GATES):
         return True, True
     lowered = payload_json.lower()
-    structure = any(rx.search(payload_json) for rx in _SUSPECT_STRUCTURE) or any(word in lowered for word in _CREDENTIAL_WORDS)
-    return structure, False
+    words = any(word in lowered for word in _CREDENTIAL_WORDS)
+    if (words or _QUERY_KEY.search(lowered)) and _scheme_credential(payload_json, lowered) is not None:
+        return True, True
+    return words or any(rx.search(payload_json) for rx in _SUSPECT_STRUCTURE), False
+
+
+# Credentials in the other schemes a request carries them in: an Authorization header's
+# ``Token`` or ``Basic`` value, an API-key header line (``x-goog-api-key: …``), and a
+# ``key=`` / ``api_key=`` query parameter. Searched in the lowercased bytes; the value
+# is then read from the original bytes at the same offsets and judged (``_scheme_value``).
+# ``_scan`` looks for them only in a payload that names a credential (``authorization``,
+# ``api-key``, ``api_key``: ``_CREDENTIAL_WORDS``) or holds a ``?key=`` / ``&key=``
+# query parameter (``_QUERY_KEY``, led by a literal: one fast pass).
+_SCHEMES: tuple[tuple[str, re.Pattern[bytes]], ...] = (
+    ("token", re.compile(rb"token +([a-z0-9._~+/-]{16,}=*)")),
+    ("basic", re.compile(rb"basic +([a-z0-9+/]{4,}={0,2})")),
+    ("api-key", re.compile(rb"api-key\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?([a-z0-9._~+/-]{16,})")),
+    ("key", re.compile(rb"key=([a-z0-9._~%+/-]{16,})")),
+)
+_QUERY_KEY = re.compile(rb"key=(?<=[?&]key=)[a-z0-9._~%+/-]{16}")
+_QUERY_LEADS = (b"?", b"&", b"?api_", b"&api_", b"?api-", b"&api-", b"?api", b"&api")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
+
+
+def _scheme_credential(data: bytes, lowered: bytes | None = None) -> str | None:
+    """A credential of another scheme in ``data`` (UTF-8), redacted for a message; None when there is none."""
+    lowered = data.lower() if lowered is None else lowered  # ASCII only: offsets stay the same
+    for scheme, pattern in _SCHEMES:
+        for m in pattern.finditer(lowered):
+            value = data[m.start(1) : m.end(1)].decode()
+            if _scheme_value(scheme, value, lowered[max(0, m.start() - 5) : m.start()]):
+                return f"{scheme} {value[:4]}… ({len(value)} characters)"
+    return None
+
+
+def _scheme_value(scheme: str, value: str, before: bytes) -> bool:
+    if scheme == "key":
+        return before.endswith(_QUERY_LEADS) and _realistic(value)
+    if scheme in ("token", "basic") and before[-1:].isalnum():
+        return False  # part of a longer word ("keytoken abc…")
+    return _basic_pair(value) if scheme == "basic" else _realistic(value)
+
+
+def _basic_pair(value: str) -> bool:
+    """A Basic credential: base64 of ``user:password``, both non-empty and printable."""
+    if not _BASE64.fullmatch(value) or len(value) % 4:
+        return False
+    try:
+        decoded = base64.b64decode(value, validate=True).decode("utf-8")
+    except ValueError:
+        return False
+    user, sep, password = decoded.partition(":")
+    return bool(sep and user and password and decoded.isprintable())
 
 
 # The payload's own structure, per step type: fields holding the user's data (DATA),
@@ -239,17 +265,29 @@ class VerifyResult:
         return not self.problems
 
 
+class UnverifiedCassetteError(CassetteError):
+    """A cassette that was read but does not verify; ``problems`` lists every broken rule."""
+
+    def __init__(self, path: str, problems: list[Problem]) -> None:
+        self.problems = problems
+        first = problems[0]
+        if first.code == "empty":
+            message = f"the cassette does not verify: {first.reason}"
+        else:
+            message = f"the cassette does not verify ({first}); run `blackbox verify` for details, and re-record it"
+        super().__init__(message, path=path)
+
+
 def load_verified(path: str | os.PathLike[str], *, recover: bool = True) -> Trace:
-    """Load a cassette and refuse it (``CassetteError``) unless it verifies: hash chain, ids, neutrality.
+    """Load a cassette and refuse it (``UnverifiedCassetteError``) unless it verifies: hash chain, ids, neutrality.
 
     ``recover=False`` never touches a journal beside it (a read-only look).
     """
-    trace = load_trace(path, recover=recover)
-    problems = verify_trace(trace)
+    trace, raw = load_trace_bytes(path, recover=recover)
+    problems = verify_trace(trace, source=raw)
+    del raw
     if problems:
-        raise CassetteError(
-            f"the cassette does not verify ({problems[0]}); run `blackbox verify` for details, and re-record it", path=str(path)
-        )
+        raise UnverifiedCassetteError(str(path), problems)
     return trace
 
 
@@ -261,23 +299,31 @@ def verify_file(path: str | os.PathLike[str]) -> VerifyResult:
     unknown step type) is answered with problems instead.
     """
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise CassetteError("no such file; check the path", path=str(p)) from None
-    except OSError as exc:
-        raise CassetteError(f"cannot read the file ({exc.strerror}); check its permissions", path=str(p)) from exc
+    raw = compression.decode(p, read_file(p))  # RUN.json.gz / RUN.json.zst: the plain bytes
     data = parse_document(raw, path=str(p))
     try:
         trace = trace_from_json(data, path=str(p))
     except CassetteError as exc:
         return VerifyResult(p, _count_steps(data), [_load_problem(exc)])
-    return VerifyResult(p, len(trace.steps), verify_trace(trace), trace)
+    return VerifyResult(p, len(trace.steps), verify_trace(trace, source=raw), trace)
 
 
-def verify_trace(trace: Trace) -> list[Problem]:
-    """Every problem in ``trace``, in step order; an empty list means the cassette is valid."""
+def verify_trace(trace: Trace, *, source: bytes | None = None) -> list[Problem]:
+    """Every problem in ``trace``, in step order; an empty list means the cassette is valid.
+
+    ``source``: the file's bytes ``trace`` was parsed from, to rule out repeated keys.
+    """
     problems: list[Problem] = []
+    if not trace.steps:
+        problems.append(
+            Problem(
+                None,
+                "empty",
+                "the cassette holds no steps: a run has steps (every recording ends with a run_completed or run_failed "
+                "metadata event), so this is no run, and it holds no calls to replay — re-record it",
+                "steps",
+            )
+        )
     if trace.version != CURRENT_TRACE_VERSION:
         what = (
             "a v1 cassette (legacy tool-call encoding): re-record the run" if trace.version == 1 else "re-record the run with this blackbox"
@@ -289,13 +335,48 @@ def verify_trace(trace: Trace) -> list[Problem]:
         if isinstance(value, str):
             walker.structural_string(value, name)
     prev: str | None = None
+    quotes = _header_quotes(trace)
     for i, step in enumerate(trace.steps):
-        _verify_step(trace.id, i, step, prev, problems)
+        quotes += _verify_step(trace.id, i, step, prev, problems, count=source is not None)
         prev = step.hash
+    if source is not None and count_quotes(source) != quotes:
+        _duplicate_key(source, problems)
     return problems
 
 
-def _verify_step(trace_id: str, i: int, step: TraceStep, prev: str | None, out: list[Problem]) -> None:
+def _header_quotes(trace: Trace) -> int:
+    """The quotes the trace's own fields take in its file: four keys and the id, and the lineage when set."""
+    quotes = 8 + _quotes(trace.id)
+    for value in (trace.parentId, trace.forkedFromStepId):
+        if value is not None:
+            quotes += 2 + _quotes(value)
+    return quotes
+
+
+def _quotes(text: str) -> int:
+    return 2 + text.count('"')
+
+
+def _duplicate_key(source: bytes, out: list[Problem]) -> None:
+    found = find_duplicate_key(source)
+    if found is None:
+        return  # the file only spells some strings differently (\u escapes, extra fields)
+    key, where = found
+    m = re.match(r"\$\.steps\[(\d+)\]\.?", where)
+    place = (where[m.end() :] or "the step") if m else where
+    out.append(
+        Problem(
+            int(m.group(1)) if m else None,
+            "duplicate_key",
+            f"{place}: the key {_quote(key)} appears twice in one object; JSON readers disagree on which value counts, "
+            "so a cassette never repeats a key — restore the file from version control, or re-record it",
+            where,
+        )
+    )
+
+
+def _verify_step(trace_id: str, i: int, step: TraceStep, prev: str | None, out: list[Problem], *, count: bool) -> int:
+    """Check one step; with ``count``, the quotes it takes in its file (for the repeated-key rule)."""
     if step.index != i:
         out.append(Problem(i, "index", f"index is {step.index!r} but the step is number {i} in the file", "index"))
     if step.id != f"{trace_id}:{i}":
@@ -311,11 +392,16 @@ def _verify_step(trace_id: str, i: int, step: TraceStep, prev: str | None, out: 
                 "the chain is broken (a step was removed, inserted or reordered)"
             )
         out.append(Problem(i, "prev_hash", reason, "prevHash"))
+    quotes = 0
+    if count:
+        quotes = 14 + _quotes(step.id) + _quotes(step.type) + _quotes(step.hash) + (0 if step.prevHash is None else _quotes(step.prevHash))
     try:
         payload_json = canonical_bytes(step.payload)
     except (TypeError, ValueError) as exc:
         out.append(Problem(i, "shape", f"the payload is not JSON ({exc})", "payload"))
-        return
+        return quotes
+    if count:
+        quotes += payload_json.count(b'"')
     expected = step_hash_from_canonical_payload(step.index, step.type, step.timestamp, payload_json, step.prevHash)
     if step.hash != expected:
         out.append(
@@ -332,6 +418,7 @@ def _verify_step(trace_id: str, i: int, step: TraceStep, prev: str | None, out: 
     structure, data = _scan(payload_json)
     if structure:
         walker.walk(step.payload, "payload", step.type if step.type in _FIELDS else _STRUCT, data=data)
+    return quotes
 
 
 class _Walker:
@@ -360,12 +447,7 @@ class _Walker:
             params = payload.get("params")
             if self._may(payload, "params", dict) and isinstance(params, dict):
                 for key in params:
-                    if key not in NEUTRAL_PARAMS:
-                        self.add(
-                            "param",
-                            f"payload.params{_key_path(key)}",
-                            f"{_quote(key)} is not a neutral request-control name (expected one of {', '.join(sorted(NEUTRAL_PARAMS))})",
-                        )
+                    self.param_key(key, f"payload.params{_key_path(key)}")
         elif step_type == "model_output":
             kind = payload.get("type")
             if kind not in _OUTPUT_TYPES:
@@ -391,6 +473,17 @@ class _Walker:
             if ("result" in payload) == ("error" in payload):
                 self.add("shape", "payload", "a tool_result holds exactly one of `result` and `error`")
             self._may(payload, "error", str)
+
+    def param_key(self, key: str, where: str) -> None:
+        """A request control's name: any name but a provider response field or a credential's."""
+        if key in _CONTROL_NAMES:
+            return
+        if key in _RESPONSE_KEYS:
+            self.add("param", where, f"{_quote(key)} is a provider response field, not a request control; it never enters a cassette")
+        elif _credential_name.fullmatch(key):
+            self.add("credential_name", where, f"the key {_quote(key)} names a credential; API keys never enter a cassette")
+        else:
+            self._secret(key, where)
 
     def _call(self, call: dict[str, Any], where: str) -> None:
         self._need(call, "toolCallId", str, where)
@@ -513,6 +606,9 @@ class _Walker:
                     f"holds what looks like a real credential ({_redact(m.group())}); remove it and re-record, or rotate the key",
                 )
                 return
+        found = _scheme_credential(text.encode("utf-8", "surrogatepass"))
+        if found is not None:
+            self.add("credential", where, f"holds what looks like a real credential ({found}); remove it and re-record, or rotate the key")
 
 
 def _realistic(secret: str) -> bool:

@@ -29,16 +29,25 @@ the two quoted texts, None when one side is absent. Each quote is at most
 ``QUOTE_CHARS`` characters starting ``QUOTE_CONTEXT`` characters before
 ``at_char``, so the differing character is in view; a role (or tool name) is
 cut to ``ROLE_CHARS``. A comparison that finds nothing returns None — exactly
-when the two requests have the same ``request_digest``.
+when the two requests have the same ``request_digest`` (under the same ``rules``).
+
+With ``rules`` (``masks.CompareRules``) the masked views are compared. When the
+first differing character is in a placeholder on either side (a mask matched
+on one side and not the other, or two different masks matched), ``masks``
+names those rules and ``note`` says so. When a side holds a redaction
+placeholder (``<redacted:NAME>``) at the difference and ``rules`` names no
+redaction rule, ``note`` says the recording was redacted and the replay is
+not; ``redacted`` names the rules.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from blackbox_mitm.cassette.canonical import canonical_bytes
+from blackbox_mitm.matcher.masks import NO_RULES, CompareRules, placeholders_in
 from blackbox_mitm.matcher.normalize import compared_view
 
 __all__ = ["MESSAGE_FIELDS", "QUOTE_CHARS", "QUOTE_CONTEXT", "ROLE_CHARS", "Difference", "first_difference"]
@@ -67,9 +76,12 @@ class Difference:
     got: str | None = None
     recorded_messages: int = 0
     got_messages: int = 0
+    masks: tuple[str, ...] = ()
+    redacted: tuple[str, ...] = ()
+    note: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "message": self.message,
             "role": self.role,
             "field": self.field,
@@ -79,6 +91,13 @@ class Difference:
             "recorded_messages": self.recorded_messages,
             "got_messages": self.got_messages,
         }
+        if self.masks:
+            out["masks"] = list(self.masks)
+        if self.redacted:
+            out["redacted"] = list(self.redacted)
+        if self.note:
+            out["note"] = self.note
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Difference:
@@ -91,6 +110,9 @@ class Difference:
             got=data.get("got"),
             recorded_messages=int(data.get("recorded_messages") or 0),
             got_messages=int(data.get("got_messages") or 0),
+            masks=tuple(str(m) for m in data.get("masks") or ()),
+            redacted=tuple(str(m) for m in data.get("redacted") or ()),
+            note=data.get("note"),
         )
 
     @property
@@ -132,12 +154,15 @@ class Difference:
 
     def human_lines(self) -> list[str]:
         """The headline, both quotes and the message counts, as the divergence report prints them."""
-        return [
+        lines = [
             self.headline(),
             f"  recorded: {self._show(self.recorded)}",
             f"  got:      {self._show(self.got)}",
-            f"(the recording's request has {_count(self.recorded_messages, 'message')}, the agent's {self.got_messages})",
         ]
+        if self.note:
+            lines.append(f"  note: {self.note}")
+        lines.append(f"(the recording's request has {_count(self.recorded_messages, 'message')}, the agent's {self.got_messages})")
+        return lines
 
     def _show(self, quote: str | None) -> str:
         if quote is None:
@@ -146,10 +171,39 @@ class Difference:
         return '"' + lead + _escape_controls(quote) + '"'
 
 
-def first_difference(recorded: Mapping[str, Any], got: Mapping[str, Any]) -> Difference | None:
-    """The first difference between two model_inputs (compared views are taken here), or None."""
-    rec = compared_view(recorded)
-    new = compared_view(got)
+def first_difference(recorded: Mapping[str, Any], got: Mapping[str, Any], rules: CompareRules = NO_RULES) -> Difference | None:
+    """The first difference between two model_inputs (compared views, masked by ``rules``, are taken here), or None."""
+    found = _first_difference(compared_view(recorded, rules), compared_view(got, rules))
+    return None if found is None else _with_placeholders(found, rules)
+
+
+def _with_placeholders(d: Difference, rules: CompareRules) -> Difference:
+    """Name the masks (and redaction rules) whose placeholders sit at the difference (see the module docstring)."""
+    if d.at_char is None:
+        return d
+    at = d.at_char - max(0, d.at_char - QUOTE_CONTEXT)  # the differing character, in each quote
+    hit: dict[str, dict[str, str]] = {"masked": {}, "redacted": {}}
+    for side, quote in (("recording", d.recorded), ("agent", d.got)):
+        for begin, end, kind, name in placeholders_in(quote):
+            if begin <= at < end:
+                hit[kind].setdefault(name, side)
+    masks = tuple(hit["masked"])
+    redacted = tuple(hit["redacted"])
+    notes = []
+    if masks:
+        where = "; ".join(f"mask {name} matched in the {side}'s request" for name, side in hit["masked"].items())
+        notes.append(f"the difference is at a masked span ({where}), and the other side has different text there")
+    if redacted and not rules.redactions:
+        notes.append(
+            "the recording holds redaction placeholders (" + ", ".join(redacted) + ") and this replay redacts nothing: "
+            "replay with the redaction rules the run was recorded with (--redact, or redact in the project config)"
+        )
+    if not notes:
+        return d
+    return replace(d, masks=masks, redacted=redacted, note="; ".join(notes))
+
+
+def _first_difference(rec: dict[str, Any], new: dict[str, Any]) -> Difference | None:
     rec_messages: list[Any] = rec["messages"]
     got_messages: list[Any] = new["messages"]
 

@@ -9,12 +9,23 @@ to pick the compared keys and make equal things look equal:
   ``params``; every other key of a model_input is ignored;
 * ``model``, ``systemPrompt`` and ``params`` are absent when absent or None;
   ``params: {}`` (no request control) is the same as no ``params``;
+* a request control is compared under our neutral name whatever name the
+  cassette gives it: the spec lists the controls by their wire names
+  (``max_tokens``, ``top_p``...), which another implementation may write into
+  ``params``, so each codec's wire name is the same control as its neutral name
+  (``top_p`` is ``topP``; ``max_tokens`` and ``max_completion_tokens`` are both
+  ``maxTokens``). A name that is not a listed control is compared as it is;
 * ``messages`` and ``tools`` are lists, ``[]`` when absent;
 * a message is its ``role`` and ``content``; adjacent text parts are joined
   with ``""`` as the codecs join them, and content that is text alone is a
   string (how text is split into blocks or parts is not compared);
 * a tool definition is its ``name``, ``description`` (when not None) and
   ``inputSchema``.
+
+The tool_result parts of a user turn are compared in the order of the tool_use
+parts they answer (``session.transcript.order_tool_results``), whatever order
+the agent sent them in. With ``rules`` (``masks.CompareRules``), every span a
+mask matches in a compared text is replaced by its placeholder, on both sides.
 
 Values are compared through canonical JSON (``canonical_bytes``), so ``1`` and
 ``1.0`` are equal, ``true`` and ``1`` are not, and key order never matters.
@@ -28,21 +39,28 @@ from itertools import pairwise
 from typing import Any
 
 from blackbox_mitm.cassette.canonical import canonical_bytes
+from blackbox_mitm.codecs import REGISTERED
+from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
+from blackbox_mitm.session.transcript import order_tool_results
 
-__all__ = ["COMPARED_KEYS", "compared_view", "request_digest"]
+__all__ = ["COMPARED_KEYS", "CONTROL_ALIASES", "compared_view", "request_digest"]
 
 COMPARED_KEYS = ("model", "systemPrompt", "messages", "tools", "params")
+
+#: A request control's wire name (as the spec lists it) -> our neutral name, from every codec's ``PARAMS``.
+CONTROL_ALIASES: dict[str, str] = {wire: neutral for codec in REGISTERED for wire, neutral in codec.PARAMS if wire != neutral}
 
 _MESSAGE_KEYS = ("role", "content")
 _TOOL_KEYS = ("name", "description", "inputSchema")
 
 
-def compared_view(model_input: Mapping[str, Any]) -> dict[str, Any]:
+def compared_view(model_input: Mapping[str, Any], rules: CompareRules = NO_RULES) -> dict[str, Any]:
     """The part of ``model_input`` strict replay compares (see the module docstring).
 
     Idempotent: the view of a view is itself. The input is not modified; the
     view shares its leaf values.
     """
+    model_input = order_tool_results(model_input)
     view: dict[str, Any] = {}
     for key in ("model", "systemPrompt"):
         value = model_input.get(key)
@@ -52,13 +70,23 @@ def compared_view(model_input: Mapping[str, Any]) -> dict[str, Any]:
     view["tools"] = [_tool(t) for t in _as_list(model_input.get("tools"))]
     params = model_input.get("params")
     if params is not None and params != {}:
-        view["params"] = params
-    return view
+        view["params"] = _neutral_params(params)
+    return rules.mask_view(view) if rules else view
 
 
-def request_digest(model_input: Mapping[str, Any]) -> str:
-    """SHA-256 hex of the canonical JSON of the compared view of ``model_input``."""
-    return hashlib.sha256(canonical_bytes(compared_view(model_input))).hexdigest()
+def request_digest(model_input: Mapping[str, Any], rules: CompareRules = NO_RULES) -> str:
+    """SHA-256 hex of the canonical JSON of the compared view of ``model_input`` (masked by ``rules``)."""
+    return hashlib.sha256(canonical_bytes(compared_view(model_input, rules))).hexdigest()
+
+
+def _neutral_params(params: Any) -> Any:
+    """``params`` with every control under its neutral name (the same dict when it already is)."""
+    if not isinstance(params, Mapping) or not any(key in CONTROL_ALIASES for key in params):
+        return params
+    names = [CONTROL_ALIASES.get(key, key) for key in params]
+    if len(set(names)) != len(names):
+        return params  # two names of one control (max_tokens and maxTokens): compared as written
+    return dict(zip(names, params.values(), strict=True))
 
 
 def _as_list(value: Any) -> list[Any]:

@@ -34,6 +34,7 @@ class RecordedCall:
     digest: str
     timestamp: int | float
     tool_steps_before: int = 0
+    input_timestamp: int | float | None = None  # the model_input step's: how long the call took is timestamp - this
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,9 @@ a cursor on the earliest unserved call that only moves forward.
   unserved call, and is not served.
 * ``sequence``: the earliest unserved call is served whatever the request says.
 
+With ``rules`` (``masks.CompareRules``) digests and differences are taken on the
+masked views: what a mask matches is not compared.
+
 When every call has been served, a request is ``Exhausted``. ``upto=N`` keeps only
 the calls whose model_output step is before N (a fork's prefix); a request past
 them is ``Exhausted`` with ``past_cut`` and is counted apart from an overrun.
@@ -45,6 +48,7 @@ from typing import Any, Literal
 
 from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.matcher.difference import first_difference
+from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.matcher.normalize import request_digest
 from blackbox_mitm.matcher.outcomes import Divergence, Exhausted, RecordedCall, Served
 from blackbox_mitm.matcher.report import render_report, verdict
@@ -61,8 +65,8 @@ DIVERGENCE_CACHE_SIZE = 256
 _TOOL_STEPS = ("tool_call", "tool_result")
 
 
-def recorded_calls_of(trace: Trace, *, upto: int | None = None) -> list[RecordedCall]:
-    """The recorded model calls of ``trace`` in recorded order (see the module docstring)."""
+def recorded_calls_of(trace: Trace, *, upto: int | None = None, rules: CompareRules = NO_RULES) -> list[RecordedCall]:
+    """The recorded model calls of ``trace`` in recorded order (see the module docstring); digests under ``rules``."""
     calls: list[RecordedCall] = []
     pending: deque[tuple[int, int]] = deque()  # (model_input step, tool steps before it)
     tool_steps = 0
@@ -89,9 +93,10 @@ def recorded_calls_of(trace: Trace, *, upto: int | None = None) -> list[Recorded
                     output_step=step.index,
                     input=model_input,
                     output=output,
-                    digest=request_digest(model_input),
+                    digest=request_digest(model_input, rules),
                     timestamp=step.timestamp,
                     tool_steps_before=before,
+                    input_timestamp=trace.steps[input_index].timestamp,
                 )
             )
     return calls
@@ -100,10 +105,11 @@ def recorded_calls_of(trace: Trace, *, upto: int | None = None) -> list[Recorded
 class RecordedCalls:
     """The recorded model calls of one run and which of them have been served."""
 
-    def __init__(self, trace: Trace, *, upto: int | None = None) -> None:
+    def __init__(self, trace: Trace, *, upto: int | None = None, rules: CompareRules = NO_RULES) -> None:
         self.run_id = trace.id
         self.upto = upto
-        self._calls: list[RecordedCall] = recorded_calls_of(trace, upto=upto)
+        self.rules = rules
+        self._calls: list[RecordedCall] = recorded_calls_of(trace, upto=upto, rules=rules)
         self._calls_view = tuple(self._calls)
         self._index: dict[str, deque[int]] = {}
         for call in self._calls:
@@ -136,7 +142,10 @@ class RecordedCalls:
         """
         if mode not in MATCH_MODES:
             raise ValueError(f"unknown match mode {mode!r}; expected one of {', '.join(MATCH_MODES)}")
-        digest = request_digest(model_input)  # outside the lock: it is the costly part
+        # (called with the rules only when there are some: the plain call is the common, measured path)
+        digest = (
+            request_digest(model_input, self.rules) if self.rules != NO_RULES else request_digest(model_input)
+        )  # outside the lock: it is the costly part
         with self._lock:
             expected = self._earliest_unserved()
             if expected is None:
@@ -221,7 +230,9 @@ class RecordedCalls:
         divergence = Divergence(
             run_id=self.run_id,
             step=call.input_step,
-            difference=first_difference(call.input, model_input),
+            difference=first_difference(call.input, model_input, self.rules)
+            if self.rules != NO_RULES
+            else first_difference(call.input, model_input),
             expected_digest=call.digest,
             got_digest=digest,
         )

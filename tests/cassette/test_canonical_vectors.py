@@ -122,13 +122,13 @@ def test_plain_text_with_numbers_stays_on_the_fast_path(monkeypatch: pytest.Monk
 
 def test_the_slow_path_walks_only_the_way_to_what_needs_rewriting(monkeypatch: pytest.MonkeyPatch) -> None:
     visited: list[Any] = []
-    real = canonical_module._write
+    real = canonical_module._visit
 
-    def spy(value: Any, out: list[bytes], *, whole: bool = True) -> None:
+    def spy(value: Any, out: list[bytes], stack: list[Any], *, whole: bool) -> None:
         visited.append(value)
-        real(value, out, whole=whole)
+        real(value, out, stack, whole=whole)
 
-    monkeypatch.setattr(canonical_module, "_write", spy)
+    monkeypatch.setattr(canonical_module, "_visit", spy)
     history = [{"role": "user", "content": f"message {n}"} for n in range(500)]
     payload = {"messages": history, "params": {"temperature": 1.0, "maxTokens": 10}, "model": "m"}
     out = canonical_bytes(payload)

@@ -204,11 +204,14 @@ def test_a_request_header_kept_in_a_message_is_caught() -> None:
     assert _only(verify_trace(_trace_with("model_input", payload)), "credential_name").where == 'payload.messages[0].headers["x-api-key"]'
 
 
-def test_a_provider_named_request_control_is_caught() -> None:
-    payload = {"messages": [], "tools": [], "params": {"max_tokens": 100, "temperature": 0.2, "service_tier": "auto"}}
-    problems = verify_trace(_trace_with("model_input", payload))
-    assert _codes(problems) == ["param", "param"]
-    assert [p.where for p in problems] == ["payload.params.max_tokens", "payload.params.service_tier"]
+def test_a_params_key_fails_only_as_a_response_field_or_a_credential() -> None:
+    # The spec fixes no list of neutral names: another implementation's max_tokens / top_p,
+    # and controls nobody lists, are fine; a response field or a credential's name is not.
+    params = {"max_tokens": 100, "top_p": 1, "logprobs": True, "temperature": 0.2, "customKnob": 1}
+    params |= {"service_tier": "auto", "usage": 3, "api_key": "x"}
+    problems = verify_trace(_trace_with("model_input", {"messages": [], "tools": [], "params": params}))
+    assert _codes(problems) == ["param", "param", "credential_name"]
+    assert [p.where for p in problems] == ["payload.params.service_tier", "payload.params.usage", "payload.params.api_key"]
 
 
 # -- neutrality: the user's data --------------------------------------------------------------

@@ -28,7 +28,7 @@ def first_request(city: str = "Paris") -> dict[str, Any]:
             {"role": "user", "content": f"What's the weather in {city}?"},
         ],
         "tools": [copy.deepcopy(WEATHER_TOOL)],
-        "params": {"temperature": 0.2, "max_tokens": 256},
+        "params": {"temperature": 0.2, "maxTokens": 256},
     }
 
 

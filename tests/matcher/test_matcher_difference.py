@@ -102,7 +102,7 @@ def _stream(req: dict[str, Any]) -> None:
 
 
 def _no_max_tokens(req: dict[str, Any]) -> None:
-    del req["params"]["max_tokens"]
+    del req["params"]["maxTokens"]
 
 
 RECORDED_RESULT = '{"celsius":12,"forecast":"rain"}'
@@ -180,7 +180,7 @@ CASES: list[Any] = [
     ),
     pytest.param(_temperature, dict(field="params.temperature", at_char=2, recorded="0.2", got="0.7"), id="temperature"),
     pytest.param(_stream, dict(field="params.stream", at_char=None, recorded=None, got="true"), id="stream"),
-    pytest.param(_no_max_tokens, dict(field="params.max_tokens", at_char=None, recorded="256", got=None), id="param removed"),
+    pytest.param(_no_max_tokens, dict(field="params.maxTokens", at_char=None, recorded="256", got=None), id="param removed"),
 ]
 
 

@@ -67,7 +67,7 @@ def _delete(key: str) -> Callable[[dict[str, Any]], None]:
         pytest.param(_set(("messages", 1, "name"), "bob"), id="other message key"),
         pytest.param(_set(("tools", 0, "strict"), False), id="other tool key"),
         pytest.param(_set(("params", "temperature"), 0.20), id="same number written differently"),
-        pytest.param(_set(("params", "max_tokens"), 256.0), id="integer as float"),
+        pytest.param(_set(("params", "maxTokens"), 256.0), id="integer as float"),
         pytest.param(_set(("messages", 1, "content"), [{"type": "text", "text": "What's the weather in Paris?"}]), id="one text part"),
         pytest.param(_set(("tools", 0, "description"), "Get the current weather for a city."), id="same description"),
         pytest.param(
@@ -101,7 +101,7 @@ def test_none_and_empty_params_are_absent() -> None:
         pytest.param(_set(("tools", 0, "inputSchema", "required"), []), id="tool schema"),
         pytest.param(_set(("params", "temperature"), 0.7), id="temperature"),
         pytest.param(_set(("params", "stream"), True), id="stream"),
-        pytest.param(_set(("params", "max_tokens"), True), id="true is not 1"),
+        pytest.param(_set(("params", "maxTokens"), True), id="true is not 1"),
         pytest.param(_set(("messages", 1, "content"), "What's the weather in  Paris?"), id="one more space"),
     ],
 )

@@ -1,0 +1,293 @@
+"""Masks: regular expressions whose matches strict replay does not compare.
+
+A mask is a named regular expression. In the *compared view* of a request
+(``normalize.compared_view``) every span a mask matches is replaced by the
+placeholder ``<masked:NAME>``, on both sides: the recorded model_input and the
+live request. Strict matching and its digest look-up therefore ignore what the
+masks cover, while the cassette keeps what was sent.
+
+What is masked — the texts the spec compares, and nothing structural:
+
+* the system prompt;
+* every message's text (string content and text parts);
+* every string inside a tool_use part's ``toolInput`` (values, not keys);
+* a tool_result's ``result`` (every string in it) and ``error``;
+* every tool definition's ``description``.
+
+Roles, tool names, ``toolCallId``\\ s, part types, the number and order of
+parts, ``model``, ``params`` and input schemas are never masked: masks never
+make a different tool-call structure, tool name or role match.
+
+All the masks of a rule set are matched against the original text and the
+spans are taken left to right (at one position the longest wins, then the
+earlier rule), so one mask never matches inside another's placeholder. A
+pattern that can match the empty string is refused (``MaskError``): it would
+mask nothing and put placeholders everywhere.
+
+``BUILT_IN_MASKS`` are on by default (``CompareRules.build(defaults=False)``
+turns them off); ``blackbox masks`` lists them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from blackbox_mitm.errors import BlackboxError
+
+__all__ = [
+    "BUILT_IN_MASKS",
+    "MASK_PLACEHOLDER",
+    "NO_RULES",
+    "PLACEHOLDER_RE",
+    "CompareRules",
+    "Mask",
+    "MaskError",
+    "compile_rule",
+    "map_strings",
+    "placeholders_in",
+]
+
+MASK_PLACEHOLDER = "<masked:{name}>"
+PLACEHOLDER_RE = re.compile(r"<(masked|redacted):([A-Za-z0-9_.\-]+)>")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+_PROBES = ("", "a", "a b", "0", "Ab 09 _-.:/\n\t")  # texts on which a usable pattern makes no empty match
+
+
+class MaskError(BlackboxError, ValueError):
+    """A mask (or redaction rule) that cannot be used: a bad regular expression, a bad name, an empty match."""
+
+
+def compile_rule(pattern: str, *, kind: str, name: str, source: str) -> re.Pattern[str]:
+    """Compile one rule's pattern, or raise ``MaskError`` saying which rule, where from, and why."""
+    if not isinstance(pattern, str) or not pattern:
+        raise MaskError(f"{kind} {name!r} (from {source}) has an empty pattern; give a regular expression")
+    try:
+        regex = re.compile(pattern)
+    except re.error as exc:
+        raise MaskError(f"{kind} {name!r} (from {source}) is not a regular expression: {exc} in {pattern!r}") from exc
+    if any(m.end() == m.start() for probe in _PROBES for m in regex.finditer(probe)):
+        raise MaskError(f"{kind} {name!r} (from {source}) matches the empty string ({pattern!r}); make it match at least one character")
+    if not _NAME.match(name):
+        raise MaskError(f"{kind} name {name!r} (from {source}) must be letters, digits, '.', '_' or '-' (at most 64)")
+    return regex
+
+
+@dataclass(frozen=True, slots=True)
+class Mask:
+    """One mask: its name (in placeholders and reports), its pattern, where it came from, and what it is for."""
+
+    name: str
+    pattern: str
+    source: str = "--mask"
+    about: str = ""
+    needs: tuple[str, ...] = ()  # texts holding none of these cannot match: the regex is not run on them (a fast path)
+    regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "regex", compile_rule(self.pattern, kind="mask", name=self.name, source=self.source))
+
+    @property
+    def placeholder(self) -> str:
+        return MASK_PLACEHOLDER.format(name=self.name)
+
+    def to_json(self) -> dict[str, str]:
+        return {"name": self.name, "pattern": self.pattern, "source": self.source, "about": self.about}
+
+
+# Volatile content of known agent programs, found by recording the same run twice and diffing.
+BUILT_IN_MASKS: tuple[Mask, ...] = (
+    Mask(
+        "claude-code.billing",
+        r"\bcch=[0-9a-f]+;(?: cc_prev_req=[^;\s]*;)? cc_prompt_id=[0-9a-f-]+|(?<=\bcch=)[0-9a-f]+|(?<=\bcc_prompt_id=)[0-9a-f-]+",
+        source="built-in",
+        needs=("cch=", "cc_prompt_id="),
+        about="Claude Code's billing/attribution line at the head of its system prompt: cch=…, cc_prompt_id=… and "
+        "cc_prev_req=… (the previous answer's request id, absent when a replayed answer has none) change every run",
+    ),
+    Mask(
+        "claude-code.agent-id",
+        r"(?<=\bagentId: )[0-9A-Za-z_-]+|(?<=SendMessage with to: ')[0-9A-Za-z_-]+"
+        r"|(?<=<task-id>)[0-9A-Za-z_-]+(?=</task-id>)|(?<=/tasks/)[0-9A-Za-z_-]+(?=\.output)",
+        source="built-in",
+        needs=("agentId: ", "SendMessage with to: '", "<task-id>", "/tasks/"),
+        about="the random id of a subagent (Claude Code's Agent tool): agentId: … and to: '…' in its result, "
+        "<task-id> in a background agent's notification, and its tasks/….output file",
+    ),
+    Mask(
+        "claude-code.agent-usage",
+        r"(?<=<usage>)(?:(?!</usage>)[\s\S]){1,600}(?=</usage>)",
+        source="built-in",
+        needs=("<usage>",),
+        about="the <usage> block of a subagent's result or notification: its token count (a replay reports zero usage) and duration_ms",
+    ),
+    Mask(
+        "claude-code.session-dir",
+        r"(?<=/)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?=/tasks/)",
+        source="built-in",
+        needs=("/tasks/",),
+        about="the session's uuid in the path of a background agent's output file (…/<session>/tasks/<agent>.output)",
+    ),
+    Mask(
+        "claude-code.tool-use-id",
+        r"(?<=<tool-use-id>)[^<\s]{1,200}(?=</tool-use-id>)",
+        source="built-in",
+        needs=("<tool-use-id>",),
+        about="the provider's tool-use id that a background agent's notification quotes (a replay serves its own ids)",
+    ),
+    Mask(
+        "codex.wall-time",
+        r"(?<=Wall time )\d+(?:\.\d+)? seconds",
+        source="built-in",
+        needs=("Wall time ",),
+        about="how long a command took, in the result of Codex CLI's exec tool (Wall time 0.2 seconds)",
+    ),
+    Mask(
+        "claude-code.date",
+        r"(?<=Today's date is )\d{4}-\d{2}-\d{2}",
+        source="built-in",
+        needs=("Today's date is ",),
+        about="the date Claude Code puts in its context (Today's date is YYYY-MM-DD): a run replayed on another day",
+    ),
+)
+
+
+def _spans(text: str, masks: Sequence[Mask]) -> list[tuple[int, int, Mask]]:
+    found: list[tuple[int, int, int, Mask]] = []
+    for order, mask in enumerate(masks):
+        if mask.needs and not any(literal in text for literal in mask.needs):
+            continue
+        for m in mask.regex.finditer(text):
+            if m.end() > m.start():
+                found.append((m.start(), -(m.end() - m.start()), order, mask))
+    found.sort(key=lambda f: f[:3])
+    out: list[tuple[int, int, Mask]] = []
+    end = 0
+    for start, neg_len, _, mask in found:
+        if start >= end:
+            out.append((start, start - neg_len, mask))
+            end = start - neg_len
+    return out
+
+
+def map_strings(value: Any, fn: Callable[[str], str]) -> Any:
+    """``value`` with ``fn`` applied to every string in it (values only, keys kept); unchanged parts are shared."""
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, list):
+        items = [map_strings(v, fn) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if isinstance(value, Mapping):
+        mapped = {k: map_strings(v, fn) for k, v in value.items()}
+        return value if all(mapped[k] is value[k] for k in value) else mapped
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class CompareRules:
+    """What strict comparison ignores: the masks, plus the names of the redaction rules in force (for reports)."""
+
+    masks: tuple[Mask, ...] = ()
+    redactions: tuple[str, ...] = ()
+
+    @classmethod
+    def build(
+        cls,
+        patterns: Iterable[str | Mask] = (),
+        *,
+        defaults: bool = True,
+        source: str = "--mask",
+        redactions: Iterable[str] = (),
+    ) -> CompareRules:
+        """Built-in masks (unless ``defaults`` is False) and ``patterns`` (``mask-1``, ``mask-2``, … unless given as ``Mask``)."""
+        masks: list[Mask] = list(BUILT_IN_MASKS) if defaults else []
+        n = 0
+        for p in patterns:
+            if isinstance(p, Mask):
+                masks.append(p)
+            else:
+                n += 1
+                masks.append(Mask(f"mask-{n}", p, source=source))
+        names = [m.name for m in masks]
+        for name in names:
+            if names.count(name) > 1:
+                raise MaskError(f"two masks are named {name!r}; give each mask its own name")
+        return cls(tuple(masks), tuple(redactions))
+
+    def __bool__(self) -> bool:
+        return bool(self.masks)
+
+    def by_name(self, name: str) -> Mask | None:
+        return next((m for m in self.masks if m.name == name), None)
+
+    # -- masking ----------------------------------------------------------------------
+
+    def mask_text(self, text: str) -> str:
+        """``text`` with every masked span replaced by its mask's placeholder."""
+        if not self.masks:
+            return text
+        spans = _spans(text, self.masks)
+        if not spans:
+            return text
+        out, pos = [], 0
+        for start, end, mask in spans:
+            out.append(text[pos:start])
+            out.append(mask.placeholder)
+            pos = end
+        out.append(text[pos:])
+        return "".join(out)
+
+    def mask_view(self, view: dict[str, Any]) -> dict[str, Any]:
+        """A compared view (``normalize.compared_view``) with its compared texts masked; the input is not modified."""
+        if not self.masks:
+            return view
+        out = dict(view)
+        if isinstance(view.get("systemPrompt"), str):
+            out["systemPrompt"] = self.mask_text(view["systemPrompt"])
+        out["messages"] = [self._message(m) for m in view.get("messages", [])]
+        out["tools"] = [self._tool(t) for t in view.get("tools", [])]
+        return out
+
+    def _message(self, message: Any) -> Any:
+        if not isinstance(message, Mapping) or "content" not in message:
+            return message
+        content = message["content"]
+        if isinstance(content, str):
+            return {**message, "content": self.mask_text(content)}
+        if isinstance(content, list):
+            return {**message, "content": [self._part(p) for p in content]}
+        return message
+
+    def _part(self, part: Any) -> Any:
+        if not isinstance(part, Mapping):
+            return part
+        kind = part.get("type")
+        if kind == "text" and isinstance(part.get("text"), str):
+            return {**part, "text": self.mask_text(part["text"])}
+        if kind == "tool_use" and "toolInput" in part:
+            return {**part, "toolInput": map_strings(part["toolInput"], self.mask_text)}
+        if kind == "tool_result":
+            out = dict(part)
+            if "result" in part:
+                out["result"] = map_strings(part["result"], self.mask_text)
+            if isinstance(part.get("error"), str):
+                out["error"] = self.mask_text(part["error"])
+            return out
+        return part
+
+    def _tool(self, tool: Any) -> Any:
+        if isinstance(tool, Mapping) and isinstance(tool.get("description"), str):
+            return {**tool, "description": self.mask_text(tool["description"])}
+        return tool
+
+
+NO_RULES = CompareRules()
+
+
+def placeholders_in(text: str | None) -> list[tuple[int, int, str, str]]:
+    """Every ``<masked:NAME>`` / ``<redacted:NAME>`` in ``text``: (start, end, kind, name)."""
+    if not text:
+        return []
+    return [(m.start(), m.end(), m.group(1), m.group(2)) for m in PLACEHOLDER_RE.finditer(text)]
