@@ -90,6 +90,7 @@ def test_changed_prompt_fails_the_replay_and_names_the_place(tmp_path: Path, con
     status = orjson.loads(report.read_bytes())
     assert status["first_divergence"]["difference"]["field"] == "content"
     assert status["first_divergence"]["step"] == 0
+    assert report.stat().st_mode & 0o777 == 0o600  # the report quotes prompts: its owner's only
 
 
 def test_offline_replay_opens_no_upstream_connection(tmp_path: Path, confdir: Path) -> None:

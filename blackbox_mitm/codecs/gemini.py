@@ -1,0 +1,392 @@
+"""The Google Gemini codec: ``generateContent`` / ``streamGenerateContent`` <-> the cassette's neutral payloads.
+
+Plain Python, no mitmproxy; the same functions as every codec (``base.Codec``).
+Answers are in ``gemini_answers``, streams in ``gemini_stream``, shared readers
+and the refusal rows in ``gemini_parts``. Decisions the spec leaves open:
+
+Requests (``decode_request``)
+    * The path says the model and whether it streams:
+      ``…/{v1beta|v1|v1alpha}/models/{model}:generateContent`` and
+      ``:streamGenerateContent?alt=sse``. The query is read for ``alt`` only and
+      is never stored (it may carry ``?key=``).
+    * Structural field names are read in camelCase whatever the spelling: the
+      API takes proto JSON's snake_case too, and google-genai sends some
+      (``parameters_json_schema``); user data (args, schemas) is untouched.
+    * Each ``contents[i]`` is one message (so a history keeps its positions):
+      role ``model`` is ``assistant``, an absent role is ``user``, others stay as
+      sent. Text parts are joined, empty text and thought parts (``thought:
+      true``) are dropped, ``thoughtSignature`` is not kept (see the
+      limitations page: a replay cannot give it back).
+    * Function calls rarely carry an ``id``. A call without one is known by its
+      place — (message index, its index among that turn's calls, its name) in
+      its conversation (told apart by the text of the first message) —
+      which ``decode_response`` and ``encode_response`` note in the run's codec
+      state, so the call the model made at step k is the same ``call-N`` in
+      every later history. A call with an id (the provider's, or ours in a
+      replay) is known by it. A ``functionResponse`` is paired by its ``id``
+      when that id is known, else with the first unanswered call of the same
+      name in the latest model turn; its ``response`` object is the result,
+      as sent (an ``error`` key stays inside it).
+    * ``systemInstruction`` text is the ``systemPrompt``; function declarations
+      of every ``tools[]`` entry are the tool definitions (``parameters`` or
+      ``parametersJsonSchema``, whichever was sent; none is an empty object
+      schema); ``toolConfig.functionCallingConfig`` is ``toolChoice``; the
+      ``generationConfig`` controls of ``PARAMS`` and ``safetySettings`` are
+      compared under neutral names. Other fields are not compared.
+Responses (``decode_response``)
+    Checked in this order: a blocked prompt, the number of candidates,
+    ``finishReason`` (only STOP and MAX_TOKENS replay), citation/grounding/
+    logprobs metadata, then the parts (non-text parts, text after a function
+    call). Text parts are joined into one; thought parts are dropped.
+Synthesized answers
+    One candidate: the text part, then the function calls (each with our id
+    ``gemini-bb<N>``; the first with the sentinel ``thoughtSignature`` Gemini 3
+    accepts for history it did not produce, see ``gemini_answers``), ``finishReason`` STOP (MAX_TOKENS for a ``length``
+    stop; an OpenAI refusal is served as text with STOP), zero
+    ``usageMetadata``, ``modelVersion`` the requested model, ``responseId``
+    our own. Errors are Google's ``{"error": {code, message, status}}``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+from urllib.parse import parse_qs, unquote
+
+from blackbox_mitm.codecs.base import CallIds, DecodedRequest
+from blackbox_mitm.codecs.gemini_answers import (
+    decode_response,
+    encode_error,
+    encode_response,
+    encode_stream,
+    encode_stream_error,
+    normalize_answer,
+)
+from blackbox_mitm.codecs.gemini_parts import (
+    NAME,
+    PROVIDER,
+    REFUSALS,
+    call_positions,
+    camel_request,
+    load_object,
+    malformed,
+    part_kind,
+    refuse,
+)
+from blackbox_mitm.codecs.gemini_stream import aggregate_stream, is_stream_end
+from blackbox_mitm.errors import BlackboxUnsupportedError
+
+__all__ = [
+    "CREDENTIAL_HEADERS",
+    "CREDENTIAL_QUERY",
+    "DEFAULT_HOSTS",
+    "ID_PREFIXES",
+    "KEY_ENV_VARS",
+    "NAME",
+    "PARAMS",
+    "PROVIDER",
+    "REFUSALS",
+    "RESPONSE_KEYS",
+    "aggregate_stream",
+    "decode_request",
+    "decode_response",
+    "encode_error",
+    "encode_response",
+    "encode_stream",
+    "encode_stream_error",
+    "is_stream_end",
+    "matches",
+    "normalize_answer",
+    "rewrite_tool_result",
+    "speaks_for",
+]
+
+DEFAULT_HOSTS: tuple[str, ...] = ("generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com")
+CREDENTIAL_HEADERS: tuple[str, ...] = ("x-goog-api-key", "authorization")
+CREDENTIAL_QUERY: tuple[str, ...] = ("key",)
+KEY_ENV_VARS: tuple[str, ...] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+# Gemini's own ids (responseId, functionCall.id) have no fixed prefix; the ids a replay serves do, and
+# they never belong in a cassette either (they map back to call-N).
+ID_PREFIXES: tuple[str, ...] = ("gemini-bb",)
+RESPONSE_KEYS: tuple[str, ...] = (
+    "candidates",
+    "finishReason",
+    "usageMetadata",
+    "promptTokenCount",
+    "candidatesTokenCount",
+    "modelVersion",
+    "responseId",
+    "safetyRatings",
+    "promptFeedback",
+    "thoughtSignature",
+)
+# Request controls that are compared, wire name (a JSON path) -> neutral name.
+PARAMS: tuple[tuple[str, str], ...] = (
+    ("generationConfig.temperature", "temperature"),
+    ("generationConfig.topP", "topP"),
+    ("generationConfig.topK", "topK"),
+    ("generationConfig.maxOutputTokens", "maxTokens"),
+    ("generationConfig.stopSequences", "stopSequences"),
+    ("generationConfig.responseMimeType", "responseMimeType"),
+    ("generationConfig.responseSchema", "responseSchema"),
+    ("generationConfig.responseJsonSchema", "responseJsonSchema"),
+    ("generationConfig.seed", "seed"),
+    ("generationConfig.presencePenalty", "presencePenalty"),
+    ("generationConfig.frequencyPenalty", "frequencyPenalty"),
+    ("generationConfig.thinkingConfig", "thinking"),
+    ("generationConfig.responseLogprobs", "logprobs"),
+    ("generationConfig.logprobs", "topLogprobs"),
+    ("toolConfig.functionCallingConfig", "toolChoice"),
+    ("safetySettings", "safetySettings"),
+)
+
+_MODEL_PATH = re.compile(r"/(?:v1|v1beta|v1alpha)/(?:models|tunedModels)/([^/:]+):(generateContent|streamGenerateContent)$")
+_CODE_ASSIST = re.compile(r"/v1internal:(?:generateContent|streamGenerateContent)$")
+_API_PATH = re.compile(
+    r"^(?:/upload)?/(?:v1beta|v1alpha|v1internal)(?:[/:]|$)|^/v1/(?:models|tunedModels|files|cachedContents|operations)/[^/]+:\w+$"
+)
+EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+# --- which requests ------------------------------------------------------------------
+
+
+def matches(method: str, path: str, query: str) -> bool:
+    """``POST …/models/{model}:generateContent`` or ``:streamGenerateContent`` (and Code Assist's, to refuse it)."""
+    if method != "POST":
+        return False
+    bare = unquote(path)
+    return bool(_MODEL_PATH.search(bare) or _CODE_ASSIST.search(bare))
+
+
+def speaks_for(path: str) -> bool:
+    """Gemini's other endpoints: ``/v1beta/…`` (models, files, countTokens, …), ``/v1/models/x:action``, Code Assist."""
+    return bool(_API_PATH.search(unquote(path)))
+
+
+# --- requests ------------------------------------------------------------------------
+
+
+def decode_request(body: bytes, ids: CallIds, *, path: str = "", query: str = "") -> DecodedRequest:
+    """A generateContent request -> its neutral ``model_input``; the model and streaming come from ``path``."""
+    bare = unquote(path)
+    if _CODE_ASSIST.search(bare):
+        refuse("gemini.code_assist", bare)
+    m = _MODEL_PATH.search(bare)
+    model, stream = (m.group(1), m.group(2) == "streamGenerateContent") if m else (None, False)
+    if stream and parse_qs(query).get("alt", [""])[-1] != "sse":
+        refuse("gemini.stream_json", "alt", parse_qs(query).get("alt", [None])[-1])
+    data = camel_request(load_object(body, "request"))
+    if data.get("cachedContent") is not None:
+        refuse("gemini.cached_content", "cachedContent")
+    params = _decode_params(data)
+    if stream:
+        params["stream"] = True
+    model_input: dict[str, Any] = {"messages": _decode_contents(data.get("contents"), ids)[0], "tools": _decode_tools(data.get("tools"))}
+    system = data.get("systemInstruction")
+    if system is not None:
+        model_input["systemPrompt"] = _system_text(system)
+    if model is not None:
+        model_input["model"] = model
+    if params:
+        model_input["params"] = params
+    return DecodedRequest(NAME, model_input, model=model, stream=stream)
+
+
+def _decode_params(data: dict[str, Any]) -> dict[str, Any]:
+    config = data.get("generationConfig") or {}
+    if not isinstance(config, dict):
+        malformed("generationConfig", "generationConfig is not an object")
+    count = config.get("candidateCount")
+    if isinstance(count, int) and count > 1:
+        refuse("gemini.candidate_count", "generationConfig.candidateCount", count)
+    modalities = config.get("responseModalities")
+    if isinstance(modalities, list) and any(str(m).upper() != "TEXT" for m in modalities):
+        refuse("gemini.output_modality", "generationConfig.responseModalities", modalities)
+    for key in ("speechConfig", "imageConfig"):
+        if config.get(key) is not None:
+            refuse("gemini.output_modality", f"generationConfig.{key}")
+    params: dict[str, Any] = {}
+    for wire, neutral in PARAMS:
+        value: Any = data
+        for key in wire.split("."):
+            value = value.get(key) if isinstance(value, dict) else None
+        if value is not None:
+            params[neutral] = value
+    return params
+
+
+def _system_text(system: Any) -> str:
+    if isinstance(system, str):
+        return system
+    parts = system.get("parts") if isinstance(system, dict) else None
+    if not isinstance(parts, list):
+        malformed("systemInstruction", "systemInstruction is neither a string nor a content with parts")
+    texts = []
+    for j, part in enumerate(parts):
+        kind = part_kind(part, f"systemInstruction.parts[{j}]")
+        if kind == "text":
+            texts.append(part["text"])
+        elif kind is not None:
+            refuse("gemini.non_text", f"systemInstruction.parts[{j}].{kind}")
+    return "".join(texts)
+
+
+def _decode_contents(raw: Any, ids: CallIds) -> tuple[list[dict[str, Any]], list[tuple[int, int, str]]]:
+    """contents -> (messages, [(i, j, call-N) of every functionResponse part]), one message per content."""
+    if raw is None:
+        raw = []
+    if not isinstance(raw, list):
+        malformed("contents", "contents is not a list")
+    first = raw[0] if raw and isinstance(raw[0], dict) else {}
+    texts = [p.get("text") for p in first.get("parts") or [] if isinstance(p, dict) and not p.get("thought")]
+    positions = call_positions(ids, "".join(t for t in texts if isinstance(t, str)))
+    messages: list[dict[str, Any]] = []
+    results: list[tuple[int, int, str]] = []
+    open_calls: list[tuple[str, str]] = []  # (call-N, name) of the latest model turn's calls not yet answered
+    for i, content in enumerate(raw):
+        if not isinstance(content, dict):
+            malformed(f"contents[{i}]", "a content is not an object")
+        role = content.get("role") or "user"
+        parts = content.get("parts") or []
+        if not isinstance(parts, list):
+            malformed(f"contents[{i}].parts", "parts is not a list")
+        out: list[dict[str, Any]] = []
+        calls_here: list[tuple[str, str]] = []
+        for j, part in enumerate(parts):
+            where = f"contents[{i}].parts[{j}]"
+            kind = part_kind(part, where)
+            if kind is None or part.get("thought") is True:
+                continue
+            if kind == "text":
+                if out and out[-1]["type"] == "text":
+                    out[-1]["text"] += part["text"]
+                elif part["text"]:
+                    out.append({"type": "text", "text": part["text"]})
+            elif kind == "functionCall":
+                call_id, name, args = _history_call(part["functionCall"], f"{where}.functionCall", i, len(calls_here), ids, positions)
+                calls_here.append((call_id, name))
+                out.append({"type": "tool_use", "toolCallId": call_id, "toolName": name, "toolInput": args})
+            elif kind == "functionResponse":
+                result = _function_response(part["functionResponse"], f"{where}.functionResponse", f"{i}:{j}", ids, open_calls, positions)
+                results.append((i, j, result["toolCallId"]))
+                out.append(result)
+            else:
+                refuse("gemini.non_text", f"{where}.{kind}")
+        if calls_here:
+            open_calls = list(calls_here)
+        messages.append({"role": "assistant" if role == "model" else role, "content": _content_of(out)})
+    return messages, results
+
+
+def _content_of(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """A message's neutral content: empty text dropped, text alone a string, nothing at all ``""``."""
+    parts = [p for p in parts if p["type"] != "text" or p["text"]]
+    if not parts:
+        return ""
+    if len(parts) == 1 and parts[0]["type"] == "text":
+        return str(parts[0]["text"])
+    return parts
+
+
+def _history_call(call: Any, where: str, i: int, k: int, ids: CallIds, positions: dict[str, str]) -> tuple[str, str, Any]:
+    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+        malformed(where, "a functionCall without a name")
+    name, native = call["name"], call.get("id")
+    args = call.get("args")
+    args = {} if args is None else args
+    place = f"{i}:{k}:{name}"
+    if isinstance(native, str) and native and (found := ids.lookup(native)) is not None:
+        return found, name, args
+    if place in positions:
+        return positions[place], name, args
+    # Never answered in this run (an agent-built history): known by its id, else by its place from now on.
+    call_id = ids.neutral(native, name) if isinstance(native, str) and native else ids.assign(None, name)
+    positions[place] = call_id
+    return call_id, name, args
+
+
+def _function_response(
+    resp: Any, where: str, at: str, ids: CallIds, open_calls: list[tuple[str, str]], positions: dict[str, str]
+) -> dict[str, Any]:
+    if not isinstance(resp, dict) or not isinstance(resp.get("name"), str):
+        malformed(where, "a functionResponse without a name")
+    if resp.get("parts"):
+        refuse("gemini.non_text", f"{where}.parts")
+    name, native = resp["name"], resp.get("id")
+    call_id = ids.lookup(native) if isinstance(native, str) and native else None
+    if call_id is None:
+        for n, (open_id, open_name) in enumerate(open_calls):
+            if open_name == name:
+                call_id = open_id
+                del open_calls[n]
+                break
+    else:
+        open_calls[:] = [c for c in open_calls if c[0] != call_id]
+    if call_id is None and isinstance(native, str) and native:
+        call_id = ids.neutral(native, name)
+    if call_id is None:  # a result answering no call of the history: known by its place
+        place = f"result:{at}:{name}"
+        call_id = positions.get(place) or ids.assign(None, name)
+        positions[place] = call_id
+    response = resp.get("response")
+    return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": {} if response is None else response}
+
+
+def _decode_tools(raw: Any) -> list[dict[str, Any]]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        malformed("tools", "tools is not a list")
+    tools: list[dict[str, Any]] = []
+    for i, tool in enumerate(raw):
+        if not isinstance(tool, dict):
+            malformed(f"tools[{i}]", "a tool is not an object")
+        for key, value in tool.items():
+            if key != "functionDeclarations" and value is not None:
+                refuse("gemini.builtin_tool", f"tools[{i}].{key}")
+        for j, fn in enumerate(tool.get("functionDeclarations") or []):
+            where = f"tools[{i}].functionDeclarations[{j}]"
+            if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+                malformed(where, "a function declaration without a name")
+            if fn.get("parameters") is not None and fn.get("parametersJsonSchema") is not None:
+                malformed(where, "both parameters and parametersJsonSchema (the API takes one)")
+            entry: dict[str, Any] = {"name": fn["name"]}
+            if fn.get("description") is not None:
+                entry["description"] = fn["description"]
+            schema = fn.get("parametersJsonSchema") if fn.get("parameters") is None else fn["parameters"]
+            entry["inputSchema"] = dict(EMPTY_SCHEMA) if schema is None else schema
+            tools.append(entry)
+    return tools
+
+
+def rewrite_tool_result(body: bytes, ids: CallIds, call_id: str, text: str) -> bytes | None:
+    """A fork's edited tool result: every functionResponse answering ``call_id`` gets a new ``response``.
+
+    ``response`` must be an object: ``text`` that is a JSON object becomes that
+    object, any other text ``{"result": text}`` (what google-genai sends for a
+    function that returns a plain value). None when no part answers the call.
+    """
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("contents"), list):
+        return None
+    try:
+        _, results = _decode_contents(camel_request(data)["contents"], ids)
+    except BlackboxUnsupportedError:
+        return None
+    targets = [(i, j) for i, j, found in results if found == call_id]
+    if not targets:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    response = value if isinstance(value, dict) else {"result": text}
+    for i, j in targets:
+        part = data["contents"][i]["parts"][j]
+        part["functionResponse" if "functionResponse" in part else "function_response"]["response"] = response
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")

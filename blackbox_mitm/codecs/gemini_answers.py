@@ -1,0 +1,208 @@
+"""Gemini answers: a GenerateContentResponse -> neutral ``model_output``, and back; errors; ``fork --response``.
+
+Part of the Gemini codec (``gemini`` is the registered module; its docstring
+holds the decisions). Plain Python, no mitmproxy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from blackbox_mitm.cassette.payloads import output_text, tool_calls_of
+from blackbox_mitm.codecs.base import STOP_LENGTH, CallIds, DecodedRequest, ErrorResponse, SseEvent
+from blackbox_mitm.codecs.gemini_parts import (
+    call_positions,
+    camel_content,
+    first_text,
+    load_object,
+    malformed,
+    neutral_output,
+    part_kind,
+    refuse,
+)
+from blackbox_mitm.codecs.gemini_stream import stream_body
+from blackbox_mitm.codecs.sse import format_sse
+
+__all__ = ["decode_response", "encode_error", "encode_response", "encode_stream", "encode_stream_error", "normalize_answer"]
+
+SERVED_PREFIX = "gemini-"
+# The recorded thoughtSignature is not stored (opaque data a replay could not give back). A replay gives
+# the first call of a turn the sentinel Google documents for history the model did not produce
+# (Gemini CLI injects the same one where a signature is missing), so that a client sending the turn
+# back — to the real API after a fork's cut — passes Gemini 3's signature check.
+SKIP_SIGNATURE = "skip_thought_signature_validator"
+_ERROR_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ABORTED",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    500: "INTERNAL",
+    501: "NOT_IMPLEMENTED",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+
+def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> dict[str, Any]:
+    """A GenerateContentResponse (or the object ``aggregate_stream`` built) -> the neutral ``model_output``."""
+    data = dict(body) if isinstance(body, Mapping) else load_object(body, "response")
+    feedback = data.get("promptFeedback")
+    if isinstance(feedback, dict) and feedback.get("blockReason"):
+        refuse("gemini.prompt_blocked", "promptFeedback.blockReason", feedback["blockReason"])
+    candidates = data.get("candidates")
+    if not isinstance(candidates, list) or not candidates or not isinstance(candidates[0], dict):
+        malformed("candidates", "a response without candidates")
+    if len(candidates) > 1:
+        refuse("gemini.candidates", "candidates")
+    candidate = candidates[0]
+    reason = candidate.get("finishReason")
+    if reason not in ("STOP", "MAX_TOKENS"):
+        refuse("gemini.finish_reason", "candidates[0].finishReason", reason)
+    for key in ("citationMetadata", "groundingMetadata", "urlContextMetadata", "logprobsResult"):
+        if candidate.get(key):
+            refuse("gemini.response_metadata", f"candidates[0].{key}")
+    content = candidate.get("content") or {}
+    parts = content.get("parts") if isinstance(content, dict) else None
+    texts: list[str] = []
+    calls: list[tuple[str | None, str, Any]] = []
+    for j, part in enumerate(parts or []):
+        where = f"candidates[0].content.parts[{j}]"
+        kind = part_kind(part, where)
+        if kind is None or part.get("thought") is True:
+            continue
+        if kind == "text":
+            if part["text"] and calls:
+                refuse("gemini.text_after_call", where)
+            texts.append(part["text"])
+        elif kind == "functionCall":
+            call = part["functionCall"]
+            if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+                malformed(f"{where}.functionCall", "a functionCall without a name")
+            native = call.get("id")
+            calls.append((native if isinstance(native, str) and native else None, call["name"], call.get("args") or {}))
+        else:
+            refuse("gemini.non_text_response", f"{where}.{kind}")
+    # call-N ids are handed out only once nothing is refused, in the order the model emitted them.
+    at = len(request.model_input.get("messages", []))
+    positions = call_positions(ids, first_text(request.model_input.get("messages", [])))
+    out_calls = []
+    for k, (native, name, args) in enumerate(calls):
+        call_id = ids.assign(native, name)
+        positions[f"{at}:{k}:{name}"] = call_id
+        out_calls.append({"toolCallId": call_id, "toolName": name, "toolInput": args})
+    return neutral_output("".join(texts), out_calls, reason == "MAX_TOKENS")
+
+
+# --- synthesized answers -------------------------------------------------------------
+
+
+def encode_response(output: dict[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]:
+    """A neutral ``model_output`` -> a GenerateContentResponse with our ids, the requested model and zero usage."""
+    text = output_text(output) or ""
+    calls = tool_calls_of(output)
+    if output.get("type") not in ("final_answer", "tool_calls", "tool_call"):
+        raise ValueError(f"not a model_output: type {output.get('type')!r}")
+    parts: list[dict[str, Any]] = [{"text": text}] if text or not calls else []
+    at = len(request.model_input.get("messages", []))
+    positions = call_positions(ids, first_text(request.model_input.get("messages", [])))
+    for k, call in enumerate(calls):
+        call_id, name = str(call.get("toolCallId")), str(call.get("toolName"))
+        positions[f"{at}:{k}:{name}"] = call_id
+        args = call.get("toolInput")
+        part: dict[str, Any] = {
+            "functionCall": {"id": ids.served_id(call_id, SERVED_PREFIX), "name": name, "args": {} if args is None else args}
+        }
+        if k == 0:  # the call whose signature Gemini 3 checks when the turn is sent back
+            part["thoughtSignature"] = SKIP_SIGNATURE
+        parts.append(part)
+    digest = hashlib.sha256(f"{created_ms}:{json.dumps(output, sort_keys=True)}".encode("utf-8", "surrogatepass")).hexdigest()
+    return {
+        "candidates": [
+            {
+                "content": {"parts": parts, "role": "model"},
+                "finishReason": "MAX_TOKENS" if output.get("stop") == STOP_LENGTH else "STOP",
+                "index": 0,
+            }
+        ],
+        "usageMetadata": {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0},
+        "modelVersion": request.model or "",
+        "responseId": f"bb{digest[:22]}",
+    }
+
+
+def encode_stream(output: dict[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> bytes:
+    """A neutral ``model_output`` -> ``data:`` chunks as ``streamGenerateContent?alt=sse`` sends them."""
+    return stream_body(encode_response(output, request=request, ids=ids, created_ms=created_ms))
+
+
+def _error_body(message: str, status: int, error_type: str | None) -> dict[str, Any]:
+    error: dict[str, Any] = {
+        "code": status,
+        "message": message,
+        "status": _ERROR_STATUS.get(status) or ("INTERNAL" if status >= 500 else "FAILED_PRECONDITION"),
+    }
+    if error_type:
+        error["details"] = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": error_type, "domain": "blackbox"}]
+    return {"error": error}
+
+
+def encode_error(message: str, *, status: int = 400, error_type: str | None = None) -> ErrorResponse:
+    """A Google-shaped error (``{"error": {code, message, status}}``); ``x-should-retry: false``."""
+    body = json.dumps(_error_body(message, status, error_type), ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return ErrorResponse(status=status, headers={"content-type": "application/json; charset=UTF-8", "x-should-retry": "false"}, body=body)
+
+
+def encode_stream_error(message: str) -> bytes:
+    """The in-stream error chunk Gemini sends: ``data: {"error": {...}}``."""
+    return format_sse([SseEvent(None, json.dumps(_error_body(message, 400, None), ensure_ascii=False))])
+
+
+# --- fork --response and fork --tool-result ------------------------------------------
+
+
+def normalize_answer(answer: Any, ids: CallIds) -> dict[str, Any] | None:
+    """A Gemini-shaped answer -> a neutral ``model_output``; None when it is not one.
+
+    Accepted: a GenerateContentResponse (``{"candidates": [...]}``), a content
+    (``{"role": "model", "parts": [...]}``, role optional) or a list of parts
+    (``{"text"}`` / ``{"functionCall": {"name", "args"}}``, no ``type`` key).
+    """
+    finish = None
+    if isinstance(answer, dict) and isinstance(answer.get("candidates"), list):
+        if len(answer["candidates"]) != 1 or not isinstance(answer["candidates"][0], dict):
+            raise ValueError("an answer with candidates must have exactly one candidate")
+        finish = answer["candidates"][0].get("finishReason")
+        answer = answer["candidates"][0].get("content") or {}
+    if isinstance(answer, list) and answer and all(isinstance(p, dict) and "type" not in p for p in answer):
+        answer = camel_content({"parts": answer})
+        if not all(part_kind(p, "part") for p in answer["parts"]):
+            return None  # a list of something else than parts (each needs its text, functionCall, ...)
+    if not isinstance(answer, dict) or not isinstance(answer.get("parts"), list) or "type" in answer:
+        return None
+    answer = camel_content(answer)
+    if answer.get("role", "model") != "model":
+        raise ValueError(f"an answer is a model turn, not role {answer.get('role')!r}")
+    parts = answer["parts"]
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for j, part in enumerate(parts):
+        kind = part_kind(part, f"parts[{j}]") if isinstance(part, dict) else "?"
+        if kind is None or (isinstance(part, dict) and part.get("thought") is True):
+            continue
+        if kind == "text":
+            texts.append(part["text"])
+        elif kind == "functionCall" and isinstance(part["functionCall"], dict) and isinstance(part["functionCall"].get("name"), str):
+            name = part["functionCall"]["name"]
+            calls.append({"toolCallId": ids.assign(None, name), "toolName": name, "toolInput": part["functionCall"].get("args") or {}})
+        else:
+            raise ValueError(f"parts[{j}]: an answer holds text and functionCall parts (with a name), got {part!r}")
+    text = "".join(texts)
+    if not text and not calls:
+        raise ValueError("the answer holds neither text nor a function call")
+    return neutral_output(text, calls, finish == "MAX_TOKENS")

@@ -1,0 +1,425 @@
+"""The Responses API's input side: items and tools -> the neutral transcript, and the run's response store.
+
+Used by ``openai_responses`` (the registered codec) and ``openai_responses_stream``.
+Plain Python, no mitmproxy. The rules, so that the same conversation gives the
+same ``model_input`` whether it was sent whole, continued with
+``previous_response_id``, over HTTP or over a WebSocket:
+
+* Items are read in order. Leading ``system``/``developer`` messages (before any
+  other message or call) join ``instructions`` in ``systemPrompt``; later ones stay
+  in ``messages`` as role ``"system"``. ``reasoning`` items are dropped (like
+  thinking blocks: not stored, not compared), and so are ``configuration_update``
+  items (Codex restates the request's own settings in one); ``additional_tools``
+  items add their tools after the request's ``tools``.
+* Consecutive assistant-side items (assistant messages, ``function_call``,
+  ``custom_tool_call``) are one assistant turn: its text, then its ``tool_use``
+  parts in order, as the chat codec writes an assistant message with tool calls.
+  Consecutive ``function_call_output`` / ``custom_tool_call_output`` items are one
+  user turn of ``tool_result`` parts. Text parts are joined with ``""``; a turn
+  left with text alone is a string.
+* A function call's ``toolInput`` is its parsed ``arguments``; a custom (freeform)
+  call's is its ``input`` string. A custom tool's ``inputSchema`` is ``{"type":
+  "string", "format": F}``, F its ``format`` (``{"type": "text"}`` when absent). A tool
+  inside a ``namespace`` tool is named ``"<namespace>.<name>"`` (a dot cannot occur
+  in a tool name); the namespace's own description is not compared.
+* The store (``ids.codec_state("openai-responses")``): response id -> the request's
+  own input items, its parent response id and the response's output items. A
+  ``previous_response_id`` is resolved by walking parents, so each entry holds only
+  what its request added. Nothing in it is written to a cassette.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+import orjson
+
+from blackbox_mitm.codecs.base import CallIds, DecodedRequest
+from blackbox_mitm.codecs.refusals import Refusal
+from blackbox_mitm.errors import BlackboxUnsupportedError
+
+__all__ = [
+    "NAME",
+    "PROVIDER",
+    "REFUSALS",
+    "ResponsesRequest",
+    "chain_items",
+    "decode_tools",
+    "dumps",
+    "loads",
+    "malformed",
+    "refuse",
+    "remember",
+    "transcript",
+]
+
+NAME = "openai-responses"
+PROVIDER = "openai"
+SYSTEM_JOINER = "\n\n"
+EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+TEXT_FORMAT: dict[str, Any] = {"type": "text"}
+
+HOSTED_TOOLS = frozenset(
+    {
+        "web_search",
+        "web_search_preview",
+        "web_search_preview_2025_03_11",
+        "web_search_2025_08_26",
+        "file_search",
+        "code_interpreter",
+        "computer",
+        "computer_use",
+        "computer_use_preview",
+        "image_generation",
+        "mcp",
+    }
+)
+HOSTED_ITEMS = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "computer_call",
+        "computer_call_output",
+        "image_generation_call",
+        "mcp_call",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "mcp_approval_response",
+    }
+)
+LOCAL_TOOLS = frozenset({"local_shell", "shell", "apply_patch", "tool_search"})
+LOCAL_ITEMS = frozenset(
+    {
+        "local_shell_call",
+        "local_shell_call_output",
+        "shell_call",
+        "shell_call_output",
+        "apply_patch_call",
+        "apply_patch_call_output",
+        "tool_search_call",
+        "tool_search_output",
+    }
+)
+_CALLS = ("function_call", "custom_tool_call")
+_OUTPUTS = ("function_call_output", "custom_tool_call_output")
+
+
+# One row per line: this is a table (docs/gen_refusals.py prints it).
+# fmt: off
+REFUSALS: tuple[Refusal, ...] = (
+    Refusal("openai.responses.hosted_tool", PROVIDER, "request", "hosted tools that run on OpenAI's side (web_search, file_search, code_interpreter, computer use, image_generation, mcp), in tools or as items in the history", "their results are produced by the provider and could not be replayed"),
+    Refusal("openai.responses.hosted_tool_call", PROVIDER, "response", "a hosted tool's call item in a response", "it is produced by the provider and could not be replayed"),
+    Refusal("openai.responses.local_tool", PROVIDER, "request", "the built-in local_shell, shell, apply_patch and tool_search tools and their call items", "not supported yet: use function or custom tools"),
+    Refusal("openai.responses.background", PROVIDER, "request", "background: true", "a background response is fetched later from OpenAI's storage: a replay could not serve it"),
+    Refusal("openai.responses.conversation", PROVIDER, "request", "the conversation field", "the conversation is stored on OpenAI's side: its history cannot be known"),
+    Refusal("openai.responses.previous_response_id", PROVIDER, "request", "a previous_response_id this run has not seen", "the history it continues is stored on OpenAI's side and cannot be known: record the conversation from its first call"),
+    Refusal("openai.responses.prompt", PROVIDER, "request", "a stored prompt (the prompt field)", "the prompt is stored on OpenAI's side: its text cannot be known"),
+    Refusal("openai.responses.item_reference", PROVIDER, "request", "an item_reference input item", "the item is stored on OpenAI's side: its content cannot be known"),
+    Refusal("openai.responses.non_text", PROVIDER, "request", "non-text input (input_image, input_file, input_audio) in messages or tool outputs", "non-text content is not supported yet: only text is recorded"),
+    Refusal("openai.responses.refusal_history", PROVIDER, "request", "a refusal part in the history", "in the history it would be recorded as text"),
+    Refusal("openai.responses.tool_arguments", PROVIDER, "response", "function-call arguments that are not a JSON text, in a response or the history", "arguments are recorded parsed, as JSON; a replay could not give this text back"),
+    Refusal("openai.responses.annotations", PROVIDER, "response", "annotations or logprobs on output text", "not recorded"),
+    Refusal("openai.responses.refusal_mixed", PROVIDER, "response", "a refusal together with text, tool calls or a length stop", "a replay returns a refusal alone"),
+    Refusal("openai.responses.output_layout", PROVIDER, "response", "more than one message, or a message with more than one content part, or a message after a tool call, in one response", "a replay returns one message with one part, before the tool calls"),
+    Refusal("openai.responses.status", PROVIDER, "response", "a response whose status is not completed, or incomplete for a reason other than max_output_tokens, or that carries an error", "a replay gives completed, or incomplete for max_output_tokens (a length stop)"),
+    Refusal("openai.responses.unknown_item", PROVIDER, "response", "an output item of a type Blackbox does not record", "not recorded: a replay could not give it back"),
+)
+# fmt: on
+
+_ROWS = {r.id: r for r in REFUSALS}
+
+
+def refuse(row_id: str, field: str, value: Any = None) -> NoReturn:
+    """The BlackboxUnsupportedError of this codec's row ``row_id`` for ``field`` (a JSON path), naming its value."""
+    r = _ROWS[row_id]
+    shown = None if value is None else json.dumps(value, ensure_ascii=False)
+    raise BlackboxUnsupportedError(field, r.reason, provider=PROVIDER, value=shown)
+
+
+@dataclass(slots=True)
+class ResponsesRequest(DecodedRequest):
+    """A decoded Responses request, with what its answer needs: the parent response id, the request's
+    own input items (for the store) and the settings the API echoes in its Response object."""
+
+    previous: str | None = None
+    items: list[Any] = field(default_factory=list)
+    echo: dict[str, Any] = field(default_factory=dict)
+
+
+# --- JSON -------------------------------------------------------------------------------
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON with raw UTF-8 (``\\u`` escapes only for a lone surrogate, which UTF-8 cannot hold)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":"))
+    return text
+
+
+def loads(body: bytes | str, what: str) -> Any:
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(body)
+    except ValueError as exc:
+        raise BlackboxUnsupportedError("body", f"the {what} body is not JSON ({exc})", provider=PROVIDER) from exc
+
+
+def malformed(path: str, what: str) -> NoReturn:
+    raise BlackboxUnsupportedError(path, f"{what}; not a Responses API body Blackbox can read", provider=PROVIDER)
+
+
+def given(obj: dict[str, Any], key: str) -> bool:
+    return obj.get(key) is not None
+
+
+# --- tools ----------------------------------------------------------------------------
+
+
+def decode_tools(raw: Any, path: str, prefix: str = "") -> list[dict[str, Any]]:
+    """Tool definitions -> neutral ``{"name", "description"?, "inputSchema"}`` (hosted tools refused)."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        malformed(path, "tools is not a list")
+    out: list[dict[str, Any]] = []
+    for i, tool in enumerate(raw):
+        where = f"{path}[{i}]"
+        if not isinstance(tool, dict):
+            malformed(where, "a tool is not an object")
+        kind = tool.get("type")
+        if not isinstance(kind, str):
+            malformed(f"{where}.type", "a tool's type is not a string")
+        if kind in HOSTED_TOOLS:
+            refuse("openai.responses.hosted_tool", f"{where}.type", kind)
+        if kind in LOCAL_TOOLS:
+            refuse("openai.responses.local_tool", f"{where}.type", kind)
+        if kind not in ("function", "custom", "namespace"):
+            malformed(f"{where}.type", f"unknown tool type {kind!r}")
+        name = tool.get("name")
+        if not isinstance(name, str) or not name:
+            malformed(f"{where}.name", f"a {kind} tool without a name")
+        if kind == "namespace":
+            out.extend(decode_tools(tool.get("tools"), f"{where}.tools", prefix=f"{prefix}{name}."))
+            continue
+        entry: dict[str, Any] = {"name": prefix + name}
+        if given(tool, "description"):
+            entry["description"] = tool["description"]
+        if kind == "function":
+            entry["inputSchema"] = tool["parameters"] if given(tool, "parameters") else dict(EMPTY_SCHEMA)
+        else:
+            entry["inputSchema"] = {"type": "string", "format": tool["format"] if given(tool, "format") else dict(TEXT_FORMAT)}
+        out.append(entry)
+    return out
+
+
+def is_custom(tool: dict[str, Any]) -> bool:
+    schema = tool.get("inputSchema")
+    return isinstance(schema, dict) and schema.get("type") == "string" and isinstance(schema.get("format"), dict)
+
+
+# --- the store ------------------------------------------------------------------------------
+
+
+def remember(ids: CallIds, response_id: str, request: DecodedRequest, output_items: list[Any], *, served: bool = False) -> None:
+    """Keep a response (what its request added, its parent, its output) for a later ``previous_response_id``.
+
+    ``served``: the response is ours (a replay's), so the provider never saw it.
+    """
+    if not response_id:
+        return
+    store = ids.codec_state(NAME)
+    parent, own = (request.previous, request.items) if isinstance(request, ResponsesRequest) else (None, [])
+    entry = {"parent": parent, "input": own, "output": list(output_items), "served": served}
+    store[response_id] = entry
+
+
+def chain_items(ids: CallIds, response_id: str) -> list[tuple[str, Any]] | None:
+    """Every item of the conversation up to and including ``response_id``'s output, with where each came from."""
+    store = ids.codec_state(NAME)
+    chain: list[tuple[str, dict[str, Any]]] = []
+    current: str | None = response_id
+    seen: set[str] = set()
+    while current is not None:
+        entry = store.get(current)
+        if entry is None or current in seen:
+            return None if not chain else _broken(current)
+        seen.add(current)
+        chain.append((current, entry))
+        current = entry["parent"]
+    items: list[tuple[str, Any]] = []
+    for rid, entry in reversed(chain):
+        items.extend((f"(input of the request answered by {rid})[{k}]", item) for k, item in enumerate(entry["input"]))
+        items.extend((f"(output of {rid})[{k}]", item) for k, item in enumerate(entry["output"]))
+    return items
+
+
+def _broken(rid: str) -> NoReturn:  # pragma: no cover - entries are only written with known parents
+    raise BlackboxUnsupportedError("previous_response_id", f"the chain of responses is broken at {rid}", provider=PROVIDER)
+
+
+# --- items -> transcript ------------------------------------------------------------------
+
+
+def _text_of(content: Any, path: str, role: str) -> str:
+    """A message's text: a string, or its text parts joined; non-text parts and history refusals are refused."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        malformed(path, "content is neither a string nor a list of parts")
+    texts: list[str] = []
+    for j, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in ("input_text", "output_text", "text") and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif kind == "refusal" and role == "assistant":
+            refuse("openai.responses.refusal_history", f"{path}[{j}].type")
+        elif kind in ("input_image", "input_file", "input_audio"):
+            refuse("openai.responses.non_text", f"{path}[{j}].type", kind)
+        else:
+            malformed(f"{path}[{j}]", f"a content part of type {kind!r}")
+    return "".join(texts)
+
+
+def _output_text(output: Any, path: str) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        return _text_of(output, path, "tool")
+    malformed(path, "a tool output is neither a string nor a list of parts")
+
+
+def _tool_input(item: dict[str, Any], kind: str, path: str) -> Any:
+    if kind == "custom_tool_call":
+        raw = item.get("input")
+        if not isinstance(raw, str):
+            malformed(f"{path}.input", "a custom_tool_call without a string input")
+        return raw
+    raw = item.get("arguments")
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            pass
+    refuse("openai.responses.tool_arguments", f"{path}.arguments")
+
+
+class _Transcript:
+    """Builds the neutral messages from items, one at a time (see the module docstring)."""
+
+    def __init__(self, ids: CallIds) -> None:
+        self.ids = ids
+        self.system: list[str] = []
+        self.messages: list[dict[str, Any]] = []
+        self.tools: list[dict[str, Any]] = []
+        self.names: dict[str, str] = {}
+        self.leading = True
+        self.turn: list[dict[str, Any]] | None = None  # the open assistant turn's parts
+        self.results: list[dict[str, Any]] | None = None  # the open tool-result turn's parts
+
+    def close(self) -> None:
+        if self.turn is not None:
+            parts: list[dict[str, Any]] = []
+            for part in self.turn:
+                if part["type"] == "text" and parts and parts[-1]["type"] == "text":
+                    parts[-1] = {"type": "text", "text": parts[-1]["text"] + part["text"]}
+                elif part["type"] != "text" or part["text"]:
+                    parts.append(part)
+            content: Any = parts
+            if not parts:
+                content = ""
+            elif len(parts) == 1 and parts[0]["type"] == "text":
+                content = parts[0]["text"]
+            self.messages.append({"role": "assistant", "content": content})
+        if self.results is not None:
+            self.messages.append({"role": "user", "content": self.results})
+        self.turn = self.results = None
+
+    def message(self, item: dict[str, Any], path: str) -> None:
+        role = item.get("role")
+        if role not in ("user", "system", "developer", "assistant"):
+            malformed(f"{path}.role", f"unknown role {role!r}")
+        text = _text_of(item.get("content"), f"{path}.content", role)
+        if role in ("system", "developer") and self.leading:
+            self.system.append(text)
+            return
+        self.leading = False
+        if role == "assistant":
+            if self.turn is None:
+                self.close()
+                self.turn = []
+            self.turn.append({"type": "text", "text": text})
+            return
+        self.close()
+        self.messages.append({"role": "user" if role == "user" else "system", "content": text})
+
+    def call(self, item: dict[str, Any], kind: str, path: str) -> None:
+        native, name = item.get("call_id"), item.get("name")
+        if not isinstance(native, str) or not native:
+            malformed(f"{path}.call_id", f"a {kind} without a call_id")
+        if not isinstance(name, str) or not name:
+            malformed(f"{path}.name", f"a {kind} without a name")
+        if isinstance(item.get("namespace"), str) and item["namespace"]:
+            name = f"{item['namespace']}.{name}"
+        tool_input = _tool_input(item, kind, path)
+        self.leading = False
+        if self.turn is None:
+            self.close()
+            self.turn = []
+        self.names[native] = name
+        self.turn.append({"type": "tool_use", "toolCallId": self.ids.neutral(native, name), "toolName": name, "toolInput": tool_input})
+
+    def result(self, item: dict[str, Any], kind: str, path: str) -> None:
+        native = item.get("call_id")
+        if not isinstance(native, str) or not native:
+            malformed(f"{path}.call_id", f"a {kind} without a call_id")
+        text = _output_text(item.get("output"), f"{path}.output")
+        self.leading = False
+        if self.results is None:
+            self.close()
+            self.results = []
+        name = self.names.get(native)
+        call_id = self.ids.neutral(native, name)
+        name = name if name is not None else self.ids.name_of(call_id)
+        self.results.append({"type": "tool_result", "toolCallId": call_id, "toolName": name or "", "result": text})
+
+    def item(self, item: Any, path: str) -> None:
+        if not isinstance(item, dict):
+            malformed(path, "an input item is not an object")
+        kind = item.get("type") or ("message" if "role" in item else None)
+        if kind == "message":
+            self.message(item, path)
+        elif kind in _CALLS:
+            self.call(item, kind, path)
+        elif kind in _OUTPUTS:
+            self.result(item, kind, path)
+        elif kind in ("reasoning", "configuration_update"):
+            return  # a thinking block (not stored, not compared); Codex's restatement of the request's settings
+        elif kind == "additional_tools":
+            self.tools.extend(decode_tools(item.get("tools"), f"{path}.tools"))
+        elif kind in HOSTED_ITEMS:
+            refuse("openai.responses.hosted_tool", f"{path}.type", kind)
+        elif kind in LOCAL_ITEMS:
+            refuse("openai.responses.local_tool", f"{path}.type", kind)
+        elif kind == "item_reference":
+            refuse("openai.responses.item_reference", f"{path}.type")
+        else:
+            malformed(f"{path}.type", f"unknown input item type {kind!r}")
+
+
+def transcript(items: Iterable[tuple[str, Any]], ids: CallIds) -> tuple[list[str], list[dict[str, Any]], list[dict[str, Any]]]:
+    """(leading system texts, neutral messages, tools from additional_tools items) of ``(path, item)`` pairs."""
+    t = _Transcript(ids)
+    for path, item in items:
+        t.item(item, path)
+    t.close()
+    return t.system, t.messages, t.tools

@@ -1,0 +1,155 @@
+"""End to end: Claude Code itself (npm @anthropic-ai/claude-code, pinned) recorded, then replayed strictly with no flags.
+
+Claude Code runs with its default settings: a fresh HOME (so no user settings),
+a fake ANTHROPIC_API_KEY, and the proxy and CA variables ``blackbox`` sets —
+nothing else (no telemetry or traffic switches). Its model calls go to the fake
+provider on 127.0.0.1, scripted by ``examples/claude_code_model.py`` to make it
+use its tools; its other traffic to api.anthropic.com (settings, policy limits,
+event logging, bootstrap) is passed through while recording and answered with a
+provider-shaped 404 in replay.
+
+What has to hold, from the issue: the built-in masks (the billing line, agent
+ids, the subagents' usage) and tool results in call order make every replay
+strict and flag-free; with background subagents, ``--pace recorded`` keeps
+when they finish, so ten replays out of ten are the recording.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from claude_code_model import respond
+from conftest import ROOT, remote_args
+from fake_provider import FakeProvider
+
+from blackbox_mitm.cassette import load_trace
+from blackbox_mitm.cassette.verify import verify_trace
+
+pytestmark = pytest.mark.e2e
+
+CLAUDE = ROOT / "tests" / "e2e" / "clients" / "claude-code" / "node_modules" / ".bin" / "claude"
+NOTES = "Blackbox notes\nsecond line\n"
+
+
+@pytest.fixture(scope="module")
+def claude() -> Path:
+    if not CLAUDE.exists():
+        pytest.fail(f"Claude Code is not installed at {CLAUDE}; scripts/setup installs it (npm ci in tests/e2e/clients/claude-code)")
+    return CLAUDE
+
+
+@pytest.fixture
+def provider() -> Iterator[FakeProvider]:
+    with FakeProvider(responder=respond) as p:
+        yield p
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text(NOTES)
+    (tmp_path / "home").mkdir()
+    return work
+
+
+def run(args: list[str], *, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """``blackbox ARGS`` in ``cwd``, with what a user must set to run Claude Code offline: a HOME and a (fake) key."""
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy") and not k.startswith(("CLAUDE", "ANTHROPIC"))}
+    env["HOME"] = str(cwd.parent / "home")
+    env["ANTHROPIC_API_KEY"] = "sk-ant-test-not-a-real-key-0000"
+    env["BLACKBOX_CONFIG"] = ""  # no project config: the defaults (tests/e2e/test_masks_e2e.py tests the config)
+    return subprocess.run([sys.executable, "-m", "blackbox_mitm", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def record(cassette: Path, prompt: str, *, cwd: Path, provider: FakeProvider, confdir: Path) -> subprocess.CompletedProcess[str]:
+    proc = run(
+        ["record", "-o", str(cassette), "--confdir", str(confdir), "-v", *remote_args(provider.url), "--", str(CLAUDE), "-p", prompt],
+        cwd=cwd,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert verify_trace(load_trace(cassette)) == []
+    return proc
+
+
+def replay(cassette: Path, prompt: str, *flags: str, cwd: Path, confdir: Path) -> subprocess.CompletedProcess[str]:
+    return run(["replay", str(cassette), "--confdir", str(confdir), "-v", *flags, "--", str(CLAUDE), "-p", prompt], cwd=cwd)
+
+
+def assert_same_run(proc: subprocess.CompletedProcess[str], recorded: subprocess.CompletedProcess[str], calls: int) -> None:
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == recorded.stdout
+    assert f"{calls} of {calls} model calls served from the recording, no divergence" in proc.stderr
+    assert "offline: refused" not in proc.stderr  # Claude Code talked to no host but the provider's
+
+
+def test_claude_code_with_its_defaults_replays_strictly_with_no_flags(
+    claude: Path, provider: FakeProvider, workdir: Path, confdir: Path
+) -> None:
+    cassette = workdir.parent / "read.json"
+    prompt = "BB-READ: what is the first line of notes.txt?"
+    rec = record(cassette, prompt, cwd=workdir, provider=provider, confdir=confdir)
+    assert rec.stdout.strip() == "The first line of notes.txt is: Blackbox notes"
+    # Its other traffic went through and was noted, not recorded.
+    assert "passed through non-model endpoint GET api.anthropic.com/api/claude_code/settings" in rec.stderr
+    assert "/api/event_logging/" in rec.stderr
+    trace = load_trace(cassette)
+    system = trace.steps[0].payload["systemPrompt"]
+    assert "cch=" in system and "cc_prompt_id=" in system  # the cassette keeps what was sent: masks only change what is compared
+    assert [s.type for s in trace.steps] == [
+        "model_input",
+        "model_output",
+        "tool_call",
+        "tool_result",
+        "model_input",
+        "model_output",
+        "metadata",
+    ]
+    for _ in range(3):
+        rep = replay(cassette, prompt, cwd=workdir, confdir=confdir)
+        assert_same_run(rep, rec, 2)
+        assert "answered 404 to non-model endpoint GET api.anthropic.com/api/claude_code/settings" in rep.stderr
+    # Without the built-in masks the billing line alone makes it diverge, at the system prompt.
+    bare = replay(cassette, prompt, "--no-default-masks", cwd=workdir, confdir=confdir)
+    assert bare.returncode != 0
+    assert "system prompt differs" in bare.stderr and "cch=" in bare.stderr
+
+
+def test_two_parallel_foreground_subagents_and_a_read(claude: Path, provider: FakeProvider, workdir: Path, confdir: Path) -> None:
+    cassette = workdir.parent / "agents.json"
+    prompt = "BB-AGENTS: count the letters of two words with two agents and read notes.txt"
+    rec = record(cassette, prompt, cwd=workdir, provider=provider, confdir=confdir)
+    assert rec.stdout.strip() == "Done. The word alpha has 5 letters. The word beta has 4 letters."
+    trace = load_trace(cassette)
+    answer = next(s for s in trace.steps if s.type == "model_output" and s.payload.get("type") == "tool_calls")
+    assert [c["toolName"] for c in answer.payload["calls"]] == ["Agent", "Agent", "Read"]
+    # The tool results are recorded in call order, as steps and in the next request, whatever order they finished in.
+    results = [s.payload["toolCallId"] for s in trace.steps if s.type == "tool_result"]
+    assert results == [c["toolCallId"] for c in answer.payload["calls"]]
+    last = [s for s in trace.steps if s.type == "model_input"][-1].payload["messages"][-1]["content"]
+    assert [p["toolCallId"] for p in last if p["type"] == "tool_result"] == results
+    assert any("agentId: a" in str(p.get("result")) for p in last)  # the random ids are in the cassette, masked only when compared
+    for _ in range(3):
+        assert_same_run(replay(cassette, prompt, cwd=workdir, confdir=confdir), rec, 4)
+
+
+def test_background_subagents_replay_with_the_recorded_pace_ten_times_in_ten(
+    claude: Path, provider: FakeProvider, workdir: Path, confdir: Path
+) -> None:
+    cassette = workdir.parent / "background.json"
+    prompt = "BB-BACKGROUND: count the letters of two words with two background agents"
+    rec = record(cassette, prompt, cwd=workdir, provider=provider, confdir=confdir)
+    assert "Both agents finished" in rec.stdout
+    calls = sum(1 for s in load_trace(cassette).steps if s.type == "model_input")
+    assert calls == 6  # the launch, "waiting", two subagents, and one notification of each finishing
+    for _ in range(10):
+        assert_same_run(replay(cassette, prompt, "--pace", "recorded", cwd=workdir, confdir=confdir), rec, calls)
+    # As fast as possible, both agents finish at once: Claude Code reports them together and makes fewer calls.
+    fast = replay(cassette, prompt, cwd=workdir, confdir=confdir)
+    assert fast.returncode != 0
+    assert "incomplete" in fast.stderr

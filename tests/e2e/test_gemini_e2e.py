@@ -1,0 +1,367 @@
+"""End to end: Gemini clients through a real proxy against the fake Gemini API (examples/fake_gemini.py).
+
+Each client: record -> ``blackbox verify`` -> replay with the fake stopped gives the
+same output -> a changed prompt fails the replay. The clients use their default
+host (https://generativelanguage.googleapis.com); only HTTPS_PROXY and the CA
+that ``blackbox`` sets route them through mitmproxy, and ``--map-remote`` sends
+that host to the fake on 127.0.0.1. Then: a key in the query string, a non-model
+endpoint, a refused field, and a Gemini run forked (a tool result, an answer),
+rewound, made a golden and a tape test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import EXAMPLES, ROOT, blackbox
+from fake_gemini import FakeGemini
+
+from blackbox_mitm.cassette import load_trace
+from blackbox_mitm.cassette.verify import verify_trace
+
+pytestmark = pytest.mark.e2e
+
+KEY = "AIzaSyBx9Q2mZ7kL4pW1cV8nR3tY6uH0jF5dG2a"  # the shape of a Google API key; never a real one
+QUESTION = "What's the weather in Paris and Lyon?"
+AGENT = [sys.executable, str(EXAMPLES / "gemini_weather_agent.py")]
+NODE_AGENT = ["node", str(EXAMPLES / "node" / "gemini_agent.js")]
+GEMINI_CLI = ROOT / "tests" / "e2e" / "clients" / "gemini-cli" / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
+
+# name: (command before the question, model calls the fake answers)
+CLIENTS: dict[str, tuple[list[str], int]] = {
+    "python-generate_content": ([*AGENT, "--mode", "generate"], 1),
+    "python-generate_content_stream": ([*AGENT, "--mode", "stream"], 1),
+    "python-manual-function-calling": ([*AGENT, "--mode", "manual"], 2),
+    "python-automatic-function-calling": ([*AGENT, "--mode", "auto"], 2),
+    "node-generateContent": ([*NODE_AGENT], 2),
+    "node-generateContentStream": ([*NODE_AGENT, "--stream"], 2),
+}
+
+
+def _remote(fake: FakeGemini) -> list[str]:
+    return ["--map-remote", rf"|https://generativelanguage\.googleapis\.com|{fake.url}"]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    return {"GEMINI_API_KEY": KEY, **extra}
+
+
+def _record(cassette: Path, confdir: Path, fake: FakeGemini, command: list[str], **env: str) -> Any:
+    return blackbox("record", "-o", str(cassette), "--confdir", str(confdir), *_remote(fake), "--", *command, env=_env(**env))
+
+
+def _replay(cassette: Path, confdir: Path, command: list[str], **env: str) -> Any:
+    # No key given: the replay sets its placeholder in the Gemini key variables.
+    return blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *command, env=env)
+
+
+def _assert_clean(cassette: Path) -> None:
+    raw = cassette.read_bytes()
+    assert verify_trace(load_trace(cassette)) == []
+    for secret in (KEY.encode(), b"x-goog-api-key", b"thoughtSignature", b"usageMetadata", b"responseId", b"key="):
+        assert secret not in raw, secret
+
+
+@pytest.mark.parametrize("client", list(CLIENTS))
+def test_record_verify_replay_offline_and_a_changed_prompt_fails(client: str, tmp_path: Path, confdir: Path) -> None:
+    command, calls = CLIENTS[client]
+    if command[0] == "node" and shutil.which("node") is None:
+        pytest.skip("node is not on PATH")
+    cassette = tmp_path / "run.json"
+    with FakeGemini() as fake:
+        rec = _record(cassette, confdir, fake, [*command, QUESTION])
+        assert rec.returncode == 0, rec.stderr
+        assert len(fake.model_requests()) == calls
+        assert all(r["headers"].get("x-goog-api-key") == KEY for r in fake.model_requests())  # the key went to the provider...
+    answer = rec.stdout.strip()
+    assert answer == ("Paris: cloudy, 18°C. Lyon: rain, 15°C." if calls == 2 else f"You said: {QUESTION}")
+    _assert_clean(cassette)  # ...and nowhere into the cassette
+    trace = load_trace(cassette)
+    assert [s.type for s in trace.steps].count("model_input") == calls
+    assert trace.steps[0].payload["model"] == "gemini-2.5-flash"
+    if calls == 2:
+        assert [s.type for s in trace.steps[1:6]] == ["model_output", "tool_call", "tool_result", "tool_call", "tool_result"]
+        assert [c["toolCallId"] for c in trace.steps[1].payload["calls"]] == ["call-0", "call-1"]
+    assert trace.steps[-1].payload == {"event": "run_completed", "status": "success", "result": answer}
+
+    rep = _replay(cassette, confdir, [*command, QUESTION])  # the fake is gone
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout.strip() == answer
+    assert f"{calls} of {calls} model calls served" in rep.stderr
+
+    changed = _replay(cassette, confdir, [*command, "What's the weather in Paris and Oslo?"])
+    assert changed.returncode != 0
+    assert "content differs at character 32" in changed.stderr
+    assert 'recorded: "What\'s the weather in Paris and Lyon?"' in changed.stderr
+
+
+CLI_SETTINGS = {
+    "privacy": {"usageStatisticsEnabled": False},  # no Clearcut telemetry: nothing may leave the machine
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+    "security": {"auth": {"selectedType": "gemini-api-key"}},
+}
+
+
+def _cli_model(notes: Path) -> Any:
+    """Gemini CLI's model: its router asks for a JSON score, then read_file once, then the answer."""
+
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        config = body.get("generationConfig") or {}
+        if config.get("responseMimeType") == "application/json":
+            props = (config.get("responseJsonSchema") or {}).get("properties", {})
+            if "complexity_score" in props:
+                return {"text": json.dumps({"complexity_reasoning": "a one-file lookup", "complexity_score": 10})}
+            return {"text": json.dumps({"next_speaker": "user", "reasoning": "answered"})}
+        last = (body.get("contents") or [{}])[-1]
+        for part in last.get("parts") or []:
+            if "functionResponse" in part:
+                output = json.dumps(part["functionResponse"].get("response"))
+                return {"text": "The launch code is 4242." if "4242" in output else f"I could not read it: {output}"}
+        return {
+            "thought": "The user wants a file read.",
+            "signature": True,
+            "function_calls": [{"name": "read_file", "args": {"file_path": str(notes)}}],
+        }
+
+    return respond
+
+
+@pytest.mark.skipif(not GEMINI_CLI.exists(), reason="Gemini CLI is not installed (scripts/setup-gemini-cli)")
+def test_gemini_cli_uses_a_tool_once_and_replays_offline(tmp_path: Path, confdir: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    (home / ".gemini").mkdir(parents=True)
+    (home / ".gemini" / "settings.json").write_text(json.dumps(CLI_SETTINGS))
+    work.mkdir()
+    notes = work / "notes.txt"
+    notes.write_text("The launch code is 4242.\n")
+    cli = ["env", "-C", str(work), "node", str(GEMINI_CLI), "--yolo", "--skip-trust", "-p"]  # run in the folder it reads
+    env = {"HOME": str(home)}
+    cassette = tmp_path / "cli.json"
+    with FakeGemini(responder=_cli_model(notes)) as fake:
+        rec = blackbox(
+            "record",
+            "-o",
+            str(cassette),
+            "--confdir",
+            str(confdir),
+            *_remote(fake),
+            "--",
+            *cli,
+            "What is the launch code in notes.txt?",
+            env=_env(**env),
+        )
+        assert rec.returncode == 0, rec.stderr
+        model_calls = len(fake.model_requests())
+        assert all(r["path"].startswith("/v1beta/models/") for r in fake.requests)
+    assert rec.stdout.strip() == "The launch code is 4242."
+    _assert_clean(cassette)
+    trace = load_trace(cassette)
+    tool_steps = [s.payload for s in trace.steps if s.type in ("tool_call", "tool_result")]
+    assert [(p["toolCallId"], p["toolName"]) for p in tool_steps] == [("call-0", "read_file"), ("call-0", "read_file")]
+    assert "4242" in json.dumps(tool_steps[1]["result"])
+    assert [s.type for s in trace.steps].count("model_input") == model_calls >= 2
+
+    rep = blackbox(
+        "replay",
+        str(cassette),
+        "--confdir",
+        str(confdir),
+        "--",
+        *cli,
+        "What is the launch code in notes.txt?",
+        env=env,
+    )
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout.strip() == "The launch code is 4242."
+    assert f"{model_calls} of {model_calls} model calls served" in rep.stderr
+
+    changed = blackbox(
+        "replay",
+        str(cassette),
+        "--confdir",
+        str(confdir),
+        "--",
+        *cli,
+        "What is the launch code in todo.txt?",
+        env=env,
+    )
+    assert changed.returncode != 0
+    assert "differs at character" in changed.stderr
+
+
+def test_a_key_in_the_query_string_is_never_written(tmp_path: Path, confdir: Path) -> None:
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not on PATH")
+    url = f"https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent?key={KEY}"
+
+    def curl(text: str) -> list[str]:
+        body = json.dumps({"contents": [{"role": "user", "parts": [{"text": text}]}]})
+        return ["curl", "-sS", "-X", "POST", url, "-H", "content-type: application/json", "-d", body]
+
+    cassette = tmp_path / "curl.json"
+    with FakeGemini([{"text": "Hello there."}]) as fake:
+        rec = _record(cassette, confdir, fake, curl("Hi"), GEMINI_API_KEY="")
+        assert rec.returncode == 0, rec.stderr
+        assert fake.requests[0]["query"] == {"key": [KEY]}  # it reached the provider
+    assert json.loads(rec.stdout)["candidates"][0]["content"]["parts"] == [{"text": "Hello there."}]
+    _assert_clean(cassette)
+
+    leaky = tmp_path / "leaky.json"
+    with FakeGemini([{"text": "Noted."}]) as fake:
+        rec = _record(leaky, confdir, fake, curl(f"Remember my key {KEY}"), GEMINI_API_KEY="")
+    assert "refused to record" in rec.stderr
+    assert KEY.encode() not in leaky.read_bytes()
+
+
+COUNT_THEN_ASK = """
+import sys
+from google import genai
+from google.genai import errors
+client = genai.Client()
+try:
+    print("tokens:", client.models.count_tokens(model="gemini-2.5-flash", contents="Hi").total_tokens)
+except errors.APIError as exc:
+    print("tokens: error", exc.code, exc.status)
+print(client.models.generate_content(model="gemini-2.5-flash", contents="Hi").text)
+"""
+
+
+def test_a_non_model_endpoint_passes_through_when_recording_and_is_a_gemini_404_in_replay(tmp_path: Path, confdir: Path) -> None:
+    script = tmp_path / "count.py"
+    script.write_text(COUNT_THEN_ASK)
+    cassette = tmp_path / "run.json"
+    with FakeGemini([{"text": "Hello."}]) as fake:
+        rec = _record(cassette, confdir, fake, [sys.executable, str(script)])
+        assert rec.returncode == 0, rec.stderr
+        assert [r["path"].rsplit(":", 1)[1] for r in fake.requests] == ["countTokens", "generateContent"]
+    assert rec.stdout.splitlines()[1] == "Hello."
+    assert rec.stdout.splitlines()[0].startswith("tokens: ") and "error" not in rec.stdout
+    assert [s.type for s in load_trace(cassette).steps] == ["model_input", "model_output", "metadata"]
+    rep = _replay(cassette, confdir, [sys.executable, str(script)])
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout.splitlines() == ["tokens: error 404 NOT_FOUND", "Hello."]
+
+
+def test_a_refused_field_is_a_400_naming_it_and_is_never_forwarded(tmp_path: Path, confdir: Path) -> None:
+    script = tmp_path / "two.py"
+    script.write_text(
+        "import sys\nfrom google import genai\nfrom google.genai import errors, types\n"
+        "client = genai.Client()\n"
+        "try:\n"
+        "    client.models.generate_content(model='gemini-2.5-flash', contents='Hi', config=types.GenerateContentConfig(candidate_count=2))\n"
+        "except errors.ClientError as exc:\n"
+        "    print(exc.code, exc.message); sys.exit(3)\n"
+    )
+    cassette = tmp_path / "run.json"
+    with FakeGemini([{"text": "never"}]) as fake:
+        rec = _record(cassette, confdir, fake, [sys.executable, str(script)])
+        assert fake.requests == []
+    assert rec.returncode == 3, rec.stderr
+    assert rec.stdout.startswith("400 BlackboxUnsupportedError: generationConfig.candidateCount: 2:")
+    assert [s.type for s in load_trace(cassette).steps] == ["metadata"]
+
+
+@pytest.fixture(scope="module")
+def parent(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Path:
+    cassette = tmp_path_factory.mktemp("gemini-forks") / "parent.json"
+    with FakeGemini() as fake:
+        rec = _record(cassette, confdir, fake, [*AGENT, "--mode", "manual", QUESTION])
+    assert rec.returncode == 0, rec.stderr
+    return cassette
+
+
+def test_a_tool_result_fork_goes_live_with_what_the_model_sees_rewritten(parent: Path, confdir: Path) -> None:
+    child = parent.with_name("sunny.json")
+    sunny = {"city": "Paris", "forecast": "sun", "celsius": 30}
+    with FakeGemini() as fake:
+        proc = blackbox(
+            "fork", str(parent), "--at", "3", "--tool-result", json.dumps(sunny), "-o", str(child), "--confdir", str(confdir),
+            *_remote(fake), "--", *AGENT, "--mode", "manual", QUESTION, env=_env(),
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        (request,) = fake.model_requests()  # only the call after the cut went upstream
+        responses = [p["functionResponse"] for p in request["body"]["contents"][-1]["parts"]]
+        assert [r["response"] for r in responses] == [sunny, {"city": "Lyon", "forecast": "rain", "celsius": 15}]
+    assert proc.stdout.strip() == "Paris: sun, 30°C. Lyon: rain, 15°C."
+    p, c = load_trace(parent), load_trace(child)
+    assert verify_trace(c) == [] and c.parentId == p.id
+    assert [s.hash for s in c.steps[:3]] == [s.hash for s in p.steps[:3]]
+
+
+def test_a_response_fork_serves_an_answer_written_in_gemini_shape(parent: Path, confdir: Path) -> None:
+    child = parent.with_name("edited.json")
+    answer = {"role": "model", "parts": [{"text": "Edited: pack an umbrella."}]}
+    proc = blackbox(
+        "fork", str(parent), "--at", "7", "--response", json.dumps(answer), "-o", str(child), "--confdir", str(confdir),
+        "--", *AGENT, "--mode", "manual", QUESTION, env=_env(),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "Edited: pack an umbrella."
+    assert load_trace(child).steps[7].payload == {"type": "final_answer", "text": "Edited: pack an umbrella."}
+
+
+def test_a_rewind_replays_the_prefix_then_goes_live(parent: Path, confdir: Path) -> None:
+    child = parent.with_name("rewound.json")
+    with FakeGemini() as fake:
+        proc = blackbox(
+            "fork", str(parent), "--live-after", "1", "-o", str(child), "--confdir", str(confdir), *_remote(fake),
+            "--", *AGENT, "--mode", "manual", QUESTION, env=_env(),
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        (request,) = fake.model_requests()  # the first call was served from the parent, the second went live
+        assert [p["functionResponse"]["name"] for p in request["body"]["contents"][-1]["parts"]] == ["get_weather", "get_weather"]
+        replayed_turn = request["body"]["contents"][1]["parts"][0]  # served by the replay, sent back live
+        assert replayed_turn["functionCall"]["id"] == "gemini-bb0"
+        assert replayed_turn["thoughtSignature"] == "skip_thought_signature_validator"
+    assert proc.stdout.strip() == "Paris: cloudy, 18°C. Lyon: rain, 15°C."
+    p, c = load_trace(parent), load_trace(child)
+    assert verify_trace(c) == []
+    assert [s.payload for s in c.steps] == [s.payload for s in p.steps]  # the same run, re-lived
+
+
+def test_a_gemini_run_is_a_golden_and_a_tape_test(parent: Path, confdir: Path, tmp_path: Path) -> None:
+    goldens = tmp_path / "goldens"
+    assert blackbox("golden", "add", str(parent), "--goldens", str(goldens), "--name", "weather").returncode == 0
+    junit = tmp_path / "junit.xml"
+    run = blackbox(
+        "test", "--goldens", str(goldens), "--junit", str(junit), "--confdir", str(confdir),
+        "--", *AGENT, "--mode", "manual", "{input}",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert 'tests="1"' in junit.read_text() and 'failures="0"' in junit.read_text()
+
+    tape = tmp_path / "test_tape.py"
+    tape.write_text(
+        "import subprocess\nimport pytest\n\n"
+        f"@pytest.mark.blackbox_tape({str(parent)!r})\n"
+        "def test_follows(blackbox_tape):\n"
+        f"    out = subprocess.run({[*AGENT, '--mode', 'manual', QUESTION]!r}, env=blackbox_tape.env(),\n"
+        "                         capture_output=True, text=True, check=True)\n"
+        "    assert out.stdout.strip() == 'Paris: cloudy, 18°C. Lyon: rain, 15°C.'\n\n"
+        f"@pytest.mark.blackbox_tape({str(parent)!r})\n"
+        "def test_changed_prompt_is_caught(blackbox_tape):\n"
+        f"    subprocess.run({[*AGENT, '--mode', 'manual', 'Weather in Oslo?']!r}, env=blackbox_tape.env(), capture_output=True)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tape)], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "BLACKBOX_CONFDIR": str(confdir)},
+    )  # fmt: skip
+    assert "1 failed, 1 passed" in result.stdout, result.stdout + result.stderr
+    assert "test_changed_prompt_is_caught" in result.stdout and "content differs at character" in result.stdout
+
+
+def test_a_refused_streamed_answer_ends_in_an_error_the_sdk_raises_and_is_not_recorded(tmp_path: Path, confdir: Path) -> None:
+    cassette = tmp_path / "run.json"
+    with FakeGemini([{"text": "Here is how to pick a lock, step by step.", "finish": "SAFETY"}]) as fake:
+        rec = _record(cassette, confdir, fake, [*AGENT, "--mode", "stream", QUESTION])
+        assert len(fake.model_requests()) == 1
+    assert rec.returncode == 1  # the agent's SDK raised instead of returning the answer
+    assert 'candidates[0].finishReason: "SAFETY"' in rec.stderr
+    assert [s.type for s in load_trace(cassette).steps] == ["metadata"]
