@@ -1,7 +1,10 @@
 """Golden runs: a folder of verified cassettes replayed strictly under an agent command, judged, reported as JUnit.
 
-``suite`` manages the folder, ``runner`` runs one golden (a ``blackbox replay``
-subprocess with a timeout and bounded output tails) or a suite of them, and
+``suite`` manages the folder; ``runner`` runs a suite: every golden's command
+through one shared proxy (``shared``: each golden is a run named in its client's
+proxy URL), or one ``blackbox replay`` subprocess per golden; ``process`` runs a
+command under a timeout with bounded output tails; ``progress`` shows a live line
+on a terminal; ``shards`` splits a suite over CI machines and merges their JUnit;
 ``junit`` writes the report. ``blackbox golden`` and ``blackbox test`` are the
 command-line face (``blackbox_mitm.cli.golden_commands``).
 """

@@ -82,7 +82,8 @@ def build_junit(results: Sequence[GoldenResult], *, duration: float | None = Non
 def junit_bytes(results: Sequence[GoldenResult], *, duration: float | None = None, timestamp: datetime | None = None) -> bytes:
     root = build_junit(results, duration=duration, timestamp=timestamp)
     ET.indent(root)
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    data: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    return data + b"\n"
 
 
 def write_junit(path: str | os.PathLike[str], data: bytes) -> Path:

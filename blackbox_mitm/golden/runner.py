@@ -1,18 +1,19 @@
-"""Running goldens: each one a ``blackbox replay`` subprocess under a timeout, its output kept as bounded tails.
+"""Running goldens: each a command under a timeout, judged from its exit and its run's replay report.
 
-One golden is ``python -m blackbox_mitm replay GOLDEN --report TMP -- CMD``: its
-own process (one proxy each, so parallel runs share none of mitmproxy's global
-state) in its own process group, which is what a timeout kills — the agent
-with it. Both output streams are read as they are written into a ``TailBuffer``
-that keeps the last 64 KiB: an agent that prints gigabytes costs 64 KiB a
-stream. The replay's JSON report and the exit status then decide the outcome
-(``classify``):
+Two ways to run one (``run_suite`` picks): through the suite's one shared proxy
+(``golden.shared``, what ``blackbox test`` does), or as its own
+``python -m blackbox_mitm replay GOLDEN --report TMP -- CMD`` process, one proxy
+each (``run_golden``, kept for callers without a proxy to share). Either way the
+command runs in its own process group, which is what a timeout kills, with its
+output kept as bounded tails (``golden.process``). The run's JSON report and the
+exit status then decide the outcome (``classify``):
 
     timeout     the command outlived --timeout (SIGTERM to the group, then SIGKILL)
     divergence  a request left the recorded path (the report's difference)
     overrun     more model calls than the recording holds
     exit        the command exited non-zero without being refused
     incomplete  the command exited 0 before making every recorded call
+    refused     the command exited 0 but the replay refused a model call (the report names it)
     error       the golden cannot be read or verified (the command never runs),
                 or the replay itself failed before it could report
 """
@@ -21,23 +22,28 @@ from __future__ import annotations
 
 import os
 import re
-import selectors
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from blackbox_mitm.codecs import key_env_vars, placeholder_env_vars
+from blackbox_mitm.config import ConfigError
+from blackbox_mitm.golden.process import POLL, TAIL_BYTES, ProcessResult, TailBuffer, run_process
+from blackbox_mitm.golden.settings import SuiteSettings
 from blackbox_mitm.golden.suite import GoldenCase
 from blackbox_mitm.proxy.environment import default_confdir
+
+if TYPE_CHECKING:
+    from blackbox_mitm.golden.shared import Serve
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -47,6 +53,7 @@ __all__ = [
     "ProcessResult",
     "TailBuffer",
     "classify",
+    "details_of",
     "golden_env",
     "run_golden",
     "run_process",
@@ -54,151 +61,10 @@ __all__ = [
     "substitute",
 ]
 
-TAIL_BYTES = 64 * 1024
 DEFAULT_TIMEOUT = 300.0
-FAILURE_KINDS = ("divergence", "incomplete", "overrun", "exit", "timeout")
-KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL: time for the replay to write its report
-DRAIN_GRACE = 1.0  # seconds to keep reading after the process exited (a stray child may hold the pipe)
-POLL = 0.1
-CHUNK = 65536
+FAILURE_KINDS = ("divergence", "incomplete", "overrun", "refused", "exit", "timeout")
 _PLACEHOLDER = re.compile(r"\{(run|input|cassette)\}")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
-
-
-class TailBuffer:
-    """The last ``limit`` bytes written to it, and how many were written in all."""
-
-    def __init__(self, limit: int = TAIL_BYTES) -> None:
-        self.limit = limit
-        self.total = 0
-        self._buf = bytearray()
-
-    def write(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        if len(chunk) >= self.limit:
-            self._buf[:] = chunk[len(chunk) - self.limit :]
-            return
-        self._buf += chunk
-        excess = len(self._buf) - self.limit
-        if excess > 0:
-            del self._buf[:excess]
-
-    @property
-    def dropped(self) -> int:
-        """Bytes written before the tail (0 when everything is kept)."""
-        return self.total - len(self._buf)
-
-    def getvalue(self) -> bytes:
-        return bytes(self._buf)
-
-    def text(self) -> str:
-        """The tail as UTF-8 text (invalid bytes replaced); a character cut in half by the tail is dropped."""
-        data = bytes(self._buf)
-        if self.dropped:
-            skip = 0
-            while skip < min(3, len(data)) and 0x80 <= data[skip] <= 0xBF:
-                skip += 1
-            data = data[skip:]
-        return data.decode("utf-8", errors="replace")
-
-
-@dataclass(slots=True)
-class ProcessResult:
-    exit_code: int
-    timed_out: bool
-    cancelled: bool
-    duration: float
-    stdout: TailBuffer
-    stderr: TailBuffer
-
-
-def run_process(
-    argv: Sequence[str],
-    *,
-    env: Mapping[str, str],
-    timeout: float,
-    cwd: str | os.PathLike[str] | None = None,
-    cancel: threading.Event | None = None,
-    tail_bytes: int = TAIL_BYTES,
-) -> ProcessResult:
-    """Run ``argv`` in its own process group, keeping the tails of its output; kill the group at ``timeout``.
-
-    ``exit_code`` is the status, or -N for signal N. Raises ``OSError`` when the
-    program cannot be started.
-    """
-    start = time.monotonic()
-    out, err = TailBuffer(tail_bytes), TailBuffer(tail_bytes)
-    proc = subprocess.Popen(
-        list(argv), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, process_group=0
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    try:
-        timed_out, cancelled = _pump(proc, {proc.stdout.fileno(): out, proc.stderr.fileno(): err}, start + timeout, cancel)
-    finally:
-        if proc.poll() is None:  # an exception (Ctrl-C) left it running: leave nothing behind
-            _signal_group(proc, signal.SIGKILL)
-        proc.stdout.close()
-        proc.stderr.close()
-        code = proc.wait()
-    return ProcessResult(code, timed_out, cancelled, time.monotonic() - start, out, err)
-
-
-def _pump(
-    proc: subprocess.Popen[bytes], buffers: dict[int, TailBuffer], deadline: float, cancel: threading.Event | None
-) -> tuple[bool, bool]:
-    """Read both streams into their tails until the process is gone; enforce the deadline. (timed out, cancelled)."""
-    sel = selectors.DefaultSelector()
-    for fd, buf in buffers.items():
-        os.set_blocking(fd, False)
-        sel.register(fd, selectors.EVENT_READ, buf)
-    timed_out = cancelled = killed = False
-    stopping_at: float | None = None
-    exited_at: float | None = None
-    try:
-        while True:
-            now = time.monotonic()
-            if proc.poll() is None:
-                if stopping_at is None:
-                    timed_out = now >= deadline
-                    cancelled = not timed_out and cancel is not None and cancel.is_set()
-                    if timed_out or cancelled:
-                        _signal_group(proc, signal.SIGTERM)
-                        stopping_at = now
-                elif not killed and now - stopping_at >= KILL_GRACE:
-                    _signal_group(proc, signal.SIGKILL)
-                    killed = True
-            else:
-                if not sel.get_map():
-                    break
-                exited_at = exited_at if exited_at is not None else now
-                if now - exited_at >= DRAIN_GRACE:
-                    _signal_group(proc, signal.SIGKILL)  # whatever of the group still holds the pipes
-                    break
-            if not sel.get_map():
-                try:
-                    proc.wait(POLL)
-                except subprocess.TimeoutExpired:
-                    pass
-                continue
-            for key, _ in sel.select(POLL):
-                try:
-                    chunk = os.read(key.fd, CHUNK)
-                except BlockingIOError:
-                    continue
-                if chunk:
-                    key.data.write(chunk)
-                else:
-                    sel.unregister(key.fd)
-    finally:
-        sel.close()
-    return timed_out, cancelled
-
-
-def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
-    try:
-        os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 @dataclass(slots=True)
@@ -231,7 +97,7 @@ def golden_env(case: GoldenCase, base: Mapping[str, str]) -> dict[str, str]:
     """The environment a golden's replay (and so its command) runs with.
 
     Besides the run's facts, the provider keys are replaced: a library that reads
-    OPENAI_API_KEY but ignores the proxy must not carry the real key out of a test
+    a provider key (every registered codec's ``KEY_ENV_VARS``) but ignores the proxy must not carry the real key out of a test
     run. The agent gets BLACKBOX_REPLAY_KEY when set, else a placeholder.
     """
     from blackbox_mitm.proxy.environment import REPLAY_PLACEHOLDER_KEY
@@ -241,8 +107,10 @@ def golden_env(case: GoldenCase, base: Mapping[str, str]) -> dict[str, str]:
     env["BLACKBOX_RUN_INPUT"] = _env_safe(case.input)
     env["BLACKBOX_CASSETTE"] = str(case.path.resolve())
     key = base.get("BLACKBOX_REPLAY_KEY") or REPLAY_PLACEHOLDER_KEY
-    env["OPENAI_API_KEY"] = key
-    env["ANTHROPIC_API_KEY"] = key
+    for name in key_env_vars():  # no real credential reaches a golden's command
+        env.pop(name, None)
+    for name in placeholder_env_vars():
+        env[name] = key
     return env
 
 
@@ -260,8 +128,12 @@ def run_golden(
     base_env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     cancel: threading.Event | None = None,
+    settings: SuiteSettings | None = None,
 ) -> GoldenResult:
-    """Replay one golden strictly under ``command`` and judge it. A golden with an ``error`` is never run."""
+    """Replay one golden strictly under ``command`` and judge it. A golden with an ``error`` is never run.
+
+    Its replay gets the golden's own settings and the suite's (``golden.settings``: masks, pace, redaction).
+    """
     if case.error is not None:
         return GoldenResult(case, "error", "error", case.error, f"the golden cannot be tested, so the command was not run:\n{case.error}")
     argv = substitute(command, case)
@@ -272,6 +144,10 @@ def run_golden(
         # Always explicit: the replay's proxy and its client environment must name the same CA.
         replay += ["--confdir", str(confdir if confdir is not None else default_confdir())]
         try:
+            replay += (settings or SuiteSettings()).replay_args(case.path)
+        except ConfigError as exc:
+            return GoldenResult(case, "error", "error", str(exc), f"the golden cannot be tested, so the command was not run:\n{exc}")
+        try:
             proc = run_process([*replay, "--", *argv], env=env, timeout=timeout, cwd=cwd, cancel=cancel)
         except OSError as exc:
             message = f"the replay could not be started: {exc}"
@@ -279,7 +155,7 @@ def run_golden(
         status = _read_report(report)
     outcome, kind, message = classify(proc, status, timeout=timeout)
     # A divergence's message is the report's own difference: the report alone says it.
-    details = _details("" if kind == "divergence" else message, argv, status)
+    details = details_of("" if kind == "divergence" else message, argv, status)
     return GoldenResult(case, outcome, kind, message, details, proc.duration, proc.stdout, proc.stderr, argv, status)
 
 
@@ -330,6 +206,9 @@ def classify(proc: ProcessResult, status: Mapping[str, Any] | None, *, timeout: 
             f"the agent stopped early: it made {status.get('model_calls_served', 0)} of {status.get('model_calls', 0)} "
             f"recorded model calls (never asked for model_input step {missing})",
         )
+    if outcome == "refused":
+        named = [str(r) for r in [*(status.get("refused") or []), *(status.get("unrecorded") or [])]]
+        return "failure", "refused", f"the replay refused {len(named)} model call(s){calls}: " + "; ".join(named[:3])
     if proc.exit_code != 0:
         return "failure", "exit", f"the replay {_describe_code(proc.exit_code)} after the command exited 0{calls}; see system-err"
     return "passed", None, f"the agent made exactly the recorded model calls{calls}"
@@ -351,7 +230,7 @@ def _describe_code(code: int) -> str:
     return f"exited {code}"
 
 
-def _details(message: str, argv: Sequence[str], status: Mapping[str, Any] | None) -> str:
+def details_of(message: str, argv: Sequence[str], status: Mapping[str, Any] | None) -> str:
     from blackbox_mitm.matcher import render_report
 
     lines = [message, ""] if message else []
@@ -373,20 +252,59 @@ def run_suite(
     confdir: str | os.PathLike[str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     on_result: Callable[[GoldenResult], None] | None = None,
+    on_start: Callable[[GoldenCase], None] | None = None,
+    serve: Serve | None = None,
+    settings: SuiteSettings | None = None,
 ) -> list[GoldenResult]:
     """Run every golden, ``jobs`` at once; results in the order of ``cases`` (``on_result`` as each ends).
 
+    With ``serve`` (``proxy.shared.serve_router``) every golden goes through the one
+    proxy it starts (``golden.shared``); without, each is its own ``blackbox replay``.
     An exception in the caller's thread (Ctrl-C, SIGTERM turned into SystemExit)
     stops the runs in flight — their process groups are killed — before it propagates.
     """
     cancel = threading.Event()
-    results: dict[int, GoldenResult] = {}
     base_env = dict(os.environ)
+    common: dict[str, Any] = {"timeout": timeout, "confdir": confdir, "base_env": base_env, "cwd": cwd, "cancel": cancel}
+
+    def started(case: GoldenCase) -> None:
+        if on_start is not None:
+            on_start(case)
+
+    if serve is None:
+
+        def one(i: int) -> GoldenResult:
+            started(cases[i])
+            return run_golden(cases[i], command, settings=settings, **common)
+
+        return _gather(len(cases), one, jobs, cancel, on_result)
+
+    from blackbox_mitm.golden.shared import GoldenRouter, run_golden_shared, run_names
+
+    names = run_names(cases)
+    with tempfile.TemporaryDirectory(prefix="blackbox-goldens-") as tmp:
+        router = GoldenRouter(
+            Path(tmp),
+            mode="replay",
+            match="strict",
+            session_options=(settings or SuiteSettings()).session_options,
+            cassettes={n: c.path for n, c in zip(names, cases, strict=True)},
+        )
+        with serve(router) as proxy:
+
+            def shared(i: int) -> GoldenResult:
+                started(cases[i])
+                return run_golden_shared(cases[i], names[i], command, router=router, proxy=proxy, **common)
+
+            return _gather(len(cases), shared, jobs, cancel, on_result)
+
+
+def _gather(
+    count: int, task: Callable[[int], GoldenResult], jobs: int, cancel: threading.Event, on_result: Callable[[GoldenResult], None] | None
+) -> list[GoldenResult]:
+    results: dict[int, GoldenResult] = {}
     with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="blackbox-golden") as pool:
-        pending: dict[Future[GoldenResult], int] = {
-            pool.submit(run_golden, case, command, timeout=timeout, confdir=confdir, base_env=base_env, cwd=cwd, cancel=cancel): i
-            for i, case in enumerate(cases)
-        }
+        pending: dict[Future[GoldenResult], int] = {pool.submit(task, i): i for i in range(count)}
         try:
             while pending:
                 done, _ = wait(pending, timeout=POLL * 5, return_when=FIRST_COMPLETED)
@@ -399,4 +317,4 @@ def run_suite(
             cancel.set()
             pool.shutdown(wait=True, cancel_futures=True)
             raise
-    return [results[i] for i in range(len(cases))]
+    return [results[i] for i in range(count)]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from blackbox_mitm.cassette import compression
 from blackbox_mitm.cassette.journal import journal_path
 from blackbox_mitm.cassette.payloads import is_terminal
 from blackbox_mitm.cassette.store import write_atomic
@@ -151,7 +152,7 @@ def golden_paths(folder: Path) -> list[Path]:
         )
     if not folder.is_dir():
         raise NoSuiteError(f"{folder} is not a folder; --goldens names the folder that holds the golden cassettes")
-    found = [p for p in folder.iterdir() if p.suffix == SUFFIX and not p.name.startswith(".") and p.is_file()]
+    found = [p for p in folder.iterdir() if _is_golden(p.name) and not p.name.startswith(".") and p.is_file()]
     return sorted(found, key=lambda p: p.name)
 
 
@@ -207,8 +208,8 @@ def add_golden(source: str | os.PathLike[str], folder: Path, *, name: str | None
             f"{src}: the recorded run failed ({failed}); a golden is the baseline of a run that worked, "
             "and a command must exit 0 to pass it — re-record the run"
         )
-    name = check_name(name if name is not None else src.stem)
-    dest = folder / (name + SUFFIX)
+    name = check_name(name if name is not None else _name_of(src))
+    dest = folder / (name + SUFFIX + compression.SUFFIX_OF[compression.kind_of(src)])  # a compressed golden stays so
     if dest.exists() and not overwrite:
         raise CassetteExistsError(
             f"a golden named {name!r} already exists; pass --overwrite to replace it, or choose another --name", path=str(dest)
@@ -242,8 +243,11 @@ def _failure_of(trace: Trace) -> str | None:
 
 def remove_golden(folder: Path, name: str) -> Path:
     """Delete the golden named ``name`` (or whose run id is ``name``); return its path."""
+    from blackbox_mitm.golden.settings import settings_path
+
     target = find_golden(folder, name)
     target.unlink()
+    settings_path(target).unlink(missing_ok=True)  # the replay settings `golden add` kept beside it
     return target
 
 
@@ -268,4 +272,10 @@ def check_name(name: str) -> str:
 
 
 def _name_of(path: Path) -> str:
-    return path.name[: -len(SUFFIX)] if path.name.endswith(SUFFIX) else path.name
+    name = compression.plain_name(path).name  # run.json.zst: the golden "run"
+    return name[: -len(SUFFIX)] if name.endswith(SUFFIX) else name
+
+
+def _is_golden(name: str) -> bool:
+    """``NAME.json``, or compressed: ``NAME.json.gz`` / ``NAME.json.zst``."""
+    return compression.plain_name(Path(name)).suffix == SUFFIX

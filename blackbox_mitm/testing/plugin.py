@@ -1,7 +1,8 @@
-"""The pytest plugin (entry point ``blackbox``): recorded runs as regression tests.
+r"""The pytest plugin (entry point ``blackbox``): recorded runs as regression tests.
 
     @pytest.mark.blackbox_tape("weather.json")            # strict
     @pytest.mark.blackbox_tape("weather.json", mode="sequence")
+    @pytest.mark.blackbox_tape("weather.json", mask=[r"Now: \S+"], redact=[EMAIL], pace="recorded")
     def test_weather(blackbox_tape):
         run_agent(...)                                    # every model call answered from the tape
         subprocess.run([...], env=blackbox_tape.env())    # or a subprocess agent
@@ -59,7 +60,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", 'blackbox_tape(path, mode="strict"): run the test against a replay of a recorded cassette')
+    config.addinivalue_line(
+        "markers",
+        'blackbox_tape(path, mode="strict", mask=[], redact=[], pace=None, default_masks=True): '
+        "run the test against a replay of a recorded cassette",
+    )
     record = config.getoption("--blackbox-record")
     if record not in (None, "missing", "ci"):
         raise pytest.UsageError(f"--blackbox-record takes no value, or 'ci'; not {record!r}")
@@ -94,13 +99,27 @@ def _start_tape(item: pytest.Item) -> Any:
             f"tape {path} does not exist; record it with `blackbox record -o {path} -- ...` or run pytest with --blackbox-record",
             pytrace=False,
         )
-    tape = Tape(
-        path,
-        mode=mode,
-        record=record,
-        confdir=item.config.getoption("--blackbox-confdir"),
-        map_remote=item.config.getoption("--blackbox-map-remote"),
-    )
+    unknown = sorted(set(marker.kwargs) - {"mode", "mask", "redact", "pace", "default_masks"})
+    if unknown:
+        raise pytest.UsageError(
+            f"{item.nodeid}: @pytest.mark.blackbox_tape has no {unknown[0]!r}; it takes mode, mask, redact, pace, default_masks"
+        )
+    from blackbox_mitm.errors import BlackboxError
+
+    try:
+        tape = Tape(
+            path,
+            mode=mode,
+            record=record,
+            confdir=item.config.getoption("--blackbox-confdir"),
+            map_remote=item.config.getoption("--blackbox-map-remote"),
+            mask=marker.kwargs.get("mask", ()),
+            redact=marker.kwargs.get("redact", ()),
+            pace=marker.kwargs.get("pace"),
+            default_masks=marker.kwargs.get("default_masks", True),
+        )
+    except (BlackboxError, ValueError) as exc:
+        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.blackbox_tape: {exc}") from exc
     tape.start()
     tape.activate()
     return tape

@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.bench]
 
 SECTIONS = ("calls", "scaling", "verify", "startup")
 HEADINGS = (
@@ -96,3 +96,19 @@ def test_the_quick_run_cleans_up_after_itself(quick_run: tuple[str, dict, str]) 
         except OSError:
             continue
     assert not left, f"processes left running: {left}"
+
+
+def test_the_big_run_section_compares_plain_gzip_and_zstd(quick_run: tuple[str, dict, str]) -> None:
+    report, data, _ = quick_run
+    assert "## Big runs: a Claude Code-sized cassette plain, gzip and zstd" in report
+    (section,) = [s for s in data["sections"] if s["key"] == "big_runs"]
+    assert section["error"] is None
+    files = section["data"]["files"]
+    assert set(files) == {"plain", "gzip", "zstd"}
+    assert files["zstd"]["bytes"] < files["plain"]["bytes"] and files["gzip"]["bytes"] < files["plain"]["bytes"]
+    for form in ("plain", "gzip", "zstd"):
+        assert f"| {form} (`RUN.json" in report, form
+        (run,) = section["data"]["runs"][form]
+        assert run["problems"] == 0 and run["steps"] == section["data"]["steps"]
+        assert run["load_s"] > 0 and run["verify_s"] > 0 and run["startup_s"] > 0 and run["peak_ratio"] > 0
+    assert {t["name"] for t in section["targets"]} >= {"big run (zstd): load + verify peak memory / plain file size"}

@@ -9,6 +9,8 @@ flood BYTES           write BYTES to stdout and to stderr, then run the agent
 peer DIR COUNT RUN    create DIR/RUN, wait (at most 20 s) until DIR holds COUNT files, then run the agent
 echo-env OUT [ARG..]  write argv and the BLACKBOX_* / key variables to OUT as JSON, then run the agent
 mark DIR RUN          create DIR/RUN, then run the agent (shows which goldens ran a command)
+proxy-as GOLDEN RUN QUESTION
+                      in the golden GOLDEN only, name RUN in the proxy URL instead ("-": no run at all), then run the agent
 sleep PIDFILE [--ignore-term]
                       write the process id to PIDFILE, then sleep for a minute (deaf to SIGTERM if asked)
 """
@@ -90,6 +92,15 @@ def echo_env(out: str, args: list[str]) -> int:
     return answer(os.environ["BLACKBOX_RUN_INPUT"])
 
 
+def proxy_as(golden: str, run: str, question: str) -> int:
+    if Path(os.environ["BLACKBOX_CASSETTE"]).stem == golden:
+        for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
+            scheme, _, rest = os.environ[name].partition("://")
+            where = rest.rpartition("@")[2]
+            os.environ[name] = f"{scheme}://{where}" if run == "-" else f"{scheme}://{run}@{where}"
+    return answer(question)
+
+
 def main(argv: list[str]) -> int:
     mode, *rest = argv
     if mode == "exit-after":
@@ -108,6 +119,8 @@ def main(argv: list[str]) -> int:
     if mode == "mark":
         (Path(rest[0]) / rest[1]).touch()
         return answer(rest[2])
+    if mode == "proxy-as":
+        return proxy_as(rest[0], rest[1], rest[2])
     if mode == "sleep":
         if "--ignore-term" in rest:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)

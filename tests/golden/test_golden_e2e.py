@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -33,7 +34,11 @@ ANSWERS = {"paris": "Paris: cloudy, 18°C.", "lyon": "Lyon: rain, 15°C."}
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> dict[str, Path]:
-    folder = tmp_path_factory.mktemp("recorded")
+    return record_goldens(tmp_path_factory.mktemp("recorded"), confdir)
+
+
+def record_goldens(folder: Path, confdir: Path) -> dict[str, Path]:
+    """The Paris and Lyon runs, recorded with `blackbox record` against the fake provider."""
     out: dict[str, Path] = {}
     with FakeProvider() as provider:
         remote = remote_args(provider.url)
@@ -288,7 +293,8 @@ def test_placeholders_and_environment_reach_the_command(tmp_path: Path, confdir:
     assert env["BLACKBOX_RUN"] == run_ids["paris"]
     assert env["BLACKBOX_RUN_INPUT"] == question
     assert env["BLACKBOX_CASSETTE"] == cassette
-    assert env["HTTPS_PROXY"].startswith("http://127.0.0.1:")
+    # Every golden goes through the suite's one proxy, its run named in the proxy URL.
+    assert re.fullmatch(r"http://paris@127\.0\.0\.1:\d+", env["HTTPS_PROXY"]), env["HTTPS_PROXY"]
     # The real key stays out of the agent's reach; the replay needs none.
     assert env["OPENAI_API_KEY"] == env["ANTHROPIC_API_KEY"] == REPLAY_PLACEHOLDER_KEY
 

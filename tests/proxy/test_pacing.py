@@ -1,0 +1,89 @@
+"""The pacer's schedule for --pace: a streamed answer spread over the recorded call's time, a whole body sent after it.
+
+No test here depends on the clock: the pacer's waits are recorded (and return at
+once), and the bytes that arrive are checked.
+"""
+
+from __future__ import annotations
+
+import http.client
+import threading
+from urllib.parse import urlsplit
+
+import pytest
+
+from blackbox_mitm.proxy.pacing import StreamPacer, event_offsets
+
+SSE = b"event: a\ndata: 1\n\nevent: b\ndata: 2\n\nevent: c\ndata: 3\n\nevent: d\ndata: 4\n\n"
+
+
+class RecordedWaits(threading.Event):
+    """An Event whose waits return at once and are written down (in seconds)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits: list[float] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waits.append(round(timeout or 0.0, 3))
+        return False
+
+
+@pytest.fixture
+def pacer() -> StreamPacer:
+    p = StreamPacer(0)
+    p._stopping = RecordedWaits()
+    p.start()
+    yield p
+    p._stopping = threading.Event()
+    p.stop()
+
+
+def fetch(url: str) -> tuple[int, str, bytes]:
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    conn.request("POST", parts.path, body=b"{}")
+    resp = conn.getresponse()
+    body = resp.read()
+    conn.close()
+    return resp.status, resp.headers.get("content-type", ""), body
+
+
+@pytest.mark.parametrize(
+    ("n", "total", "expected"),
+    [(0, 100, []), (1, 100, [100.0]), (2, 100, [0.0, 100.0]), (5, 1000, [0.0, 250.0, 500.0, 750.0, 1000.0]), (3, -5, [0.0, 0.0, 0.0])],
+)
+def test_event_offsets_spread_evenly_with_the_last_at_the_total(n: int, total: float, expected: list[float]) -> None:
+    assert event_offsets(n, total) == expected
+
+
+def test_a_paced_stream_waits_until_each_events_turn(pacer: StreamPacer) -> None:
+    url = pacer.register(200, {"content-type": "text/event-stream"}, SSE, total_ms=3000)
+    status, ctype, body = fetch(url)
+    assert (status, ctype, body) == (200, "text/event-stream", SSE)
+    waits = pacer._stopping.waits  # type: ignore[attr-defined]
+    # four events, due 0, 1, 2 and 3 s after the request: each wait is what is left until its event is due
+    # (the recorded waits return at once, so the time left is the schedule less what the writes took)
+    assert len(waits) == 4
+    for wait, due in zip(waits, (0.0, 1.0, 2.0, 3.0), strict=True):
+        assert due - 0.5 <= wait <= due
+
+
+def test_a_whole_body_is_sent_once_the_call_has_taken_as_long(pacer: StreamPacer) -> None:
+    body = b'{"type":"message","content":[]}'
+    url = pacer.register(200, {"content-type": "application/json"}, body, total_ms=1500, stream=False)
+    assert fetch(url) == (200, "application/json", body)
+    assert pacer._stopping.waits == [1.5]  # type: ignore[attr-defined]
+
+
+def test_without_a_total_the_stream_delay_applies_between_events(pacer: StreamPacer) -> None:
+    pacer.delay_ms = 40
+    url = pacer.register(200, {"content-type": "text/event-stream"}, SSE)
+    assert fetch(url)[2] == SSE
+    assert pacer._stopping.waits == [0.04, 0.04, 0.04]  # type: ignore[attr-defined]
+
+
+def test_a_body_is_played_once(pacer: StreamPacer) -> None:
+    url = pacer.register(200, {"content-type": "text/event-stream"}, SSE, total_ms=10)
+    assert fetch(url)[0] == 200
+    assert fetch(url)[0] == 404

@@ -1,0 +1,169 @@
+"""The project config: found walking up like ruff's, checked with named errors, merged with flags with a source per value."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from blackbox_mitm.config import ConfigError, ProjectConfig, effective_settings, find_config, load_config, parse_pace, project_config
+from blackbox_mitm.session.redact import rule_name
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_pyproject_table_is_found_from_a_subfolder(tmp_path: Path) -> None:
+    pyproject = write(tmp_path / "pyproject.toml", '[project]\nname = "x"\n\n[tool.blackbox]\nmask = ["\\\\d+"]\n')
+    deep = tmp_path / "src" / "pkg"
+    deep.mkdir(parents=True)
+    assert find_config(deep) == (pyproject.resolve(), "tool.blackbox")
+    config = project_config(deep, environ={})
+    assert config.values == {"mask": ["\\d+"]} and config.where.endswith("pyproject.toml [tool.blackbox]")
+
+
+def test_a_pyproject_without_the_table_does_not_stop_the_walk(tmp_path: Path) -> None:
+    outer = write(tmp_path / "blackbox.toml", 'match = "sequence"\n')
+    write(tmp_path / "app" / "pyproject.toml", '[project]\nname = "app"\n')
+    assert find_config(tmp_path / "app") == (outer.resolve(), "")
+
+
+def test_in_one_folder_blackbox_toml_wins(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", "[tool.blackbox]\npace = 0.5\n")
+    own = write(tmp_path / "blackbox.toml", 'pace = "recorded"\n')
+    assert find_config(tmp_path) == (own.resolve(), "")
+
+
+def test_no_config_anywhere(tmp_path: Path) -> None:
+    assert project_config(tmp_path, environ={"BLACKBOX_CONFIG": ""}).path is None
+
+
+def test_the_environment_names_the_file(tmp_path: Path) -> None:
+    named = write(tmp_path / "elsewhere" / "blackbox.toml", 'match = "sequence"\n')
+    config = project_config(tmp_path, environ={"BLACKBOX_CONFIG": str(named)})
+    assert config.path == named and config.values["match"] == "sequence"
+    with pytest.raises(ConfigError, match=r"BLACKBOX_CONFIG=.*no such file"):
+        project_config(tmp_path, environ={"BLACKBOX_CONFIG": str(tmp_path / "missing.toml")})
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("mask = [", "not valid TOML"),
+        ("masks = []", "unknown key 'masks'; the keys are mask, default_masks, redact, hosts, match, pace"),
+        ('mask = "\\\\d+"', "mask must be a list of regular expressions"),
+        ("mask = [3]", r"mask\[0\] must be a regular expression or a table"),
+        ('mask = ["(unclosed"]', "is not a regular expression"),
+        ('redact = [{name = "e", pattern = "a*"}]', "matches the empty string"),
+        ('match = "fuzzy"', 'match must be "strict" or "sequence"'),
+        ("pace = -1", "pace must be a positive factor"),
+        ('pace = "slow"', 'pace must be "recorded", "fast" or a positive factor'),
+        ("hosts = [1]", "hosts must be a list of host names"),
+        ('default_masks = "no"', "default_masks must be true or false"),
+    ],
+)
+def test_a_bad_config_is_a_named_error_naming_the_file(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path / "blackbox.toml", text + "\n")
+    with pytest.raises(ConfigError, match=message) as info:
+        effective_settings(load_config(path))
+    assert str(path) in str(info.value)
+
+
+def test_flags_add_to_lists_and_replace_single_values(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "blackbox.toml",
+        'mask = ["(?<=run )\\\\d+", {name = "session", pattern = "sess-[0-9a-f]+"}]\n'
+        'redact = [{name = "email", pattern = "[a-z]+@[a-z.]+"}]\n'
+        'hosts = ["LLM.internal.example"]\nmatch = "sequence"\npace = "recorded"\n',
+    )
+    config = load_config(path)
+    settings = effective_settings(config, masks=["tmp-\\w+"], redact=["sk-\\w+"], hosts=["other.example"], pace="0.1")
+    assert [(m.name, m.source) for m in settings.masks] == [("mask-1", str(path)), ("session", str(path)), ("mask-3", "--mask")]
+    assert [(r.name, r.source) for r in settings.redactions] == [("email", str(path)), (rule_name("sk-\\w+"), "--redact")]
+    assert settings.host_names == ("llm.internal.example", "other.example")
+    assert (settings.match.value, settings.match.source) == ("sequence", str(path))
+    assert (settings.pace.value, settings.pace.source) == (0.1, "--pace")
+    assert settings.default_masks.value is True and settings.default_masks.source == "default"
+    rules = settings.rules
+    assert [m.name for m in rules.masks][:1] == ["claude-code.billing"] and rules.redactions == ("email", rule_name("sk-\\w+"))
+    assert settings.redactor.text("mail ada@x.org") == "mail <redacted:email>"
+
+
+def test_no_default_masks_from_the_flag_or_the_file(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path / "blackbox.toml", "default_masks = false\n"))
+    assert effective_settings(config).rules.masks == ()
+    on = effective_settings(ProjectConfig())
+    assert on.rules.masks and on.default_masks.source == "default"
+    off = effective_settings(ProjectConfig(), no_default_masks=True)
+    assert off.rules.masks == () and off.default_masks.source == "--no-default-masks"
+
+
+def test_the_json_says_where_each_value_came_from(tmp_path: Path) -> None:
+    path = write(tmp_path / "pyproject.toml", '[tool.blackbox]\nmatch = "sequence"\n')
+    data = effective_settings(load_config(path), match="strict").to_json()
+    assert data["config"] == str(path) and data["table"] == "tool.blackbox"
+    assert data["match"] == {"value": "strict", "source": "--match"}
+    assert data["pace"] == {"value": "fast", "source": "default"}
+    assert {m["source"] for m in data["mask"]} == {"built-in"}
+
+
+@pytest.mark.parametrize(("value", "factor"), [("recorded", 1.0), ("0.1", 0.1), (2, 2.0), ("fast", None), (None, None)])
+def test_pace_values(value: object, factor: float | None) -> None:
+    assert parse_pace(value) == factor
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "nan", "inf", True, "sometimes"])
+def test_bad_pace_values(value: object) -> None:
+    with pytest.raises(ConfigError, match="pace must be"):
+        parse_pace(value)
+
+
+# -- a golden's own settings (golden add --mask) -------------------------------------------------
+
+
+def test_a_goldens_settings_round_trip_as_replay_flags(tmp_path: Path) -> None:
+    from blackbox_mitm.golden.settings import replay_flags, settings_path, write_settings
+
+    golden = tmp_path / "weather.json"
+    odd = 'say "hi"\\t\\\\d+ ünï'
+    kept = write_settings(golden, masks=[r"Now: \S+", odd], pace="recorded", default_masks=False)
+    assert kept == settings_path(golden) == tmp_path / "weather.blackbox.toml"
+    assert replay_flags(golden) == ["--mask", r"Now: \S+", "--mask", odd, "--pace", "recorded", "--no-default-masks"]
+    assert write_settings(golden) is None and not kept.exists()  # nothing to keep: no file
+    assert replay_flags(golden) == []
+
+
+def test_a_goldens_bad_settings_are_named(tmp_path: Path) -> None:
+    from blackbox_mitm.golden.settings import replay_flags, write_settings
+
+    golden = tmp_path / "weather.json"
+    with pytest.raises(ConfigError, match="is not a regular expression"):
+        write_settings(golden, masks=["(unclosed"])
+    (tmp_path / "weather.blackbox.toml").write_text("redact = ['x']\n")
+    with pytest.raises(ConfigError, match="unknown key 'redact'; a golden's settings are mask, default_masks and pace"):
+        replay_flags(golden)
+
+
+def test_the_suites_flags_come_after_a_goldens_own(tmp_path: Path) -> None:
+    from blackbox_mitm.golden.settings import SuiteSettings, write_settings
+
+    golden = tmp_path / "weather.json"
+    write_settings(golden, masks=[r"Now: \S+"], pace="recorded")
+    suite = SuiteSettings(masks=("trace-[0-9a-f]+",), redact=("sk-[a-z]+",), no_default_masks=True)
+    assert suite.replay_args(golden) == [
+        "--mask",
+        r"Now: \S+",
+        "--pace",
+        "recorded",
+        "--mask",
+        "trace-[0-9a-f]+",
+        "--redact",
+        "sk-[a-z]+",
+        "--no-default-masks",
+    ]
+    options = suite.session_options(golden)
+    assert [m.name for m in options["rules"].masks] == ["mask-1", "mask-2"]  # no built-in masks
+    assert options["pace"] == 1.0 and options["redactor"].text("key sk-abc") == f"key <redacted:{rule_name('sk-[a-z]+')}>"
