@@ -1,25 +1,37 @@
-# The obvious targets. Each builds the environment first (scripts/setup) when needed.
+# The obvious targets. Each builds what it needs first: scripts/setup (the venv), and for the
+# end-to-end tests scripts/setup-test-clients.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+CLIENTS := $(VENV)/.clients-installed
 
-.PHONY: setup demo test lint format bench clean
+.PHONY: setup demo test test-fast lint format bench clean fuzz
 
-$(STAMP): pyproject.toml constraints.txt examples/node/package.json
+$(STAMP): pyproject.toml constraints.txt
 	bash scripts/setup $(VENV)
 
-setup: $(STAMP)
+# The end-to-end tests' clients (npm packages, CLI programs, Chromium): `make test` needs them, `make demo` does not.
+$(CLIENTS): $(STAMP) scripts/setup-test-clients examples/node/package-lock.json js/tape/package-lock.json tests/e2e/clients/gemini-cli/package-lock.json
+	bash scripts/setup-test-clients $(VENV)
+
+setup: $(STAMP) $(CLIENTS)
 
 demo: $(STAMP)          ## record, show, verify, replay offline and fork the example agent
 	$(PY) examples/demo.py
 
-test: $(STAMP)          ## the whole suite (unit + end to end through a real proxy)
+test: $(STAMP) $(CLIENTS)  ## the whole suite (unit + end to end through a real proxy)
 	$(PY) -m pytest -q
+
+test-fast: $(STAMP)     ## the unit tests only (no proxy process, no browser, no benchmark): under a minute
+	$(PY) -m pytest -q -m "not e2e and not browser and not bench"
 
 lint: $(STAMP)          ## ruff (lint + format check) and mypy
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+
+fuzz: $(STAMP)          ## the property-based suite with a long budget (BLACKBOX_FUZZ=long: 5,000 examples a test)
+	BLACKBOX_FUZZ=long $(PY) -m pytest -q -p no:cacheprovider tests/fuzz
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format .

@@ -10,5 +10,8 @@ It only builds the addon; everything else is in the ``blackbox_mitm`` package
 """
 
 from blackbox_mitm.proxy.addon import BlackboxAddon
+from blackbox_mitm.proxy.contentview import register as _register_contentview
+
+_register_contentview()  # mitmweb's "Blackbox" view of each model call: its neutral step (docs/view.md)
 
 addons = [BlackboxAddon()]

@@ -12,6 +12,13 @@ Sections (``--only`` keys), each a module with ``measure(ctx: Context) -> Sectio
 * ``verify`` — ``verify_load``: load and verify of a ~100 MB cassette, time and peak memory;
 * ``startup`` — ``startup``: ``blackbox replay RUN.json -- true`` against mitmdump starting and stopping;
 * ``ttfb`` — ``ttfb`` when that module exists (time to the first streamed byte).
+* ``view`` — ``view_load``: ``blackbox view`` of a Claude Code-sized run, page size and load time in headless Chromium.
+* ``gemini`` — ``gemini_calls``: a Gemini call (google-genai) direct, replayed and recorded.
+* ``ws_turn`` — ``ws_turn``: a replayed Responses turn over the WebSocket against the same call over HTTPS.
+* ``responses`` — ``responses_calls``: a Responses API call through each proxy (direct, passthrough, server_replay, blackbox replay).
+* ``responses_ttfb`` — ``responses_ttfb``: time to the first streamed Responses event, recording against a streaming passthrough.
+* ``goldens`` — ``goldens``: 200 goldens under ``blackbox test -j 2`` (one proxy, a proxy per golden, 4 shards) against the agents bare.
+* ``big_runs`` — ``big_runs``: a Claude Code-sized run plain, gzip and zstd: size, load, verify, replay start-up, peak memory.
 
 Every figure is a median over rounds with its min and max; every comparison is a
 ratio of figures measured in the same round. The numbers are never pass/fail:
@@ -47,8 +54,15 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("verify", "benchmarks.verify_load"),
     ("startup", "benchmarks.startup"),
     ("ttfb", "benchmarks.ttfb"),
+    ("view", "benchmarks.view_load"),
+    ("gemini", "benchmarks.gemini_calls"),
+    ("ws_turn", "benchmarks.ws_turn"),
+    ("responses", "benchmarks.responses_calls"),
+    ("responses_ttfb", "benchmarks.responses_ttfb"),
+    ("goldens", "benchmarks.goldens"),
+    ("big_runs", "benchmarks.big_runs"),
 )
-OPTIONAL = {"ttfb"}
+OPTIONAL = {"ttfb", "gemini", "ws_turn", "responses", "responses_ttfb"}
 # Rounds at most, per section (none capped today; a section whose round takes minutes would be).
 ROUND_CAPS: dict[str, int] = {}
 

@@ -1,0 +1,89 @@
+"""Section 8: a Gemini call through Blackbox, with the official google-genai SDK.
+
+The same sequence of ``generate_content`` calls (each distinct, so a replay
+matches by content) against the fake Gemini API (``examples/fake_gemini.py``,
+its own process), three ways, interleaved round by round:
+
+* (a) the SDK straight to the fake API over HTTP — the floor;
+* (d) ``blackbox proxy --mode replay`` (strict) of a cassette recorded once;
+* (e) ``blackbox proxy --mode record`` to the fake API (journal fsynced per call).
+
+The client (``benchmarks/gemini_client.py``) is its own process and sends the
+calls one after another; the per-call time is the phase's wall time over N.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import PYTHON, ROOT, Context, Section, Service, free_port, md_table, ratio_stats, summarize
+from benchmarks.proxy_calls import client_environment
+
+__all__ = ["measure"]
+
+CLIENT = ROOT / "benchmarks" / "gemini_client.py"
+FAKE = ROOT / "examples" / "fake_gemini.py"
+LABELS = {"a": "(a) direct to the provider (floor)", "d": "(d) blackbox replay", "e": "(e) blackbox record"}
+
+
+def _client(ctx: Context, proxy_url: str | None, base_url: str | None, n: int, warmup: int) -> dict[str, Any]:
+    argv = [PYTHON, str(CLIENT), "--n", str(n), "--warmup", str(warmup), *(["--base-url", base_url] if base_url else [])]
+    env = {k: v for k, v in client_environment(proxy_url, ctx.confdir).items() if not k.startswith(("GEMINI_", "GOOGLE_"))}
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1200, cwd=ROOT)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the Gemini benchmark client failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def _proxy(mode: str, cassette: Path, fake_url: str, ctx: Context, name: str) -> Service:
+    port = free_port()
+    argv = [PYTHON, "-m", "blackbox_mitm", "proxy", "--mode", mode, "--cassette", str(cassette), "--listen-port", str(port)]
+    argv += ["--confdir", str(ctx.confdir)]
+    if mode == "record":
+        argv += ["--overwrite", "--map-remote", rf"|https://generativelanguage\.googleapis\.com|{fake_url}"]
+    return Service(name, argv, port=port, log_dir=ctx.workdir)
+
+
+def measure(ctx: Context) -> Section:
+    section = Section("gemini", "8. A Gemini call through Blackbox (google-genai)")
+    n, warmup = (10, 2) if ctx.quick else (200, 4)
+    per_call: dict[str, list[float]] = {k: [] for k in LABELS}
+    fake_port = free_port()
+    with Service("fake-gemini", [PYTHON, str(FAKE), "--port", str(fake_port)], port=fake_port, log_dir=ctx.workdir) as fake:
+        cassette = ctx.path("gemini.json")
+        with _proxy("record", cassette, fake.url, ctx, "gemini-prep-record") as proxy:
+            _client(ctx, proxy.url, None, n, warmup)
+        for r in range(ctx.rounds):
+            order = ["a", "d", "e"][r % 3 :] + ["a", "d", "e"][: r % 3]
+            for variant in order:
+                if variant == "a":
+                    result = _client(ctx, None, fake.url, n, warmup)
+                else:
+                    mode = "replay" if variant == "d" else "record"
+                    target = cassette if variant == "d" else ctx.path(f"gemini-record-{r}.json")
+                    with _proxy(mode, target, fake.url, ctx, f"gemini-{variant}-{r}") as proxy:
+                        result = _client(ctx, proxy.url, None, n, warmup)
+                per_call[variant].append(result["wall_s"] / n)
+    stats = {k: summarize(v) for k, v in per_call.items()}
+    rows = []
+    for k, label in LABELS.items():
+        vs = ratio_stats(per_call[k], per_call["a"]).fmt() if k != "a" else "1.00"
+        rows.append((label, stats[k].fmt(1e3, 2), vs))
+    section.add(
+        f"{n} distinct `generate_content` calls one after another (after {warmup} warm-up calls), {ctx.rounds} rounds, the variants "
+        "interleaved. Each proxy is a fresh `blackbox proxy` process per round; its start-up is not timed.",
+        "",
+        *md_table(("variant", "ms per call", "× direct"), rows),
+        "",
+    )
+    replay = ratio_stats(per_call["d"], per_call["a"])
+    section.headline.append(
+        f"Gemini: a replayed `generate_content` call (google-genai) takes {stats['d'].median * 1e3:.1f} ms through "
+        f"`blackbox proxy --mode replay`, {replay.median:.2f}x the direct call to the fake API ({stats['a'].median * 1e3:.1f} ms)."
+    )
+    section.data = {"n": n, "per_call_s": per_call}
+    return section
