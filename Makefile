@@ -20,7 +20,7 @@ demo: $(STAMP)          ## record, show, verify, replay offline and fork the exa
 	$(PY) examples/demo.py
 
 test: $(STAMP) $(CLIENTS)  ## the whole suite (unit + end to end through a real proxy)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 3  # pytest-xdist: the end-to-end tests mostly wait on processes
 
 test-fast: $(STAMP)     ## the unit tests only (no proxy process, no browser, no benchmark): under a minute
 	$(PY) -m pytest -q -m "not e2e and not browser and not bench"
