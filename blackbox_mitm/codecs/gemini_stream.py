@@ -25,6 +25,7 @@ import json
 from typing import Any
 
 from blackbox_mitm.codecs.base import SseEvent, StreamIncomplete
+from blackbox_mitm.codecs.base import compact_json as _dumps
 from blackbox_mitm.codecs.sse import format_sse
 
 __all__ = ["FRAGMENT", "aggregate_stream", "is_stream_end", "stream_body"]
@@ -137,12 +138,3 @@ def stream_body(response: dict[str, Any]) -> bytes:
             chunk["usageMetadata"] = response["usageMetadata"]
         chunks.append({**chunk, **head})
     return format_sse(SseEvent(None, _dumps(c)) for c in chunks)
-
-
-def _dumps(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return json.dumps(value, separators=(",", ":"))
-    return text

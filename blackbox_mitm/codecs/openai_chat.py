@@ -39,7 +39,17 @@ from typing import Any, NoReturn
 import orjson
 
 from blackbox_mitm.cassette.payloads import tool_calls_of
-from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse, SseEvent, StreamIncomplete
+from blackbox_mitm.codecs.base import (
+    STOP_LENGTH,
+    STOP_REFUSAL,
+    CallIds,
+    DecodedRequest,
+    ErrorResponse,
+    SseEvent,
+    StreamIncomplete,
+    load_json,
+)
+from blackbox_mitm.codecs.base import compact_json as _dumps
 from blackbox_mitm.codecs.refusals import REFUSALS as _ALL_REFUSALS
 from blackbox_mitm.codecs.refusals import refuse
 from blackbox_mitm.codecs.sse import format_sse
@@ -140,29 +150,8 @@ _ERROR_TYPES = {
 # --- small helpers -----------------------------------------------------------------
 
 
-def _dumps(value: Any) -> str:
-    """Compact JSON with raw UTF-8, key order kept: how the SDK and the API write it.
-
-    A lone surrogate (``json.loads`` makes one from ``"\\ud800"``) cannot be UTF-8:
-    such a value is written with ``\\u`` escapes instead.
-    """
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return json.dumps(value, separators=(",", ":"))
-    return text
-
-
 def _loads(body: bytes, what: str) -> Any:
-    try:
-        return orjson.loads(body)  # fast; what it refuses (lone surrogates, ...) gets the stdlib's say
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return json.loads(body)
-    except ValueError as exc:  # UnicodeDecodeError is a ValueError too
-        raise BlackboxUnsupportedError("body", f"the {what} body is not JSON ({exc})", provider=PROVIDER) from exc
+    return load_json(body, what, PROVIDER)
 
 
 def _malformed(path: str, what: str) -> NoReturn:

@@ -35,9 +35,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-import orjson
-
-from blackbox_mitm.codecs.base import CallIds, DecodedRequest
+from blackbox_mitm.codecs.base import CallIds, DecodedRequest, load_json
+from blackbox_mitm.codecs.base import compact_json as dumps
 from blackbox_mitm.codecs.refusals import Refusal
 from blackbox_mitm.errors import BlackboxUnsupportedError
 
@@ -153,25 +152,8 @@ class ResponsesRequest(DecodedRequest):
 # --- JSON -------------------------------------------------------------------------------
 
 
-def dumps(value: Any) -> str:
-    """Compact JSON with raw UTF-8 (``\\u`` escapes only for a lone surrogate, which UTF-8 cannot hold)."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return json.dumps(value, separators=(",", ":"))
-    return text
-
-
 def loads(body: bytes | str, what: str) -> Any:
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return json.loads(body)
-    except ValueError as exc:
-        raise BlackboxUnsupportedError("body", f"the {what} body is not JSON ({exc})", provider=PROVIDER) from exc
+    return load_json(body, what, PROVIDER)
 
 
 def malformed(path: str, what: str) -> NoReturn:

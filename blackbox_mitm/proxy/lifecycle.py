@@ -31,7 +31,7 @@ from blackbox_mitm.proxy.wrap import proxy_for, run_command
 from blackbox_mitm.session.build import replay_report
 from blackbox_mitm.session.engine import Session
 
-__all__ = ["ProxyRun", "ProxySettings", "proxy_run"]
+__all__ = ["ProxyRun", "ProxySettings", "proxy_run", "wait_for_stop"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,19 +76,23 @@ class ProxyRun:
 
     def wait(self, stop: threading.Event | None = None) -> None:
         """Serve until ``stop`` is set, Ctrl-C, or SIGTERM: the run ends with the proxy."""
-        stop = stop or threading.Event()
         self._proxy_only = True
-        previous = None
-        if threading.current_thread() is threading.main_thread():
-            previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        try:
-            while not stop.wait(0.5):
-                pass
-        except KeyboardInterrupt:
+        wait_for_stop(stop or threading.Event())
+
+
+def wait_for_stop(stop: threading.Event) -> None:
+    """Block until ``stop`` is set, Ctrl-C, or SIGTERM (a container stopped)."""
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.wait(0.5):
             pass
-        finally:
-            if previous is not None:
-                signal.signal(signal.SIGTERM, previous)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 @contextmanager

@@ -14,8 +14,6 @@ stops, then the caller ends the runs it wants.
 
 from __future__ import annotations
 
-import signal
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,7 +24,7 @@ import orjson
 from blackbox_mitm.cassette.store import write_atomic
 from blackbox_mitm.errors import CassetteError
 from blackbox_mitm.proxy.addon import DEFAULT_HOSTS, BlackboxAddon
-from blackbox_mitm.proxy.lifecycle import ProxySettings
+from blackbox_mitm.proxy.lifecycle import ProxySettings, wait_for_stop
 from blackbox_mitm.proxy.runner import ProxyRunner
 from blackbox_mitm.session.router import RunRouter
 
@@ -63,21 +61,6 @@ def serve_router(router: RunRouter, *, settings: ProxySettings | None = None) ->
         yield runner
     finally:
         runner.stop()
-
-
-def wait_for_stop(stop: threading.Event) -> None:
-    """Block until ``stop`` is set, Ctrl-C, or SIGTERM (a container stopped)."""
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        while not stop.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        pass
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
 
 
 def finish_runs(router: RunRouter, *, report_dir: Path | None = None) -> list[str]:

@@ -20,7 +20,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from blackbox_mitm.codecs.base import SseEvent, StreamIncomplete
+from blackbox_mitm.codecs.base import SseEvent
 from blackbox_mitm.codecs.sse import SseParser
 from blackbox_mitm.errors import BlackboxError
 from blackbox_mitm.session.decoding import stream_decoder
@@ -97,12 +97,9 @@ class StreamCapture:
         codec = self.ticket.codec
         try:
             whole = codec.aggregate_stream(self.events)
-        except StreamIncomplete as exc:
+        except BlackboxError as exc:  # StreamIncomplete: the provider's own error event, or a stream that never completed
             self.session.on_call_failed(self.ticket, str(exc))
-            return final  # the provider's own error event, or a stream that never completed: passed on as sent
-        except BlackboxError as exc:
-            self.session.on_call_failed(self.ticket, str(exc))
-            return final
+            return final  # passed on as sent
         refusal = self.session.on_stream_complete(self.ticket, whole)
         if refusal is None:
             return final
