@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -16,7 +17,7 @@ __all__ = ["mcp"]
     "--dir",
     "dirs",
     multiple=True,
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
     metavar="DIR",
     help="a folder of cassettes to read (repeatable; default: tests/goldens, runs/ and the config's mcp_dirs)",
 )
@@ -38,4 +39,12 @@ def mcp(dirs: tuple[Path, ...]) -> None:
     else:
         config = project_config()
         paths = default_folders(config_dirs=config.values.get("mcp_dirs", []), config_root=config.path.parent if config.path else None)
-    serve_stdio(Folders.open(paths))
+    folders = Folders.open(paths)
+    if sys.stdin.isatty():  # run by hand: say what this is (stdout is the protocol's; an MCP client starts it)
+        click.echo(
+            f"blackbox mcp: read-only MCP tools on stdin/stdout; {folders.describe()}. An MCP client starts this; Ctrl-C stops.", err=True
+        )
+    try:
+        serve_stdio(folders)
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -78,7 +78,7 @@ def build_server(folders: Folders) -> MCPServer[Any]:
     def replay_report(run: Run) -> str:
         return _answer(lambda: tools.replay_report(folders, run))
 
-    described = {
+    described: dict[Callable[..., str], str] = {
         list_runs: "List the recorded runs in the folders, newest first, a page at a time (offset, limit), with the total count: "
         "each file's run id, steps, model calls, how it ended, when it was recorded, its parent run, and whether it verifies.",
         show_run: "A run's timeline as `blackbox show` prints it, one line per step, a page of steps at a time (start, count); "

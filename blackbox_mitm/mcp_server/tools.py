@@ -227,14 +227,14 @@ def diff_runs(folders: Folders, a: str, b: str, *, tail: int = 10) -> str:
         if not found.verified:
             return _unverified(entry, found, "diff_runs")
     try:
-        found = diff_verified(ea.path, eb.path)
+        compared = diff_verified(ea.path, eb.path)
     except CassetteError as exc:  # changed since it was read
         raise ToolRefused(f"the runs could not be compared: {exc.detail}") from exc
-    d = found.divergence
+    d = compared.divergence
     head = f"diff_runs: a = {ea.shown}, b = {eb.shown}; both verify; " + (
         "identical." if d is None else f"they part at step {d.index} ({d.kind})."
     )
-    block = fence(render_diff(ea.shown, found.a, eb.shown, found.b, d, tail, all_hint="tail=0 lists them all"))
+    block = fence(render_diff(ea.shown, compared.a, eb.shown, compared.b, d, tail, all_hint="tail=0 lists them all"))
     return "\n".join([head, block.text]) + block.note("call diff_runs with a smaller tail")
 
 
