@@ -152,3 +152,23 @@ def test_refusals(folders: Folders) -> None:
         tools.show_run(folders, "weather.report.json")
     with pytest.raises(ToolRefused, match="symbolic link"):
         tools.verify_run(folders, "runs/escape.json")
+
+
+def test_no_tool_writes_a_file_or_opens_a_socket(folders: Folders, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    def no_socket(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a tool opened a socket")
+
+    monkeypatch.setattr(socket, "socket", no_socket)
+    monkeypatch.setattr(socket, "create_connection", no_socket)
+    before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in root.rglob("*") if p.is_file()}
+    tools.list_runs(folders)
+    for run in ("weather.json", "tampered.json", "long.json", "inject.json"):
+        tools.show_run(folders, run, payloads=True)
+        tools.list_forks(folders, run)
+        tools.verify_run(folders, run)
+        tools.replay_report(folders, run)
+        tools.diff_runs(folders, "sunny.json", run)
+    after = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in root.rglob("*") if p.is_file()}
+    assert after == before
