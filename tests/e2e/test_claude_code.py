@@ -41,6 +41,7 @@ pytestmark = pytest.mark.e2e
 
 CLAUDE = ROOT / "tests" / "e2e" / "clients" / "claude-code" / "node_modules" / ".bin" / "claude"
 NOTES = "Blackbox notes\nsecond line\n"
+EXTRA_ENV: dict[str, str] = {}  # a test's own additions to Claude Code's environment (monkeypatched)
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +69,7 @@ def workdir(tmp_path: Path) -> Path:
 def claude_env(cwd: Path) -> dict[str, str]:
     """What a user must set to run Claude Code offline in ``cwd``: a HOME and a (fake) key."""
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy") and not k.startswith(("CLAUDE", "ANTHROPIC"))}
+    env.update(EXTRA_ENV)
     env["HOME"] = str(cwd.parent / "home")
     env["ANTHROPIC_API_KEY"] = "sk-ant-test-not-a-real-key-0000"
     env["BLACKBOX_CONFIG"] = ""  # no project config: the defaults (tests/e2e/test_masks_e2e.py tests the config)
@@ -176,9 +178,14 @@ def test_background_subagents_replay_with_the_recorded_pace_ten_times_in_ten(
 
 
 def test_claude_code_calls_blackbox_mcp_list_forks_and_the_round_replays_strictly(
-    claude: Path, provider: FakeProvider, workdir: Path, confdir: Path
+    claude: Path, provider: FakeProvider, workdir: Path, confdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from mcp_runs import make_folder
+
+    # Claude Code -p sends its first request while MCP servers may still be starting, and then tells the model
+    # which servers are "still connecting" instead of their tools: a race that would make the first request differ
+    # between record and replay. This pinned version waits for them up to CLAUDE_CODE_MCP_STARTUP_WAIT_MS.
+    monkeypatch.setitem(EXTRA_ENV, "CLAUDE_CODE_MCP_STARTUP_WAIT_MS", "60000")
 
     make_folder(workdir)  # workdir/runs: weather.json, its forks sunny.json (cut at 3) and snowy.json (cut at 5), ...
     blackbox = Path(sys.executable).parent / "blackbox"
