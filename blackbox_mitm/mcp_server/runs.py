@@ -101,7 +101,10 @@ def _report(entry: Entry) -> FileFacts | None:
     if not entry.name.endswith(".json") or entry.key[0] > _REPORT_MAX_BYTES:
         return None
     try:
-        data = orjson.loads(entry.path.read_bytes())
+        raw = entry.path.read_bytes()
+        if b'"divergences"' not in raw:  # not a replay status: no need to parse it twice
+            return None
+        data = orjson.loads(raw)
     except (OSError, orjson.JSONDecodeError):
         return None
     if not isinstance(data, dict) or "model_calls" not in data or "divergences" not in data or ("steps" in data and "version" in data):

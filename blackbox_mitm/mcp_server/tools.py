@@ -138,6 +138,8 @@ def show_run(
     cut_note = ""
     if payloads:
         parts, end, cut_note = _payloads(trace, start, end, max(0, payload_offset), budget=MAX_BLOCK - len(text))
+        if end < rows[-1].index:  # the payloads filled the page first: the page ends where they do
+            text = render_timeline(dataclasses.replace(timeline, rows=rows[: end - start + 1]))
         text += "\npayloads:\n" + "\n".join(parts)
     head = f"show_run: {entry.shown}, steps {start}–{end} of 0–{len(trace.steps) - 1}; the cassette verifies."
     if end < len(trace.steps) - 1:

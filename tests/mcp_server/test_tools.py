@@ -172,3 +172,11 @@ def test_no_tool_writes_a_file_or_opens_a_socket(folders: Folders, root: Path, m
         tools.diff_runs(folders, "sunny.json", run)
     after = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in root.rglob("*") if p.is_file()}
     assert after == before
+
+
+def test_a_page_of_payloads_ends_where_the_payloads_fill_it(folders: Folders) -> None:
+    answer = tools.show_run(folders, "long.json", count=200, payloads=True)
+    listed = [int(m) for m in re.findall(r"^\s*(\d+)  \w+ ", block(answer), re.M)]
+    shown = [int(m) for m in re.findall(r"^--- step (\d+) ", block(answer), re.M)]
+    assert listed == shown and 0 < len(shown) < 200  # every step listed has its payload, and the page says where to go on
+    assert f"steps 0–{shown[-1]} of 0–199" in answer and f"start={shown[-1] + 1}" in answer
