@@ -127,12 +127,12 @@ class Folders:
         hits = [e for e in entries if name == e.shown] or [e for e in entries if name == e.name]
         if len({e.path for e in hits}) > 1:
             where = ", ".join(sorted({e.folder.label for e in hits}))
-            raise RunNameRefused(f"{len(hits)} files are called {name!r} (in {where}): name one as LABEL/FILE, as list_runs shows it")
+            raise RunNameRefused(f"{len(hits)} files are called {_echo(name)} (in {where}): name one as LABEL/FILE, as list_runs shows it")
         if not hits:
             hits = [e for e in entries if not e.escapes and by_id(e) == name]
         if not hits:
             raise RunNameRefused(
-                f"no run {name!r} in the folders; list_runs shows what there is",
+                f"no run {_echo(name)} in the folders; list_runs shows what there is",
                 hint="name a run as list_runs shows it: LABEL/FILE, a file name, or a run id",
             )
         entry = hits[0]
@@ -150,9 +150,14 @@ def _check_name(name: str) -> None:
     parts = name.split("/")
     if name.startswith(("/", "~")) or ".." in parts or _BAD_NAME.search(name) or re.match(r"^[A-Za-z]:", name):
         raise RunNameRefused(
-            f"refused run name {name[:200]!r}: runs are named as list_runs shows them (LABEL/FILE, a file name or a run id); "
+            f"refused run name {_echo(name)}: runs are named as list_runs shows them (LABEL/FILE, a file name or a run id); "
             "a path that leads out of the named folders is never read"
         )
+
+
+def _echo(name: str) -> str:
+    """The caller's run name, quoted and bounded, for a refusal."""
+    return repr(name if len(name) <= 120 else name[:120] + "…")
 
 
 def _scan(folder: Folder, suffixes: tuple[str, ...]) -> Iterator[Entry]:

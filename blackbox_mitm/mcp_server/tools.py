@@ -2,7 +2,7 @@
 
 Each function takes the ``Folders`` and the tool's arguments and returns the
 text the model gets: the server's own line (counts, what was done, how to page
-on) and one untrusted-data block (``untrusted.fence``) with everything read from
+on; no name read from the folders, not even a file's) and one untrusted-data block (``untrusted.fence``) with everything read from
 the files. They call the functions the commands call — ``build_timeline`` /
 ``render_timeline``, ``session.lineage.list_forks`` / ``render_forks``,
 ``cassette.diff.diff_verified`` and ``cassette.render``, ``verify_file``,
@@ -26,7 +26,7 @@ from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.cassette.verify import VerifyResult
 from blackbox_mitm.errors import BlackboxError, CassetteError
 from blackbox_mitm.mcp_server.folders import Entry, Folders, RunNameRefused
-from blackbox_mitm.mcp_server.runs import CASSETTE, REPORT, FileFacts, facts, load_entry
+from blackbox_mitm.mcp_server.runs import CASSETTE, REPORT, UNREADABLE, FileFacts, facts, load_entry
 from blackbox_mitm.mcp_server.untrusted import MAX_BLOCK, fence
 
 __all__ = ["PAYLOAD_LIMIT", "ToolRefused", "diff_runs", "list_forks", "list_runs", "replay_report", "show_run", "verify_run"]
@@ -49,8 +49,9 @@ def _cassette(folders: Folders, run: str) -> tuple[Entry, FileFacts, Trace | Non
     except RunNameRefused as exc:
         raise ToolRefused(f"{exc}" + (f"; {exc.hint}" if exc.hint else "")) from exc
     found, trace = load_entry(folders, entry)
-    if found.kind != CASSETTE:
-        raise ToolRefused(f"that file is not a cassette ({found.kind}{': ' + found.why if found.why else ''}); list_runs shows the runs")
+    if found.kind != CASSETTE:  # what the file holds is not quoted here, outside the untrusted block
+        what = {REPORT: "a replay report (replay_report reads it)", UNREADABLE: "a file that cannot be read as a cassette"}
+        raise ToolRefused(f"that file is not a cassette: it is {what.get(found.kind, 'some other JSON file')}; list_runs shows the runs")
     return entry, found, trace
 
 
@@ -141,12 +142,12 @@ def show_run(
         if end < rows[-1].index:  # the payloads filled the page first: the page ends where they do
             text = render_timeline(dataclasses.replace(timeline, rows=rows[: end - start + 1]))
         text += "\npayloads:\n" + "\n".join(parts)
-    head = f"show_run: {entry.shown}, steps {start}–{end} of 0–{len(trace.steps) - 1}; the cassette verifies."
+    head = f"show_run: steps {start}–{end} of 0–{len(trace.steps) - 1}; the cassette verifies."
     if end < len(trace.steps) - 1:
         head += f" More: call show_run with the same run and start={end + 1}."
     if not payloads:
         head += " Each step's payload: the same call with payloads=true."
-    block = fence(text)
+    block = fence(f"file: {entry.shown}\n{text}")
     return "\n".join([head, block.text]) + cut_note + block.note("call show_run with a smaller count")
 
 
@@ -204,7 +205,7 @@ def list_forks(folders: Folders, run: str) -> str:
             skipped.append({"file": child.shown, "why": f"DOES NOT VERIFY: {child_facts.problems[0]}"})
     listing = {"run": trace.id, "parent": {**listing["parent"], "file": entry.shown}, "forks": forks, "skipped": skipped}
     head = (
-        f"list_forks: {len(forks)} fork{'s' if len(forks) != 1 else ''} of {entry.shown} in the named folders, newest first "
+        f"list_forks: {len(forks)} fork{'s' if len(forks) != 1 else ''} of the run in the named folders, newest first "
         f"({folders.describe()}); {len(skipped)} file{'s' if len(skipped) != 1 else ''} skipped. Each fork: where it was cut, "
         "how it ended, its steps, its first divergence from the parent, and DIVERGED BEFORE THE CUT when its replayed "
         f"beginning did not re-run as recorded. {NO_TOKENS}"
@@ -233,9 +234,7 @@ def diff_runs(folders: Folders, a: str, b: str, *, tail: int = 10) -> str:
     except CassetteError as exc:  # changed since it was read
         raise ToolRefused(f"the runs could not be compared: {exc.detail}") from exc
     d = compared.divergence
-    head = f"diff_runs: a = {ea.shown}, b = {eb.shown}; both verify; " + (
-        "identical." if d is None else f"they part at step {d.index} ({d.kind})."
-    )
+    head = "diff_runs: both runs verify; " + ("identical." if d is None else f"they part at step {d.index} ({d.kind}).")
     block = fence(render_diff(ea.shown, compared.a, eb.shown, compared.b, d, tail, all_hint="tail=0 lists them all"))
     return "\n".join([head, block.text]) + block.note("call diff_runs with a smaller tail")
 
@@ -244,7 +243,7 @@ def verify_run(folders: Folders, run: str) -> str:
     """``blackbox verify --all``: the format, the hash chain, provider neutrality; every problem."""
     entry, found, _ = _cassette(folders, run)
     lines = render_verify(VerifyResult(entry.path, found.steps, list(found.problems)), entry.shown, show_all=True)
-    head = f"verify_run: {entry.shown} " + (
+    head = "verify_run: the cassette " + (
         "verifies: format, hash chain and provider neutrality are as the trace format requires."
         if found.verified
         else f"DOES NOT VERIFY: {len(found.problems)} problem{'s' if len(found.problems) != 1 else ''}."
@@ -258,12 +257,12 @@ def replay_report(folders: Folders, run: str) -> str:
     from blackbox_mitm.matcher import render_report
     from blackbox_mitm.view.compare import read_report
 
-    entry, found, _ = _cassette(folders, run)
+    _, found, _ = _cassette(folders, run)
     check = "the cassette verifies" if found.verified else "the cassette DOES NOT VERIFY (verify_run says why)"
     reports = [e for e in folders.entries((".json",)) if not e.escapes and (f := facts(folders, e)).kind == REPORT and f.run == found.run]
     if not reports:
         return (
-            f"replay_report: no replay report of {entry.shown} in the named folders ({folders.describe()}); {check}. "
+            f"replay_report: no replay report of the run in the named folders ({folders.describe()}); {check}. "
             "`blackbox replay RUN --report FILE -- COMMAND` writes one; this server does not replay."
         )
     newest = reports[0]
@@ -271,9 +270,6 @@ def replay_report(folders: Folders, run: str) -> str:
         status = read_report(newest.path, str(found.run))
     except CassetteError as exc:
         raise ToolRefused(f"the report could not be read: {exc.detail}") from exc
-    head = (
-        f"replay_report: the newest of {len(reports)} replay report{'s' if len(reports) != 1 else ''} of {entry.shown} "
-        f"({newest.shown}); {check}."
-    )
+    head = f"replay_report: the newest of {len(reports)} replay report{'s' if len(reports) != 1 else ''} of the run; {check}."
     block = fence(f"report file: {newest.shown}\n{render_report(status)}")
     return "\n".join([head, block.text]) + block.note("the report's first divergence is at the end; show_run shows its steps")

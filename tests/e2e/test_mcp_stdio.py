@@ -89,7 +89,7 @@ def test_tools_list_is_exactly_the_read_tools_each_read_only_and_describing_the_
 def test_list_forks_gives_each_forks_cut_and_first_divergence(answers: dict[str, Any]) -> None:
     result = answers["forks"]
     assert not result.is_error
-    assert _text(result).startswith("list_forks: 2 forks of runs/weather.json")
+    assert _text(result).startswith("list_forks: 2 forks of the run")
     block = _block(result)
     assert "fork sunny-1 (runs/sunny.json)\n    cut at step 3; completed; 7 steps" in block
     assert "fork snowy-1 (runs/snowy.json)\n    cut at step 5; completed; 7 steps" in block
