@@ -16,6 +16,7 @@ Keys (every one optional)::
     hosts = ["llm.internal.example"]                          # more provider hosts to intercept
     match = "strict"                                          # or "sequence"
     pace = "recorded"                                         # or a factor such as 0.1; absent: as fast as possible
+    mcp_dirs = ["nightly/runs"]                               # more folders `blackbox mcp` reads (relative to this file)
 
 Flags add to the lists (``--mask``, ``--redact``, ``--host``) and replace the
 single values (``--match``, ``--pace``, ``--no-default-masks``).
@@ -53,7 +54,7 @@ __all__ = [
 ]
 
 CONFIG_ENV = "BLACKBOX_CONFIG"
-KEYS = ("mask", "default_masks", "redact", "hosts", "match", "pace")
+KEYS = ("mask", "default_masks", "redact", "hosts", "match", "pace", "mcp_dirs")
 MATCH_MODES = ("strict", "sequence")
 
 
@@ -153,6 +154,10 @@ def _check(config: ProjectConfig) -> None:
         hosts = values["hosts"]
         if not isinstance(hosts, list) or not all(isinstance(h, str) and h.strip() for h in hosts):
             raise ConfigError(f'{config.where}: hosts must be a list of host names, e.g. hosts = ["llm.internal.example"]')
+    if "mcp_dirs" in values:
+        dirs = values["mcp_dirs"]
+        if not isinstance(dirs, list) or not all(isinstance(d, str) and d.strip() for d in dirs):
+            raise ConfigError(f'{config.where}: mcp_dirs must be a list of folders, e.g. mcp_dirs = ["nightly/runs"]')
     if "match" in values and values["match"] not in MATCH_MODES:
         raise ConfigError(f'{config.where}: match must be "strict" or "sequence", not {values["match"]!r}')
     if "default_masks" in values and not isinstance(values["default_masks"], bool):

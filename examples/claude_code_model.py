@@ -27,6 +27,12 @@ Tasks, chosen by a marker in the prompt (``claude -p "… TASK …"``):
     both finish at once and Claude Code makes one call fewer; replayed with
     the recorded pace, it makes the same calls.
 
+``BB-FORKS``
+    Call the ``list_forks`` tool of the ``blackbox`` MCP server (``blackbox mcp``,
+    which Claude Code names ``mcp__blackbox__list_forks``) on ``runs/weather.json``,
+    then answer with the lines of its result that say where each fork was cut and
+    where it first parted from its parent.
+
 Subagents are told apart by their prompt (``BB-SUB alpha`` / ``BB-SUB beta``).
 Anything else gets a short text answer (Claude Code's side calls, such as a
 title for the session).
@@ -131,6 +137,18 @@ def _task_agents(body: Json, background: bool) -> Answer:
     return {"text": f"Done. {said}"}
 
 
+FORKS_TOOL = "mcp__blackbox__list_forks"
+
+
+def _task_forks(body: Json) -> Answer:
+    results = _last_results(body)
+    if not results:
+        return {"text": "I'll ask blackbox for the forks.", "tool_calls": [{"name": FORKS_TOOL, "arguments": {"run": "runs/weather.json"}}]}
+    keep = ("fork ", "cut at step", "first divergence", "DIVERGED")
+    said = [line.strip() for line in results[0].splitlines() if line.strip().startswith(keep)]
+    return {"text": "The forks of runs/weather.json, as blackbox lists them:\n" + "\n".join(said)}
+
+
 def respond(kind: str, body: Json) -> Answer:
     """The answer to one request (``kind`` is the provider: only "anthropic" is scripted)."""
     if kind != "anthropic":
@@ -146,4 +164,6 @@ def respond(kind: str, body: Json) -> Answer:
         return _task_agents(body, background=False)
     if "BB-BACKGROUND" in first:
         return _task_agents(body, background=True)
+    if "BB-FORKS" in first:
+        return _task_forks(body)
     return {"text": "Hello from the scripted model."}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-PLAIN = ["cassette", "codecs", "matcher", "session", "golden"]
+PLAIN = ["cassette", "codecs", "matcher", "session", "golden", "mcp_server"]
 
 
 @pytest.mark.parametrize("package", PLAIN)

@@ -12,7 +12,15 @@ from __future__ import annotations
 import click
 
 from blackbox_mitm import __version__
-from blackbox_mitm.cli import cassette_commands, compress_commands, fork_commands, golden_commands, run_commands, view_commands
+from blackbox_mitm.cli import (
+    cassette_commands,
+    compress_commands,
+    fork_commands,
+    golden_commands,
+    mcp_commands,
+    run_commands,
+    view_commands,
+)
 from blackbox_mitm.cli import compare_options as compare_commands
 from blackbox_mitm.cli.base import BlackboxGroup, UsageProblem
 
@@ -44,3 +52,4 @@ main.add_command(compare_commands.config_command)
 main.add_command(view_commands.view)
 main.add_command(compress_commands.compress)
 main.add_command(compress_commands.decompress)
+main.add_command(mcp_commands.mcp)

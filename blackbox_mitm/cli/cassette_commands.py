@@ -15,8 +15,9 @@ from typing import Any
 
 import click
 
-from blackbox_mitm.cassette.diff import Divergence, TailStep, diff_verified
+from blackbox_mitm.cassette.diff import diff_verified
 from blackbox_mitm.cassette.journal import journal_path, recover_journal
+from blackbox_mitm.cassette.render import render_diff, render_verify, steps_text
 from blackbox_mitm.cassette.store import load_trace
 from blackbox_mitm.cassette.timeline import build_timeline, render_timeline, summarize_step
 from blackbox_mitm.cassette.trace import Trace
@@ -46,17 +47,9 @@ def verify(files: tuple[Path, ...], show_all: bool) -> None:
             click.echo(f"ERROR {exc}{_journal_hint(path)}")
             status = 2
             continue
-        if result.ok:
-            click.echo(f"OK {path} ({result.steps} step{'s' if result.steps != 1 else ''})")
-            continue
-        status = max(status, 1)
-        click.echo(f"FAIL {path}: {result.problems[0]}")
-        if show_all:
-            for problem in result.problems[1:]:
-                click.echo(f"  {problem}")
-        elif len(result.problems) > 1:
-            more = len(result.problems) - 1
-            click.echo(f"  (and {more} more problem{'s' if more != 1 else ''}; --all lists them)")
+        if not result.ok:
+            status = max(status, 1)
+        click.echo("\n".join(render_verify(result, str(path), show_all=show_all)))
     sys.exit(status)
 
 
@@ -114,7 +107,7 @@ def diff(a: Path, b: Path, as_json: bool, tail: int, masks: tuple[str, ...], mas
             }
         )
     else:
-        click.echo(_render_diff(a, ta, b, tb, divergence, tail), nl=False)
+        click.echo(render_diff(str(a), ta, str(b), tb, divergence, tail), nl=False)
     sys.exit(0 if divergence is None else 1)
 
 
@@ -145,7 +138,7 @@ def _masked_diff(a: Path, ta: Trace, b: Path, tb: Trace, compare: CompareOptions
     if as_json:
         _echo_json({"a": str(a), "b": str(b), "masks": names, "same": d is None, "firstDifference": d.to_json() if d else None})
     else:
-        click.echo(f"a: {a} (run {ta.id}, {_steps(len(ta.steps))})\nb: {b} (run {tb.id}, {_steps(len(tb.steps))})")
+        click.echo(f"a: {a} (run {ta.id}, {steps_text(len(ta.steps))})\nb: {b} (run {tb.id}, {steps_text(len(tb.steps))})")
         click.echo(f"compared as strict replay compares requests, through the masks: {', '.join(names) or 'none'}")
         click.echo("\n".join(d.human_lines()) if d else "the same run under the masks (timestamps and ids aside)")
     sys.exit(0 if d is None else 1)
@@ -171,36 +164,3 @@ def _echo_json(data: Any) -> None:
     # backslashreplace writes a lone surrogate as \udXXX: a valid JSON escape for it.
     text = json.dumps(data, ensure_ascii=False, indent=2).encode("utf-8", "backslashreplace").decode("utf-8")
     click.echo(text)
-
-
-def _render_diff(a: Path, ta: Trace, b: Path, tb: Trace, d: Divergence | None, tail: int) -> str:
-    lines = [f"a: {a} (run {ta.id}, {_steps(len(ta.steps))})", f"b: {b} (run {tb.id}, {_steps(len(tb.steps))})"]
-    if d is None:
-        lines.append(f"identical: the same {_steps(len(ta.steps))} in both (every hash matches)")
-        return "\n".join(lines) + "\n"
-    lines.append(f"first divergence at step {d.index} ({d.kind}): {d.explanation}")
-    if d.index:
-        lines.append(f"steps 0–{d.index - 1} are the same in both runs" if d.index > 1 else "step 0 is the same in both runs")
-    for side, rest in (("a", d.tail_a), ("b", d.tail_b)):
-        lines.append("")
-        if not rest:
-            lines.append(f"{side} ends here, after {_steps(d.index)}")
-            continue
-        lines.append(f"{side} from step {d.index}:")
-        lines.extend(_tail_lines(rest, tail))
-    return "\n".join(lines) + "\n"
-
-
-def _tail_lines(rest: list[TailStep], limit: int) -> list[str]:
-    shown = rest if limit <= 0 else rest[:limit]
-    width = max(len(t.type) for t in shown)
-    number = len(str(shown[-1].index))
-    out = [f"  {t.index:>{number}}  {t.type:<{width}}  {t.summary}" for t in shown]
-    if len(shown) < len(rest):
-        more = len(rest) - len(shown)
-        out.append(f"  … and {more} more step{'s' if more != 1 else ''} (--tail 0 lists them all)")
-    return out
-
-
-def _steps(n: int) -> str:
-    return f"{n} step{'s' if n != 1 else ''}"

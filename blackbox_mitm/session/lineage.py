@@ -8,6 +8,7 @@ cut at, i.e. the replayed beginning did not re-execute as recorded.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -55,14 +56,20 @@ def run_summary(trace: Trace, path: Path | None = None) -> dict[str, Any]:
     }
 
 
-def list_forks(parent_path: Path, directory: Path | None = None) -> dict[str, Any]:
+def list_forks(parent_path: Path, directory: Path | None = None, *, files: Iterable[Path] | None = None) -> dict[str, Any]:
+    """The forks of the run at ``parent_path`` among the cassettes of ``directory`` (default: its folder).
+
+    ``files`` gives the candidate files instead of the folder's (``blackbox mcp`` passes only those it may read).
+    """
     parent = load_trace(parent_path, recover=False)
-    folder = directory if directory is not None else parent_path.resolve().parent
-    if not folder.is_dir():
-        raise CassetteError("not a folder; give the folder that holds the forks", path=str(folder))
+    if files is None:
+        folder = directory if directory is not None else parent_path.resolve().parent
+        if not folder.is_dir():
+            raise CassetteError("not a folder; give the folder that holds the forks", path=str(folder))
+        files = (p for pattern in ("*.json", "*.json.gz", "*.json.zst") for p in folder.glob(pattern))  # compressed forks too
     forks: list[dict[str, Any]] = []
     skipped: list[dict[str, str]] = []
-    for path in sorted(p for pattern in ("*.json", "*.json.gz", "*.json.zst") for p in folder.glob(pattern)):  # compressed forks too
+    for path in sorted(files):
         if path.resolve() == parent_path.resolve():
             continue
         try:

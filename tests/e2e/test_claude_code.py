@@ -12,10 +12,15 @@ What has to hold, from the issue: the built-in masks (the billing line, agent
 ids, the subagents' usage) and tool results in call order make every replay
 strict and flag-free; with background subagents, ``--pace recorded`` keeps
 when they finish, so ten replays out of ten are the recording.
+
+And Claude Code with ``blackbox mcp`` registered as its docs say (``claude mcp
+add blackbox -- blackbox mcp``): the model calls ``mcp__blackbox__list_forks``,
+the answer carries the listing, and that MCP tool round replays strictly offline.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -30,10 +35,13 @@ from fake_provider import FakeProvider
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.cassette.verify import verify_trace
 
+sys.path.insert(0, str(ROOT / "tests" / "mcp_server"))  # the blackbox mcp tests' runs (a parent and its two forks)
+
 pytestmark = pytest.mark.e2e
 
 CLAUDE = ROOT / "tests" / "e2e" / "clients" / "claude-code" / "node_modules" / ".bin" / "claude"
 NOTES = "Blackbox notes\nsecond line\n"
+EXTRA_ENV: dict[str, str] = {}  # a test's own additions to Claude Code's environment (monkeypatched)
 
 
 @pytest.fixture(scope="module")
@@ -58,18 +66,30 @@ def workdir(tmp_path: Path) -> Path:
     return work
 
 
-def run(args: list[str], *, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    """``blackbox ARGS`` in ``cwd``, with what a user must set to run Claude Code offline: a HOME and a (fake) key."""
+def claude_env(cwd: Path) -> dict[str, str]:
+    """What a user must set to run Claude Code offline in ``cwd``: a HOME and a (fake) key."""
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy") and not k.startswith(("CLAUDE", "ANTHROPIC"))}
+    env.update(EXTRA_ENV)
     env["HOME"] = str(cwd.parent / "home")
     env["ANTHROPIC_API_KEY"] = "sk-ant-test-not-a-real-key-0000"
     env["BLACKBOX_CONFIG"] = ""  # no project config: the defaults (tests/e2e/test_masks_e2e.py tests the config)
+    return env
+
+
+def run(args: list[str], *, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """``blackbox ARGS`` in ``cwd``, with ``claude_env``."""
+    env = claude_env(cwd)
     return subprocess.run([sys.executable, "-m", "blackbox_mitm", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-def record(cassette: Path, prompt: str, *, cwd: Path, provider: FakeProvider, confdir: Path) -> subprocess.CompletedProcess[str]:
+def record(
+    cassette: Path, prompt: str, *claude_args: str, cwd: Path, provider: FakeProvider, confdir: Path
+) -> subprocess.CompletedProcess[str]:
     proc = run(
-        ["record", "-o", str(cassette), "--confdir", str(confdir), "-v", *remote_args(provider.url), "--", str(CLAUDE), "-p", prompt],
+        [
+            *("record", "-o", str(cassette), "--confdir", str(confdir), "-v", *remote_args(provider.url)),
+            *("--", str(CLAUDE), "-p", prompt, *claude_args),
+        ],
         cwd=cwd,
     )
     assert proc.returncode == 0, proc.stderr
@@ -77,8 +97,10 @@ def record(cassette: Path, prompt: str, *, cwd: Path, provider: FakeProvider, co
     return proc
 
 
-def replay(cassette: Path, prompt: str, *flags: str, cwd: Path, confdir: Path) -> subprocess.CompletedProcess[str]:
-    return run(["replay", str(cassette), "--confdir", str(confdir), "-v", *flags, "--", str(CLAUDE), "-p", prompt], cwd=cwd)
+def replay(
+    cassette: Path, prompt: str, *flags: str, cwd: Path, confdir: Path, claude_args: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    return run(["replay", str(cassette), "--confdir", str(confdir), "-v", *flags, "--", str(CLAUDE), "-p", prompt, *claude_args], cwd=cwd)
 
 
 def assert_same_run(proc: subprocess.CompletedProcess[str], recorded: subprocess.CompletedProcess[str], calls: int) -> None:
@@ -153,3 +175,52 @@ def test_background_subagents_replay_with_the_recorded_pace_ten_times_in_ten(
     fast = replay(cassette, prompt, cwd=workdir, confdir=confdir)
     assert fast.returncode != 0
     assert "incomplete" in fast.stderr
+
+
+def test_claude_code_calls_blackbox_mcp_list_forks_and_the_round_replays_strictly(
+    claude: Path, provider: FakeProvider, workdir: Path, confdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_runs import make_folder
+
+    # Claude Code -p sends its first request while MCP servers may still be starting, and then tells the model
+    # which servers are "still connecting" instead of their tools: a race that would make the first request differ
+    # between record and replay. This pinned version waits for them up to CLAUDE_CODE_MCP_STARTUP_WAIT_MS.
+    monkeypatch.setitem(EXTRA_ENV, "CLAUDE_CODE_MCP_STARTUP_WAIT_MS", "60000")
+
+    make_folder(workdir)  # workdir/runs: weather.json, its forks sunny.json (cut at 3) and snowy.json (cut at 5), ...
+    blackbox = Path(sys.executable).parent / "blackbox"
+    added = subprocess.run(
+        [str(claude), "mcp", "add", "blackbox", "--", str(blackbox), "mcp"],  # as docs/mcp.md says, in the isolated HOME
+        cwd=workdir,
+        env=claude_env(workdir),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert added.returncode == 0, added.stderr + added.stdout
+    cassette = workdir.parent / "forks.json"
+    prompt = "BB-FORKS: which forks does runs/weather.json have, and where did each part from it?"
+    allow = ("--allowedTools", "mcp__blackbox__list_forks")
+    rec = record(cassette, prompt, *allow, cwd=workdir, provider=provider, confdir=confdir)
+    # The answer carries what the tool returned: each fork, its cut and its first divergence.
+    assert rec.stdout.startswith("The forks of runs/weather.json, as blackbox lists them:"), rec.stdout + rec.stderr
+    for line in (
+        "fork snowy-1 (runs/snowy.json)",
+        "cut at step 5; completed; 7 steps",
+        "fork sunny-1 (runs/sunny.json)",
+        "cut at step 3; completed; 7 steps",
+        "first divergence: step 3 (input): step 3 (tool_result get_weather): different input: payload.result.celsius differs: 12 in a, 24 in b",
+        "first divergence: step 3 (input): step 3 (tool_result get_weather): different input: payload.result.celsius differs: 12 in a, -2 in b",
+    ):
+        assert line in rec.stdout, rec.stdout
+    trace = load_trace(cassette)
+    announced = json.dumps(trace.steps[0].payload)  # Claude Code lists the server's tools to the model (as deferred tools)
+    for name in ("list_runs", "show_run", "list_forks", "diff_runs", "verify_run", "replay_report"):
+        assert f"mcp__blackbox__{name}" in announced
+    call = next(s for s in trace.steps if s.type == "tool_call")
+    assert call.payload["toolName"] == "mcp__blackbox__list_forks" and call.payload["toolInput"] == {"run": "runs/weather.json"}
+    result = str(next(s for s in trace.steps if s.type == "tool_result").payload["result"])
+    assert "BEGIN UNTRUSTED DATA" in result and "cut at step 3" in result  # the tool's answer, fenced, as the model saw it
+    assert sum(1 for s in trace.steps if s.type == "model_input") == 2
+    # Replayed strictly and offline: Claude Code starts `blackbox mcp` again, which says the same.
+    assert_same_run(replay(cassette, prompt, cwd=workdir, confdir=confdir, claude_args=allow), rec, 2)
