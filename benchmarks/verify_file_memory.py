@@ -78,7 +78,9 @@ def main(argv: list[str] | None = None) -> int:
         size = path.stat().st_size
         rows = {}
         for mode in ("whole", "stepwise"):
-            proc = subprocess.run([PYTHON, "-m", "benchmarks.verify_file_memory", "--child", mode, str(path)], capture_output=True, text=True, cwd=ROOT)
+            proc = subprocess.run(
+                [PYTHON, "-m", "benchmarks.verify_file_memory", "--child", mode, str(path)], capture_output=True, text=True, cwd=ROOT
+            )
             if proc.returncode != 0:
                 raise SystemExit(proc.stderr[-2000:])
             rows[mode] = json.loads(proc.stdout)

@@ -254,7 +254,7 @@ class _Reader:
                 s = orjson.loads(view[start:end])
         except orjson.JSONDecodeError:
             try:
-                s = decode_json(self.buf[start:end])  # a lone surrogate (``"\\ud83d"``): the standard library reads it
+                s = decode_json(bytes(self.buf[start:end]))  # a lone surrogate (``"\\ud83d"``): the standard library reads it
             except JsonLimitError:
                 raise _Fallback from None
             except ValueError:

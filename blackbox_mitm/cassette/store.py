@@ -119,16 +119,16 @@ def _finite(value: Any) -> Any:
     stack: list[tuple[Any, Any, Any]] = [(root, 0, value)]
     while stack:
         parent, key, item = stack.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            parent[key] = None
-        elif isinstance(item, int) and not isinstance(item, bool) and not _fits_double(item):
+        if (isinstance(item, float) and not math.isfinite(item)) or (
+            isinstance(item, int) and not isinstance(item, bool) and not _fits_double(item)
+        ):
             parent[key] = None
         elif isinstance(item, dict):
-            copy = parent[key] = dict(item)
-            stack.extend((copy, k, v) for k, v in copy.items())
+            mapping = parent[key] = dict(item)
+            stack.extend((mapping, k, v) for k, v in mapping.items())
         elif isinstance(item, (list, tuple)):
-            copy = parent[key] = list(item)
-            stack.extend((copy, i, v) for i, v in enumerate(copy))
+            items = parent[key] = list(item)
+            stack.extend((items, i, v) for i, v in enumerate(items))
     return root[0]
 
 

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 import click
 import orjson
 
+from blackbox_mitm.cassette.compression import CompressedCassetteError
 from blackbox_mitm.cli.base import command, group
 from blackbox_mitm.cli.compare_options import CompareOptions, compare_options, mask_options
 from blackbox_mitm.cli.options import RunOptions, run_options
 from blackbox_mitm.cli.paths import OutputFile
-from blackbox_mitm.cassette.compression import CompressedCassetteError
 from blackbox_mitm.errors import BlackboxError
 from blackbox_mitm.golden.junit import junit_bytes, write_junit
 from blackbox_mitm.golden.progress import Progress

@@ -111,10 +111,10 @@ class _Handler(BaseHTTPRequestHandler):
                 wait = 0.0
                 if offsets is not None and not stopping.is_set():
                     wait = max(0.0, started + offsets[i] / 1000 - time.monotonic())
-                elif i and pause and not stopping.is_set():
-                    wait = pause  # cut short when the proxy shuts down: the rest goes at once
-                if wait:
                     stopping.wait(wait)
+                elif i and pause and not stopping.is_set():
+                    wait = pause
+                    stopping.wait(pause)  # cut short when the proxy shuts down: the rest goes at once
                 asked.append(wait)
                 self.wfile.write(b"%X\r\n%s\r\n" % (len(event), event))
                 self.wfile.flush()
@@ -122,7 +122,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except OSError:  # the agent hung up mid-stream
             self.close_connection = True
-        log.info("blackbox: paced %d events, each its own chunk, after waits of (ms): %s", len(asked), " ".join(f"{w * 1000:.0f}" for w in asked))
+        log.info(
+            "blackbox: paced %d events, each its own chunk, after waits of (ms): %s", len(asked), " ".join(f"{w * 1000:.0f}" for w in asked)
+        )
 
     do_GET = do_POST
 

@@ -30,8 +30,8 @@ from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
 from blackbox_mitm.matcher import Divergence, Exhausted, RecordedCalls, Served
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.matcher.outcomes import RecordedCall
-from blackbox_mitm.session.recorder import RecordFailed, RunRecorder, SecretLeak, scrub, secrets_from_environ, secrets_from_request
 from blackbox_mitm.session.numbers import refuse_unrepresentable_numbers
+from blackbox_mitm.session.recorder import RecordFailed, RunRecorder, SecretLeak, scrub, secrets_from_environ, secrets_from_request
 from blackbox_mitm.session.redact import Redactor
 from blackbox_mitm.session.transcript import order_tool_results
 

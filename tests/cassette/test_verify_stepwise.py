@@ -63,7 +63,9 @@ def _write(path: Path, data: dict[str, Any], *, indent: bool) -> Path:
 
 @pytest.mark.parametrize("suffix", [".json", ".json.zst"])
 @pytest.mark.parametrize("edit", list(EDITS))
-def test_verify_file_reads_step_by_step_with_the_results_of_a_whole_parse(tmp_path: Path, edit: str, suffix: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_verify_file_reads_step_by_step_with_the_results_of_a_whole_parse(
+    tmp_path: Path, edit: str, suffix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     data = weather_trace().to_json()
     change = EDITS[edit]
     if change is not None:

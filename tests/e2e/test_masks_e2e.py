@@ -223,7 +223,18 @@ def test_a_mask_or_redaction_rule_cannot_hang_a_replay_of_a_big_prompt(project: 
     redact = [arg for p in HANGS_A_BACKTRACKER for arg in ("--redact", p)]
     with FakeProvider([{"text": "long read"}]) as provider:
         rec = run(
-            ["record", "-o", str(cassette), *redact, "--confdir", str(confdir), *remote_args(provider.url), "--", sys.executable, str(agent)],
+            [
+                "record",
+                "-o",
+                str(cassette),
+                *redact,
+                "--confdir",
+                str(confdir),
+                *remote_args(provider.url),
+                "--",
+                sys.executable,
+                str(agent),
+            ],
             cwd=project,
             timeout=300,
         )
@@ -231,7 +242,11 @@ def test_a_mask_or_redaction_rule_cannot_hang_a_replay_of_a_big_prompt(project: 
     assert rec.stdout.startswith("200")
     for pattern in HANGS_A_BACKTRACKER:
         # A generous timeout: RE2 takes milliseconds here; a backtracking engine would not finish at all.
-        rep = run(["replay", str(cassette), "--mask", pattern, "--confdir", str(confdir), "--", sys.executable, str(agent)], cwd=project, timeout=300)
+        rep = run(
+            ["replay", str(cassette), "--mask", pattern, "--confdir", str(confdir), "--", sys.executable, str(agent)],
+            cwd=project,
+            timeout=300,
+        )
         assert rep.returncode == 0, (pattern, rep.stderr)
         assert rep.stdout.startswith("200") and "long read" in rep.stdout
 

@@ -10,13 +10,13 @@ differs), verify, and replay offline to the same agent output.
 
 from __future__ import annotations
 
-import itertools
-import re
 import json
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -580,6 +580,19 @@ print(" ".join(f"{t:.3f}" for t in stamps), file=sys.stderr)
 """
 
 
+FIRST_EVENT_CLIENT = r"""
+import pathlib, sys
+import openai
+seen, question = pathlib.Path(sys.argv[1]), sys.argv[2]
+text = ""
+for chunk in openai.OpenAI(max_retries=0).chat.completions.create(model="gpt-4.1-mini", stream=True, messages=[{"role": "user", "content": question}]):
+    seen.touch()  # the first event is here (the provider holds the rest until this file exists)
+    for ch in chunk.choices:
+        text += ch.delta.content or ""
+print(text)
+"""
+
+
 def _stamps(stderr: str) -> list[float]:
     """The arrival times the paced client printed (the one stderr line made only of numbers)."""
     for line in stderr.splitlines():
@@ -589,7 +602,9 @@ def _stamps(stderr: str) -> list[float]:
     raise AssertionError(f"no arrival times in {stderr!r}")
 
 
-def _mitmdump(tmp_path: Path, confdir: Path, mode: str, cassette: Path, *sets: str, quiet: bool = True) -> tuple[subprocess.Popen[str], int]:
+def _mitmdump(
+    tmp_path: Path, confdir: Path, mode: str, cassette: Path, *sets: str, quiet: bool = True
+) -> tuple[subprocess.Popen[str], int]:
     port = free_port()
     mitmdump = Path(sys.executable).with_name("mitmdump")
     argv = [str(mitmdump), *(["-q"] if quiet else []), "--listen-host", "127.0.0.1", "--listen-port", str(port), "--set", f"confdir={confdir}",
@@ -697,16 +712,27 @@ def test_pacer_plays_back_whole_events() -> None:
 
 
 def test_recording_passes_events_through_as_they_arrive(tmp_path: Path, confdir: Path) -> None:
-    """The agent sees the first delta long before the stream ends: the recorder does not buffer."""
-    client = tmp_path / "paced.py"
-    client.write_text(PACED_CLIENT)
-    with FakeProvider(stream_delay_ms=200) as fake:
+    """The agent sees the first delta before the provider sends the second: the recorder does not buffer.
+
+    Causal, not timed: the fake provider holds every event after the first until
+    the client says it has the first (a file it creates). A proxy that buffered the
+    stream would hold that first event back, and the provider would wait in vain.
+    """
+    client = tmp_path / "first.py"
+    client.write_text(FIRST_EVENT_CLIENT)
+    seen = tmp_path / "first-event-seen"
+    waited: list[bool] = []
+
+    def hold_until_seen(index: int) -> None:
+        deadline = time.monotonic() + 60  # generous: only a buffering proxy runs it out
+        while not seen.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        waited.append(seen.exists())
+
+    with FakeProvider(before_event=hold_until_seen) as fake:
         cassette, rec = record(
-            tmp_path, confdir, fake, [sys.executable, str(client), "openai", "Say something long enough to stream."], "run.json"
+            tmp_path, confdir, fake, [sys.executable, str(client), str(seen), "Say something long enough to stream."], "run.json"
         )
         assert rec.returncode == 0, rec.stderr
-    stamps = _stamps(rec.stderr)
-    assert len(stamps) >= 4
-    # the events were 200 ms apart upstream; buffered, they would all land within a few ms of each other
-    assert stamps[-1] - stamps[0] >= 0.2 * (len(stamps) - 2), stamps
+    assert len(waited) >= 3 and all(waited), waited  # every later event went out only after the client had the first
     assert neutral(cassette)[1][1]["text"] == rec.stdout.strip()

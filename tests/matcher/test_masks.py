@@ -295,7 +295,9 @@ def test_a_lone_surrogate_in_the_text_keeps_the_spans_in_place() -> None:
     assert rules.mask_text("half \ud83d id=42 end") == "half \ud83d id=<masked:mask-1> end"
 
 
-@pytest.mark.parametrize(("pattern", "said"), [(r"(?<=x)y", "not RE2 syntax"), (r"(a)\1", "not RE2 syntax"), (r"(unclosed", "is not a regular expression")])
+@pytest.mark.parametrize(
+    ("pattern", "said"), [(r"(?<=x)y", "not RE2 syntax"), (r"(a)\1", "not RE2 syntax"), (r"(unclosed", "is not a regular expression")]
+)
 def test_a_pattern_re2_cannot_run_is_refused_naming_the_rule(pattern: str, said: str) -> None:
     with pytest.raises(MaskError) as caught:
         CompareRules.build([pattern], defaults=False)
