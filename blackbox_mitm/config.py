@@ -84,10 +84,23 @@ def find_config(start: str | os.PathLike[str] | None = None) -> tuple[Path, str]
         own = directory / "blackbox.toml"
         if own.is_file():
             return own, ""
+        if own.exists() or own.is_symlink():  # a folder (or a dangling link, a FIFO) by that name: say so, never skip it
+            raise ConfigError(
+                f"{own}: is not a file ({_kind(own)}), so it cannot be the project config; remove or rename it, "
+                f"or set {CONFIG_ENV}= to ignore project configs"
+            )
         pyproject = directory / "pyproject.toml"
         if pyproject.is_file() and _has_table(pyproject):
             return pyproject, "tool.blackbox"
     return None
+
+
+def _kind(path: Path) -> str:
+    if path.is_dir():
+        return "a directory"
+    if path.is_symlink() and not path.exists():
+        return "a link to nothing"
+    return "not a regular file"
 
 
 def _has_table(pyproject: Path) -> bool:
@@ -102,6 +115,11 @@ def _read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(f)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the project config ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError as exc:
+        bom = " (it begins with a UTF-16 byte order mark: save it as UTF-8)" if exc.object[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte {exc.start}){bom}; a TOML file is UTF-8 — re-save it so, or set {CONFIG_ENV}= to ignore it"
+        ) from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc}); fix the file or set {CONFIG_ENV}= to ignore it") from exc
 
@@ -132,6 +150,8 @@ def project_config(start: str | os.PathLike[str] | None = None, environ: Mapping
         named = env[CONFIG_ENV].strip()
         if not named:
             return ProjectConfig()
+        if Path(named).is_dir():
+            raise ConfigError(f"{CONFIG_ENV}={named}: is a directory, not a file; name a blackbox.toml or pyproject.toml, or unset it")
         if not Path(named).is_file():
             raise ConfigError(f"{CONFIG_ENV}={named}: no such file; name a blackbox.toml or pyproject.toml, or unset it")
         return load_config(named)

@@ -576,6 +576,8 @@ class _Handler(BaseHTTPRequestHandler):
         for i, frame in enumerate(frames):
             if i and provider.stream_delay_ms:
                 provider._stopping.wait(provider.stream_delay_ms / 1000)
+            if i and provider.before_event is not None:
+                provider.before_event(i)  # a test's gate: e.g. hold event 1 until the client has seen event 0
             data = compressor.compress(frame) + compressor.flush(zlib.Z_SYNC_FLUSH) if compressor else frame
             self._chunk(data)
         if cut:  # no end of the gzip member, no last chunk: the client sees the connection die mid-stream
@@ -610,8 +612,10 @@ class FakeProvider:
         stream_delay_ms: float = 0.0,
         log_path: str | Path | None = None,
         responder: Callable[[str, Json], Answer] | None = None,
+        before_event: Callable[[int], None] | None = None,
     ) -> None:
         self.host, self.port = host, port
+        self.before_event = before_event  # called before each streamed event after the first, with its index
         self.responder = responder
         self.gzip_streams = gzip_streams
         self.stream_delay_ms = stream_delay_ms

@@ -75,7 +75,7 @@ def test_a_bad_config_is_a_named_error_naming_the_file(tmp_path: Path, text: str
 def test_flags_add_to_lists_and_replace_single_values(tmp_path: Path) -> None:
     path = write(
         tmp_path / "blackbox.toml",
-        'mask = ["(?<=run )\\\\d+", {name = "session", pattern = "sess-[0-9a-f]+"}]\n'
+        'mask = ["run (?P<mask>\\\\d+)", {name = "session", pattern = "sess-[0-9a-f]+"}]\n'
         'redact = [{name = "email", pattern = "[a-z]+@[a-z.]+"}]\n'
         'hosts = ["LLM.internal.example"]\nmatch = "sequence"\npace = "recorded"\n',
     )

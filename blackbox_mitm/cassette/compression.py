@@ -145,7 +145,20 @@ def decode(path: str | os.PathLike[str], data: bytes, *, limit: int | None = Non
             f"the {kind} data is cut short (the file is truncated); restore it from version control, or re-record the run",
             path=str(path),
         )
-    return b"".join(chunks)
+    plain = b"".join(chunks)
+    _refuse_nested(kind, plain, path=str(path))
+    return plain
+
+
+def _refuse_nested(kind: str, plain: bytes, *, path: str) -> None:
+    """A file compressed twice: its decompressed content is no JSON but another compressed stream."""
+    inner = sniff(plain[:4])
+    if inner != PLAIN:
+        raise CompressedCassetteError(
+            f"the decompressed content is not JSON: it looks like another {inner} stream (the file was compressed twice); "
+            f"decompress it once more, then name it by what it holds",
+            path=path,
+        )
 
 
 def journal_plain(cassette: str | os.PathLike[str], data: bytes, *, path: str, limit: int | None = None) -> tuple[bytes, bool]:
@@ -191,7 +204,11 @@ def iter_decoded(path: str | os.PathLike[str], data: bytes, *, limit: int | None
     if kind == PLAIN:
         yield decode(path, data)
         return
+    first = True
     for piece in _stream(kind, data, path=str(path), limit=_limit(limit)):
+        if first and piece is not _END and piece is not _CUT:
+            _refuse_nested(kind, piece, path=str(path))
+            first = False
         if piece is _CUT:
             raise CompressedCassetteError(
                 f"the {kind} data is cut short (the file is truncated); restore it from version control, or re-record the run",

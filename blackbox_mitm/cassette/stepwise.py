@@ -41,7 +41,7 @@ from blackbox_mitm.cassette.trace import STEP_TYPES, Trace, TraceStep
 __all__ = ["FileSource", "load_stepwise"]
 
 _PIECE = 1 << 20
-_STEPS_KEY = re.compile(rb'"steps"\s*:\s*\[\s*')
+_STEPS_KEY = re.compile(rb'"steps"\s*:\s*\[')
 _BEFORE_ID = re.compile(rb'\}\s*,\s*\{\s*"id"\s*:\s*\Z')
 _MAX_TIME_MS = 8.64e15
 _HEADER_TYPES: dict[str, tuple[type, ...]] = {"id": (str,), "createdAt": (int, float)}
@@ -135,7 +135,10 @@ class _Reader:
     def __init__(self, pieces: Iterator[bytes], path: Path) -> None:
         self.pieces = pieces
         self.path = path
-        self.buf = b""
+        # A bytearray: appending a piece and dropping a parsed prefix cost the piece, not the
+        # whole buffer, so a step (or a header) that never ends — a compression bomb of
+        # whitespace — costs time linear in what was read, up to the size cap.
+        self.buf = bytearray()
         self.eof = False
         self.quotes = 0
         self.escaped = 0
@@ -147,7 +150,8 @@ class _Reader:
         except StopIteration:
             self.eof = True
             return -1
-        self.buf = self.buf[keep_from:] + piece
+        del self.buf[:keep_from]
+        self.buf += piece
         return keep_from
 
     def count(self, start: int, end: int) -> None:
@@ -169,11 +173,13 @@ class _Reader:
 
     def header(self) -> int:
         m = _STEPS_KEY.search(self.buf)
-        while m is None or m.end() == len(self.buf):
+        while m is None:
+            searched = len(self.buf)
             if self.more(0) < 0:
                 raise _Fallback
-            m = _STEPS_KEY.search(self.buf)
-        head = self.buf[: m.start()].rstrip()
+            m = _STEPS_KEY.search(self.buf, max(0, searched - 64))  # only what is new (and the key's reach back)
+        first = self.skip_space(m.end())
+        head = bytes(self.buf[: m.start()]).rstrip()
         if not head.endswith(b","):
             raise _Fallback
         data = _loads(head[:-1] + b"}")
@@ -187,13 +193,23 @@ class _Reader:
                 raise _Fallback
         if not _is_time(data["createdAt"]):
             raise _Fallback
-        self.count(0, m.end())
+        self.count(0, first)
         self.trace = Trace(
             id=data["id"], createdAt=data["createdAt"], parentId=data.get("parentId"), forkedFromStepId=data.get("forkedFromStepId")
         )
-        if self.buf[m.end() : m.end() + 1] != b"{":
+        if self.buf[first : first + 1] != b"{":
             raise _Fallback  # no steps, or not an object: the whole-document path words it
-        return m.end()
+        return first
+
+    def skip_space(self, at: int) -> int:
+        """Where the first byte that is not JSON whitespace from ``at`` on is (reading on as needed)."""
+        while True:
+            rest = self.buf[at:].lstrip(b" \t\r\n") if at < len(self.buf) else b""
+            if rest:
+                return len(self.buf) - len(rest)
+            at = len(self.buf)
+            if self.more(0) < 0:
+                raise _Fallback
 
     def step(self, start: int, index: int) -> tuple[int, bool]:
         """Parse the step that starts at ``start``; the next one's start, and whether this was the last."""
@@ -216,7 +232,7 @@ class _Reader:
             at = hit + 1
 
     def last(self, start: int, index: int) -> int:
-        tail = self.buf[start:].rstrip()
+        tail = bytes(self.buf[start:]).rstrip()
         if not tail.endswith(b"}"):
             raise _Fallback
         tail = tail[:-1].rstrip()
@@ -234,10 +250,11 @@ class _Reader:
         the closing brackets) holds none, or the whole-document path reads the file.
         """
         try:
-            s = orjson.loads(memoryview(self.buf)[start:end])
+            with memoryview(self.buf) as view:
+                s = orjson.loads(view[start:end])
         except orjson.JSONDecodeError:
             try:
-                s = decode_json(self.buf[start:end])  # a lone surrogate (``"\\ud83d"``): the standard library reads it
+                s = decode_json(bytes(self.buf[start:end]))  # a lone surrogate (``"\\ud83d"``): the standard library reads it
             except JsonLimitError:
                 raise _Fallback from None
             except ValueError:

@@ -89,13 +89,56 @@ def parse_document(raw: bytes | str, *, path: str = "<cassette>") -> Any:
 
 def encode_json(value: Any, *, indent: bool = False) -> bytes:
     """Serialize with orjson; strings with lone surrogates (and integers past 64 bits) go
-    through the standard library, ASCII-escaped, which reads back to the same value."""
+    through the standard library, ASCII-escaped, which reads back to the same value.
+
+    Total on what a recorder holds, so the journal and the final save (both written
+    here) can never disagree: a number a double cannot hold (``inf``, ``nan``, an
+    integer beyond the double range) is written ``null`` on both paths, as orjson
+    writes it and as the step hash (``JSON.stringify``) counts it. A request holding
+    one is refused before it is recorded (``session.numbers``); this is the net below.
+    """
     try:
         return orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0)
     except TypeError:
-        return json.dumps(
-            value, indent=2 if indent else None, separators=None if indent else (",", ":"), ensure_ascii=True, allow_nan=False
-        ).encode()
+        pass
+    try:
+        return _stdlib_dumps(value, indent)
+    except ValueError:  # a non-finite float beside what sent us here (a lone surrogate)
+        return _stdlib_dumps(_finite(value), indent)
+
+
+def _stdlib_dumps(value: Any, indent: bool) -> bytes:
+    return json.dumps(
+        value, indent=2 if indent else None, separators=None if indent else (",", ":"), ensure_ascii=True, allow_nan=False
+    ).encode()
+
+
+def _finite(value: Any) -> Any:
+    """A copy of ``value`` with every number a double cannot hold as ``None`` (no recursion: values nest 1,024 deep)."""
+    root: list[Any] = [value]
+    stack: list[tuple[Any, Any, Any]] = [(root, 0, value)]
+    while stack:
+        parent, key, item = stack.pop()
+        if (isinstance(item, float) and not math.isfinite(item)) or (
+            isinstance(item, int) and not isinstance(item, bool) and not _fits_double(item)
+        ):
+            parent[key] = None
+        elif isinstance(item, dict):
+            mapping = parent[key] = dict(item)
+            stack.extend((mapping, k, v) for k, v in mapping.items())
+        elif isinstance(item, (list, tuple)):
+            items = parent[key] = list(item)
+            stack.extend((items, i, v) for i, v in enumerate(items))
+    return root[0]
+
+
+def _fits_double(n: int) -> bool:
+    """Whether JavaScript reads ``n`` as a finite number (``canonical.js_number``'s test)."""
+    try:
+        float(n)
+    except OverflowError:
+        return False
+    return True
 
 
 def trace_from_json(data: Any, *, path: str = "<cassette>") -> Trace:

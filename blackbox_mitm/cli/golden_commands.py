@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import click
 import orjson
 
+from blackbox_mitm.cassette.compression import CompressedCassetteError
 from blackbox_mitm.cli.base import command, group
 from blackbox_mitm.cli.compare_options import CompareOptions, compare_options, mask_options
 from blackbox_mitm.cli.options import RunOptions, run_options
@@ -72,7 +73,8 @@ def golden() -> None:
     """Manage the golden suite: a folder of verified cassettes that `blackbox test` replays."""
 
 
-@golden.command("add", exit_codes={BlackboxError: 1})
+# A cassette refused is an outcome (1); one that cannot even be read (a compression bomb past the cap) is 2, as everywhere.
+@golden.command("add", exit_codes={BlackboxError: 1, CompressedCassetteError: 2})
 @click.argument("cassette", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.option("--name", default=None, callback=_check_name, help="the golden's name (default: the cassette's file name)")
 @click.option("--overwrite", is_flag=True, help="replace a golden of the same name")

@@ -50,6 +50,7 @@ class GoldenRouter(RunRouter):
     """A router whose runs are named goldens (a name -> cassette map), not the files of its directory."""
 
     cassettes: dict[str, Path] = field(default_factory=dict)
+    reports_beside: bool = False  # its reports go to JUnit, not beside the goldens: a golden may be named x.report
 
     def cassette_of(self, run: str) -> Path:
         found = self.cassettes.get(run)

@@ -24,6 +24,15 @@ earlier rule), so one mask never matches inside another's placeholder. A
 pattern that can match the empty string is refused (``MaskError``): it would
 mask nothing and put placeholders everywhere.
 
+Patterns are RE2 syntax, matched by Google's RE2 (``google-re2``) in time linear
+in the text: masks and redaction rules run on every call's untrusted text, and a
+pattern such as ``(a+)+$`` must not hang a replay. RE2 has no lookarounds and no
+backreferences; to mask only part of what a pattern matches (what a lookbehind
+did), put that part in a group named ``mask`` — ``Today's date is
+(?P<mask>\\d{4}-\\d{2}-\\d{2})`` — or ``mask2``, ``mask3``, … in other branches: the
+first such group that took part in a match is masked, a match with none is
+masked whole. ``rule_spans`` is that rule, shared with redaction.
+
 ``BUILT_IN_MASKS`` are on by default (``CompareRules.build(defaults=False)``
 turns them off); ``blackbox masks`` lists them.
 """
@@ -31,9 +40,11 @@ turns them off); ``blackbox masks`` lists them.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import re2
 
 from blackbox_mitm.errors import BlackboxError
 
@@ -48,6 +59,7 @@ __all__ = [
     "compile_rule",
     "map_strings",
     "placeholders_in",
+    "rule_spans",
 ]
 
 MASK_PLACEHOLDER = "<masked:{name}>"
@@ -60,19 +72,54 @@ class MaskError(BlackboxError, ValueError):
     """A mask (or redaction rule) that cannot be used: a bad regular expression, a bad name, an empty match."""
 
 
-def compile_rule(pattern: str, *, kind: str, name: str, source: str) -> re.Pattern[str]:
-    """Compile one rule's pattern, or raise ``MaskError`` saying which rule, where from, and why."""
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # the error is ours to word, not RE2's to print on stderr
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_RE2_HINT = (
+    "masks and redaction rules are RE2 syntax (matched in linear time): no lookarounds ((?=…), (?<=…)) and no "
+    "backreferences (\\1); to mask only part of a match, put that part in a group named mask: (?P<mask>…)"
+)
+
+
+def compile_rule(pattern: str, *, kind: str, name: str, source: str) -> Any:
+    """Compile one rule's pattern with RE2, or raise ``MaskError`` saying which rule, where from, and why."""
     if not isinstance(pattern, str) or not pattern:
         raise MaskError(f"{kind} {name!r} (from {source}) has an empty pattern; give a regular expression")
     try:
-        regex = re.compile(pattern)
-    except re.error as exc:
-        raise MaskError(f"{kind} {name!r} (from {source}) is not a regular expression: {exc} in {pattern!r}") from exc
-    if any(m.end() == m.start() for probe in _PROBES for m in regex.finditer(probe)):
+        regex = re2.compile(pattern, _RE2_OPTIONS)
+    except (re2.error, UnicodeEncodeError) as exc:
+        raise MaskError(f"{kind} {name!r} (from {source}) {_not_re2(pattern, exc)} in {pattern!r}; {_RE2_HINT}") from exc
+    if any(end == start for probe in _PROBES for start, end in rule_spans(regex, probe, empty=True)):
         raise MaskError(f"{kind} {name!r} (from {source}) matches the empty string ({pattern!r}); make it match at least one character")
     if not _NAME.match(name):
         raise MaskError(f"{kind} name {name!r} (from {source}) must be letters, digits, '.', '_' or '-' (at most 64)")
     return regex
+
+
+def _not_re2(pattern: str, exc: BaseException) -> str:
+    reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+    try:
+        re.compile(pattern)
+    except (re.error, RecursionError):
+        return f"is not a regular expression ({reason})"
+    return f"is a Python regular expression but not RE2 syntax ({reason})"
+
+
+def rule_spans(regex: Any, text: str, *, empty: bool = False) -> Iterator[tuple[int, int]]:
+    """The (start, end) of each span a rule masks in ``text``: its first ``mask…`` group that took part, else the match.
+
+    Empty spans are left out unless ``empty``. A lone surrogate (which RE2's UTF-8
+    cannot hold) is matched as U+FFFD: the same length, so the spans are the text's.
+    """
+    groups = [i for group, i in sorted(regex.groupindex.items(), key=lambda kv: kv[1]) if group.startswith("mask")]
+    try:
+        matches = list(regex.finditer(text))
+    except UnicodeEncodeError:
+        matches = list(regex.finditer(_SURROGATE.sub("\ufffd", text)))
+    for m in matches:
+        start, end = next((m.span(g) for g in groups if m.span(g)[0] >= 0), m.span())
+        if empty or end > start:
+            yield start, end
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +131,7 @@ class Mask:
     source: str = "--mask"
     about: str = ""
     needs: tuple[str, ...] = ()  # texts holding none of these cannot match: the regex is not run on them (a fast path)
-    regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    regex: Any = field(init=False, repr=False, compare=False)  # an RE2 pattern (compile_rule)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "regex", compile_rule(self.pattern, kind="mask", name=self.name, source=self.source))
@@ -97,11 +144,12 @@ class Mask:
         return {"name": self.name, "pattern": self.pattern, "source": self.source, "about": self.about}
 
 
-# Volatile content of known agent programs, found by recording the same run twice and diffing.
+# Volatile content of known agent programs, found by recording the same run twice and diffing. RE2 syntax: what
+# a lookbehind/lookahead held is matched around a group named mask (mask2, ... in other branches), which is masked.
 BUILT_IN_MASKS: tuple[Mask, ...] = (
     Mask(
         "claude-code.billing",
-        r"\bcch=[0-9a-f]+;(?: cc_prev_req=[^;\s]*;)? cc_prompt_id=[0-9a-f-]+|(?<=\bcch=)[0-9a-f]+|(?<=\bcc_prompt_id=)[0-9a-f-]+",
+        r"\bcch=[0-9a-f]+;(?: cc_prev_req=[^;\s]*;)? cc_prompt_id=[0-9a-f-]+|\bcch=(?P<mask>[0-9a-f]+)|\bcc_prompt_id=(?P<mask2>[0-9a-f-]+)",
         source="built-in",
         needs=("cch=", "cc_prompt_id="),
         about="Claude Code's billing/attribution line at the head of its system prompt: cch=…, cc_prompt_id=… and "
@@ -109,8 +157,8 @@ BUILT_IN_MASKS: tuple[Mask, ...] = (
     ),
     Mask(
         "claude-code.agent-id",
-        r"(?<=\bagentId: )[0-9A-Za-z_-]+|(?<=SendMessage with to: ')[0-9A-Za-z_-]+"
-        r"|(?<=<task-id>)[0-9A-Za-z_-]+(?=</task-id>)|(?<=/tasks/)[0-9A-Za-z_-]+(?=\.output)",
+        r"\bagentId: (?P<mask>[0-9A-Za-z_-]+)|SendMessage with to: '(?P<mask2>[0-9A-Za-z_-]+)"
+        r"|<task-id>(?P<mask3>[0-9A-Za-z_-]+)</task-id>|/tasks/(?P<mask4>[0-9A-Za-z_-]+)\.output",
         source="built-in",
         needs=("agentId: ", "SendMessage with to: '", "<task-id>", "/tasks/"),
         about="the random id of a subagent (Claude Code's Agent tool): agentId: … and to: '…' in its result, "
@@ -118,35 +166,35 @@ BUILT_IN_MASKS: tuple[Mask, ...] = (
     ),
     Mask(
         "claude-code.agent-usage",
-        r"(?<=<usage>)(?:(?!</usage>)[\s\S]){1,600}(?=</usage>)",
+        r"<usage>(?P<mask>[\s\S]{1,600}?)</usage>",
         source="built-in",
         needs=("<usage>",),
         about="the <usage> block of a subagent's result or notification: its token count (a replay reports zero usage) and duration_ms",
     ),
     Mask(
         "claude-code.session-dir",
-        r"(?<=/)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?=/tasks/)",
+        r"/(?P<mask>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/tasks/",
         source="built-in",
         needs=("/tasks/",),
         about="the session's uuid in the path of a background agent's output file (…/<session>/tasks/<agent>.output)",
     ),
     Mask(
         "claude-code.tool-use-id",
-        r"(?<=<tool-use-id>)[^<\s]{1,200}(?=</tool-use-id>)",
+        r"<tool-use-id>(?P<mask>[^<\s]{1,200})</tool-use-id>",
         source="built-in",
         needs=("<tool-use-id>",),
         about="the provider's tool-use id that a background agent's notification quotes (a replay serves its own ids)",
     ),
     Mask(
         "codex.wall-time",
-        r"(?<=Wall time )\d+(?:\.\d+)? seconds",
+        r"Wall time (?P<mask>\d+(?:\.\d+)? seconds)",
         source="built-in",
         needs=("Wall time ",),
         about="how long a command took, in the result of Codex CLI's exec tool (Wall time 0.2 seconds)",
     ),
     Mask(
         "claude-code.date",
-        r"(?<=Today's date is )\d{4}-\d{2}-\d{2}",
+        r"Today's date is (?P<mask>\d{4}-\d{2}-\d{2})",
         source="built-in",
         needs=("Today's date is ",),
         about="the date Claude Code puts in its context (Today's date is YYYY-MM-DD): a run replayed on another day",
@@ -159,9 +207,8 @@ def _spans(text: str, masks: Sequence[Mask]) -> list[tuple[int, int, Mask]]:
     for order, mask in enumerate(masks):
         if mask.needs and not any(literal in text for literal in mask.needs):
             continue
-        for m in mask.regex.finditer(text):
-            if m.end() > m.start():
-                found.append((m.start(), -(m.end() - m.start()), order, mask))
+        for start, end in rule_spans(mask.regex, text):
+            found.append((start, -(end - start), order, mask))
     found.sort(key=lambda f: f[:3])
     out: list[tuple[int, int, Mask]] = []
     end = 0

@@ -19,6 +19,7 @@ down cuts every wait short.
 
 from __future__ import annotations
 
+import logging
 import re
 import secrets
 import socketserver
@@ -32,6 +33,7 @@ __all__ = ["PATH_PREFIX", "StreamPacer", "event_offsets", "split_events"]
 
 PATH_PREFIX = "/blackbox-stream/"
 _EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+log = logging.getLogger(__name__)
 _HOP_BY_HOP = {"content-length", "transfer-encoding", "connection", "keep-alive", "content-encoding"}
 
 
@@ -103,18 +105,26 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         pause = self.server.pacer.delay_ms / 1000
         offsets = event_offsets(len(events), total_ms) if total_ms is not None and len(events) > 1 else None
+        asked: list[float] = []  # the wait asked before each event, in seconds: what the schedule was, whatever the machine did
         try:
             for i, event in enumerate(events):
+                wait = 0.0
                 if offsets is not None and not stopping.is_set():
-                    stopping.wait(max(0.0, started + offsets[i] / 1000 - time.monotonic()))
+                    wait = max(0.0, started + offsets[i] / 1000 - time.monotonic())
+                    stopping.wait(wait)
                 elif i and pause and not stopping.is_set():
+                    wait = pause
                     stopping.wait(pause)  # cut short when the proxy shuts down: the rest goes at once
+                asked.append(wait)
                 self.wfile.write(b"%X\r\n%s\r\n" % (len(event), event))
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except OSError:  # the agent hung up mid-stream
             self.close_connection = True
+        log.info(
+            "blackbox: paced %d events, each its own chunk, after waits of (ms): %s", len(asked), " ".join(f"{w * 1000:.0f}" for w in asked)
+        )
 
     do_GET = do_POST
 

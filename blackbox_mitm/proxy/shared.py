@@ -26,7 +26,7 @@ from blackbox_mitm.errors import CassetteError
 from blackbox_mitm.proxy.addon import DEFAULT_HOSTS, BlackboxAddon
 from blackbox_mitm.proxy.lifecycle import ProxySettings, wait_for_stop
 from blackbox_mitm.proxy.runner import ProxyRunner
-from blackbox_mitm.session.router import RunRouter
+from blackbox_mitm.session.router import RunRouter, report_path
 
 __all__ = ["finish_runs", "router_proxy", "run_line", "serve_router", "wait_for_stop"]
 
@@ -68,19 +68,34 @@ def finish_runs(router: RunRouter, *, report_dir: Path | None = None) -> list[st
 
     Returns one line per run saying how it ended. A report that cannot be written
     is said in its run's line; the other runs' reports are written all the same.
+    An earlier report of the same run is replaced; any other file by that name
+    (one Blackbox did not write as this run's report) is left alone.
     """
     lines = []
     for run, report in router.finish_all().items():
         line = run_line(run, report)
         if report_dir is not None and "verdict" in report:
-            path = report_dir / f"{run}.report.json"
+            path = report_path(report_dir, run)
             try:
+                if path.exists() and not _is_report(path):
+                    raise CassetteError("a file that is not this run's replay report is there; it is left as it is", path=str(path))
                 write_atomic(path, orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n", overwrite=True)
                 line += f"; report {path}"
             except (OSError, CassetteError) as exc:
                 line += f"; the report {path} could not be written: {exc}"
         lines.append(line)
     return lines
+
+
+def _is_report(path: Path) -> bool:
+    """Whether ``path`` is a regular file holding a replay report (what ``finish_runs`` writes), not a cassette."""
+    try:
+        if not path.is_file() or path.is_symlink() or path.stat().st_size > 64 << 20:
+            return False
+        data = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and {"run", "verdict"} <= data.keys() and not {"steps", "version"} & data.keys()
 
 
 def run_line(run: str, report: dict[str, Any]) -> str:

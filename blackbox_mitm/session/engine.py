@@ -30,6 +30,7 @@ from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
 from blackbox_mitm.matcher import Divergence, Exhausted, RecordedCalls, Served
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.matcher.outcomes import RecordedCall
+from blackbox_mitm.session.numbers import refuse_unrepresentable_numbers
 from blackbox_mitm.session.recorder import RecordFailed, RunRecorder, SecretLeak, scrub, secrets_from_environ, secrets_from_request
 from blackbox_mitm.session.redact import Redactor
 from blackbox_mitm.session.transcript import order_tool_results
@@ -186,6 +187,7 @@ class Session:
     def _decode(self, codec: Codec, body: bytes, req: ModelRequest) -> DecodedRequest | Answer:
         """The request as a neutral model_input, or the refusal the agent gets instead."""
         try:
+            refuse_unrepresentable_numbers(body)  # 1e400, NaN: a cassette could not give them back
             return codec.decode_request(body, self.ids, path=req.bare_path, query=req.query)
         except BlackboxUnsupportedError as exc:
             message = str(exc)
@@ -311,6 +313,8 @@ class Session:
     def _record_answer(self, ticket: Ticket, body: bytes | Mapping[str, Any], response_ms: int | None) -> tuple[str, int] | None:
         """The one path by which an answer becomes steps: None when recorded, else why the agent gets an error (and its status)."""
         try:
+            if isinstance(body, bytes):
+                refuse_unrepresentable_numbers(body, what="response")
             output = ticket.codec.decode_response(body, self.ids, ticket.request)
             if self.recorder is not None:
                 self.recorder.record_call(

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from blackbox_mitm.matcher.masks import MaskError, compile_rule
+from blackbox_mitm.matcher.masks import MaskError, compile_rule, rule_spans
 
 __all__ = ["REDACTED_PLACEHOLDER", "Redaction", "RedactionError", "Redactor", "rule_name"]
 
@@ -102,9 +102,8 @@ class Redactor:
             return text
         found: list[tuple[int, int, int, Redaction]] = []
         for order, rule in enumerate(self.rules):
-            for m in rule.regex.finditer(text):
-                if m.end() > m.start():
-                    found.append((m.start(), m.start() - m.end(), order, rule))
+            for start, end in rule_spans(rule.regex, text):
+                found.append((start, start - end, order, rule))
         if not found:
             return text
         found.sort(key=lambda f: f[:3])

@@ -6,6 +6,11 @@ and its model calls are recorded into, or replayed from, that run's cassette —
 each run matched, reported and ended on its own. Several containers can share
 one proxy this way, and ``blackbox test -j N`` can run its goldens through one.
 
+A replay's report is ``DIR/<run>.report.json``: a run name ending in ``.report``
+(whose cassette that would be) is refused, so no by-product Blackbox writes in DIR
+ever shares a name with a cassette (journals end in ``.journal``, temporary files
+begin with ``.``, neither of which a cassette name can).
+
 A client that names no run, a run name that is not a plain file name, or a
 cassette that cannot be read is refused for that client alone, with a message
 saying what it sent and what to do: never another run's cassette, never fatal to
@@ -27,11 +32,19 @@ from blackbox_mitm.errors import BlackboxError
 from blackbox_mitm.session.build import record_session, replay_report, replay_session
 from blackbox_mitm.session.engine import Session
 
-__all__ = ["RUN_NAME", "RouteRefused", "RunRouter", "run_from_proxy_authorization"]
+__all__ = ["REPORT_SUFFIX", "RUN_NAME", "RouteRefused", "RunRouter", "report_path", "run_from_proxy_authorization"]
 
 log = logging.getLogger(__name__)
 
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+#: A replay's report beside the cassettes: ``DIR/<run>.report.json``. No run name may end in ``.report``.
+REPORT_SUFFIX = ".report.json"
+_RESERVED_ENDING = REPORT_SUFFIX.removesuffix(".json")
+
+
+def report_path(directory: Path, run: str) -> Path:
+    """Where run ``run``'s replay report goes: never a cassette's name, as no run name ends in ``.report``."""
+    return directory / f"{run}{REPORT_SUFFIX}"
 
 
 class RouteRefused(BlackboxError):
@@ -70,6 +83,8 @@ class RunRouter:
     overwrite: bool = False
     # Extra replay_session keywords for a cassette (masks, redaction, pace: golden.settings.SuiteSettings).
     session_options: Callable[[Path], dict[str, Any]] | None = None
+    # Whether replay reports go beside the cassettes (DIR/<run>.report.json), so that no run may be named into their place.
+    reports_beside: bool = True
     _runs: dict[str, _Run] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -91,6 +106,11 @@ class RunRouter:
             )
         if not RUN_NAME.fullmatch(run):
             raise RouteRefused(f"the proxy credentials name the run {run[:80]!r}, which is not a plain file name (letters, digits, . _ -)")
+        if self.reports_beside and run.endswith(_RESERVED_ENDING):
+            raise RouteRefused(
+                f"the proxy credentials name the run {run!r}: a run name may not end in {_RESERVED_ENDING!r}, as "
+                f"DIR/<run>{REPORT_SUFFIX} is where a replay's report goes; name the run otherwise"
+            )
         with self._lock:
             entry = self._runs.get(run)
             if entry is None:

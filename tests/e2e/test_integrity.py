@@ -4,7 +4,9 @@
   every call the agent got an answer for is in the journal; the rest failed for the agent;
   `blackbox record` exits non-zero with the reason, and no traceback;
 * a lone surrogate escape in a prompt (a JavaScript agent cutting an emoji in half) is recorded;
-* a body nested 10,000 deep is refused with a named error, and the run fails.
+* a body nested 10,000 deep is refused with a named error, and the run fails;
+* a number no cassette can hold (``temperature: 1e400``) is refused by name when the call
+  is made, and the run's other calls (a lone surrogate among them) are saved and verify.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from conftest import ROOT, remote_args
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import journal_path, load_trace
+from blackbox_mitm.cassette.verify import load_verified
 from blackbox_mitm.proxy.environment import client_env
 
 pytestmark = pytest.mark.e2e
@@ -48,6 +51,16 @@ body = sys.argv[1].encode()
 r = httpx.post("https://api.openai.com/v1/chat/completions", content=body, headers={"content-type": "application/json",
                "authorization": "Bearer sk-test-not-a-real-key-000"}, timeout=30)
 print(r.status_code, r.text[:300])
+"""
+
+# Several raw bodies, one call each (the SDKs would not send NaN or 1e400): prints each status.
+RAW_CALLS = r"""
+import json, sys
+import httpx2 as httpx
+for body in json.loads(sys.argv[1]):
+    r = httpx.post("https://api.openai.com/v1/chat/completions", content=body.encode(), headers={"content-type": "application/json",
+                   "authorization": "Bearer sk-test-not-a-real-key-000"}, timeout=30)
+    print(r.status_code, r.text[:300].replace("\n", " "), flush=True)
 """
 
 
@@ -130,3 +143,29 @@ def test_a_body_nested_ten_thousand_deep_is_refused_by_name(tmp_path: Path, conf
         assert provider.requests == []  # never forwarded
     assert rec.stdout.startswith("400") and "BlackboxUnsupportedError" in rec.stdout
     assert rec.returncode != 0 and "refused" in rec.stderr
+
+
+def test_a_number_no_cassette_can_hold_is_refused_and_the_rest_of_the_run_is_saved(tmp_path: Path, confdir: Path) -> None:
+    agent = tmp_path / "raw.py"
+    agent.write_text(RAW_CALLS)
+    surrogate = '{"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "half an emoji \\ud83d"}]}'
+    huge = '{"model": "gpt-4.1-mini", "temperature": 1e400, "messages": [{"role": "user", "content": "hot"}]}'
+    normal = '{"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "hello"}]}'
+    with FakeProvider([{"text": "whole"}, {"text": "fine"}]) as provider:
+        rec = _record(tmp_path, confdir, provider, [sys.executable, str(agent), json.dumps([surrogate, huge, normal])])
+        assert len(provider.requests) == 2  # the refused call never went upstream
+    statuses = rec.stdout.splitlines()
+    assert [line[:3] for line in statuses] == ["200", "400", "200"], rec.stdout + rec.stderr
+    assert "BlackboxUnsupportedError: body.temperature" in statuses[1] and "1e400" in statuses[1]
+    # `record` ends as it does for any refused call: exit 1, the refusal named, no traceback ...
+    assert rec.returncode == 1, rec.stderr
+    assert "Traceback" not in rec.stderr and "body.temperature" in rec.stderr
+    assert "does not hold every call the agent made" in rec.stderr
+    # ... and the cassette is saved (no journal left behind) and verifies, with the two calls the agent got answers for.
+    assert not journal_path(tmp_path / "run.json").exists()
+    trace = load_verified(tmp_path / "run.json")
+    inputs = [s.payload for s in trace.steps if s.type == "model_input"]
+    assert [i["messages"][-1]["content"] for i in inputs] == ["half an emoji \ud83d", "hello"]
+    assert sum(1 for s in trace.steps if s.type == "model_output") == 2
+    check = subprocess.run([sys.executable, "-m", "blackbox_mitm", "verify", str(tmp_path / "run.json")], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr

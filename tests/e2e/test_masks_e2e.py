@@ -201,3 +201,61 @@ def test_a_golden_keeps_its_masks_and_blackbox_test_uses_them(project: Path, con
     passing = run(test, cwd=project)
     assert passing.returncode == 0, passing.stderr
     assert "1 golden, 1 passed" in passing.stderr
+
+
+# One call with a prompt of 1 MB; prints the status and the answer.
+BIG_PROMPT_AGENT = r"""
+import json, sys
+import httpx2 as httpx
+body = json.dumps({"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "a" * 1_000_000 + "!"}]})
+r = httpx.post("https://api.openai.com/v1/chat/completions", content=body.encode(), timeout=120,
+               headers={"content-type": "application/json", "authorization": "Bearer sk-test-not-a-real-key-000"})
+print(r.status_code, r.text[:200].replace("\n", " "))
+"""
+# Patterns that backtrack exponentially on "aaa…a!" in a backtracking engine (Python's re): seconds become centuries.
+HANGS_A_BACKTRACKER = [r"(a+)+$", r"(a|aa)*b"]
+
+
+def test_a_mask_or_redaction_rule_cannot_hang_a_replay_of_a_big_prompt(project: Path, confdir: Path) -> None:
+    agent = project / "big.py"
+    agent.write_text(BIG_PROMPT_AGENT)
+    cassette = project / "big.json"
+    redact = [arg for p in HANGS_A_BACKTRACKER for arg in ("--redact", p)]
+    with FakeProvider([{"text": "long read"}]) as provider:
+        rec = run(
+            [
+                "record",
+                "-o",
+                str(cassette),
+                *redact,
+                "--confdir",
+                str(confdir),
+                *remote_args(provider.url),
+                "--",
+                sys.executable,
+                str(agent),
+            ],
+            cwd=project,
+            timeout=300,
+        )
+    assert rec.returncode == 0, rec.stderr
+    assert rec.stdout.startswith("200")
+    for pattern in HANGS_A_BACKTRACKER:
+        # A generous timeout: RE2 takes milliseconds here; a backtracking engine would not finish at all.
+        rep = run(
+            ["replay", str(cassette), "--mask", pattern, "--confdir", str(confdir), "--", sys.executable, str(agent)],
+            cwd=project,
+            timeout=300,
+        )
+        assert rep.returncode == 0, (pattern, rep.stderr)
+        assert rep.stdout.startswith("200") and "long read" in rep.stdout
+
+
+def test_a_pattern_re2_cannot_run_is_refused_by_name_with_what_to_write_instead(project: Path) -> None:
+    bad = run(["replay", "run.json", "--mask", r"(?<=session )[0-9a-f]{8}", "--", "true"], cwd=project)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert "mask 'mask-1' (from --mask) is a Python regular expression but not RE2 syntax" in bad.stderr
+    assert "(?P<mask>" in bad.stderr
+    backref = run(["record", "-o", "x.json", "--redact", r"(\w)\1", "--", "true"], cwd=project)
+    assert backref.returncode == 2 and "Traceback" not in backref.stderr
+    assert "redaction rule" in backref.stderr and "not RE2 syntax" in backref.stderr and "backreferences" in backref.stderr

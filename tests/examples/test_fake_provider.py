@@ -436,7 +436,7 @@ def test_cli_serves_a_script_logs_requests_and_stops_on_sigterm(tmp_path: Path) 
         client = openai.OpenAI(base_url=f"{url}/v1", api_key="sk-test")
         assert client.chat.completions.create(model="gpt-4.1", messages=user("hi")).choices[0].message.content == "from the CLI"
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(10) == 0
+        assert proc.wait(60) == 0  # a bound for a hang, not a timing
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -77,5 +77,5 @@ def test_custom_tools_get_custom_tool_calls_and_store_false_is_kept_only_per_con
 
 def test_other_paths_are_the_apis_404(fake: FakeResponses) -> None:
     with pytest.raises(urllib.error.HTTPError) as err:
-        urllib.request.urlopen(urllib.request.Request(fake.url + "/v1/models"), timeout=5)
+        urllib.request.urlopen(urllib.request.Request(fake.url + "/v1/models"), timeout=60)
     assert err.value.code == 404 and "error" in json.loads(err.value.read())

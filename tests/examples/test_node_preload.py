@@ -102,7 +102,7 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
         log = (tmp / "mitmdump.log").open("w")
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=clean_env())
         try:
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + 60
             while True:
                 assert proc.poll() is None, f"mitmdump exited: {(tmp / 'mitmdump.log').read_text()}"
                 try:
@@ -122,7 +122,7 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
         finally:
             proc.terminate()
             try:
-                proc.wait(10)
+                proc.wait(60)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
@@ -317,15 +317,15 @@ def test_preload_is_silent_and_a_no_op_without_proxy_variables() -> None:
         [str(NODE), "-e", probe], env=env | {"HTTPS_PROXY": "http://127.0.0.1:9"}, capture_output=True, text=True, timeout=30
     )
     assert (with_proxy.returncode, with_proxy.stdout, with_proxy.stderr) == (0, "false\n", "")  # installed, and nothing printed
-    start = time.monotonic()
+    # It exits by itself: a preload that kept the event loop alive would hang it to the timeout (a bound, not a timing).
     quiet = subprocess.run(
         [str(NODE), "-e", "process.stdout.write('done')"],
         env=env | {"HTTPS_PROXY": "http://127.0.0.1:9"},
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=120,
     )
-    assert (quiet.stdout, quiet.stderr) == ("done", "") and time.monotonic() - start < 10
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "done", "")
 
 
 # ---------------------------------------------------------------- the Python agents through mitmdump

@@ -154,7 +154,7 @@ def test_an_agent_that_outlives_the_timeout_is_killed(tmp_path: Path, confdir: P
     proc = run_test(confdir, "--goldens", str(goldens), "--timeout", "2", "--", *HELPER, "sleep", str(pidfile), "--ignore-term")
     elapsed = time.monotonic() - started
     assert proc.returncode == 1, proc.stderr
-    assert elapsed < 30  # not the agent's minute
+    assert elapsed < 300  # not the agent's ten minutes (a bound for a hang, not a timing: load cannot reach it)
     failure = only_case(ET.fromstring(proc.stdout)).find("failure")
     assert failure is not None
     assert failure.get("type") == "timeout"

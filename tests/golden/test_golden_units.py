@@ -3,7 +3,9 @@ classification, placeholders, the run's input, and the subprocess runner's timeo
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 import time
 import xml.etree.ElementTree as ET
@@ -338,20 +340,20 @@ def test_run_process_kills_the_whole_group_at_the_timeout(tmp_path: Path) -> Non
     script = (
         "import signal, subprocess, sys, time\n"
         "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
         f"open({str(pids)!r}, 'w').write(f'{{child.pid}}')\n"
         "print('started', flush=True)\n"
-        "time.sleep(60)\n"
+        "time.sleep(600)\n"
     )
     started = time.monotonic()
     result = run_process([sys.executable, "-c", script], env=os.environ, timeout=1.5)
     elapsed = time.monotonic() - started
     assert result.timed_out
     assert result.exit_code == -9
-    assert elapsed < 10
+    assert elapsed < 300  # killed, not waited for: the two sleep ten minutes (a bound for a hang, which load cannot reach)
     assert result.stdout.getvalue() == b"started\n"
     grandchild = int(pids.read_text())
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60  # a generous wait for the kernel, not a timing
     while time.monotonic() < deadline:
         try:
             os.kill(grandchild, 0)
@@ -365,11 +367,22 @@ def test_run_process_kills_the_whole_group_at_the_timeout(tmp_path: Path) -> Non
         pytest.fail("the grandchild outlived the timeout")
 
 
-def test_run_process_does_not_wait_for_a_stray_process_holding_the_pipe() -> None:
-    # The process exits at once; a child it started in another session keeps stdout open.
-    script = "import subprocess, sys\nsubprocess.Popen(['sleep', '30'], start_new_session=True)\nprint('bye')\n"
+def test_run_process_does_not_wait_for_a_stray_process_holding_the_pipe(tmp_path: Path) -> None:
+    # The process exits at once; a child it started in another session keeps stdout open for ten minutes.
+    pid = tmp_path / "stray.pid"
+    script = (
+        "import subprocess, sys\n"
+        "stray = subprocess.Popen(['sleep', '600'], start_new_session=True)\n"
+        f"open({str(pid)!r}, 'w').write(str(stray.pid))\n"
+        "print('bye')\n"
+    )
     started = time.monotonic()
-    result = run_process([sys.executable, "-c", script], env=os.environ, timeout=60)
-    assert time.monotonic() - started < 10
-    assert result.exit_code == 0 and not result.timed_out
-    assert result.stdout.getvalue() == b"bye\n"
+    try:
+        result = run_process([sys.executable, "-c", script], env=os.environ, timeout=900)
+        assert time.monotonic() - started < 300  # not the stray's ten minutes (a bound for a hang, which load cannot reach)
+        assert result.exit_code == 0 and not result.timed_out
+        assert result.stdout.getvalue() == b"bye\n"
+    finally:
+        if pid.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid.read_text()), signal.SIGKILL)

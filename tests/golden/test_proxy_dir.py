@@ -120,3 +120,66 @@ def test_cassette_and_cassette_dir_are_one_or_the_other(tmp_path: Path, confdir:
         assert "either --cassette FILE (one run) or --cassette-dir DIR" in proc.stderr
     assert missing.returncode != 0
     assert "nowhere: not a directory" in missing.stderr and "Traceback" not in missing.stderr
+
+
+# Every ending of a file Blackbox writes beside a cassette, as the end of a run name.
+SUFFIXES = ["report", "report.json", "json", "journal", "json.journal", "gz", "zst", "json.gz", "json.zst", "html", "tmp", "blackbox.toml"]
+
+ONE_CALL_PER_RUN = """
+import json, os, sys, openai
+port, runs = sys.argv[1], json.loads(sys.argv[2])
+for run in runs:
+    for name in ("HTTPS_PROXY", "https_proxy"):  # the SDK's client reads it when it is made
+        os.environ[name] = f"http://{run}@127.0.0.1:{port}"
+    client = openai.OpenAI(api_key="sk-test-not-a-real-key-000", max_retries=0)
+    try:
+        r = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": f"hello from {run}"}])
+        print(run, "ok", r.choices[0].message.content)
+    except openai.APIStatusError as exc:
+        print(run, "refused", exc.status_code, exc.message)
+"""
+
+
+def one_call_per_run(port: int, confdir: Path, runs: list[str]) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env = client_env(f"http://127.0.0.1:{port}", confdir=confdir, base=base)
+    argv = [sys.executable, "-c", ONE_CALL_PER_RUN, str(port), json.dumps(runs)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=180, env=env)
+    assert done.returncode == 0, done.stderr
+    return {line.split(" ", 1)[0]: line.split(" ", 1)[1] for line in done.stdout.splitlines()}
+
+
+def test_a_replay_report_never_lands_on_another_runs_cassette(tmp_path: Path, confdir: Path) -> None:
+    """Runs named like every by-product (``alice.report``, ``alice.json.journal``...) never share a file with ``alice``'s."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    others = [f"alice.{suffix}" for suffix in SUFFIXES]
+    with FakeProvider() as provider:
+        proc, port = start_proxy("record", folder, confdir, *remote_args(provider.url))
+        recorded = one_call_per_run(port, confdir, ["alice", *others])
+        stop_proxy(proc)
+    # A run name ending in .report is refused (its cassette would be alice's report); every other one is a run of its own.
+    assert recorded["alice.report"].startswith("refused 404") and "may not end in '.report'" in recorded["alice.report"]
+    for run in ["alice", *others]:
+        if run != "alice.report":
+            assert recorded[run].startswith("ok"), (run, recorded[run])
+            assert load_verified(folder / f"{run}.json").id == run
+    assert not (folder / "alice.report.json").exists()
+    # A file there that is not a report (put there by hand) is never overwritten either.
+    stranger = folder / "alice.json.report.json"
+    stranger.write_text('{"version": 2, "note": "not a report"}\n')
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+
+    proc, port = start_proxy("replay", folder, confdir)
+    replayed = one_call_per_run(port, confdir, ["alice", "alice.json"])
+    err = stop_proxy(proc)
+    assert replayed["alice"].startswith("ok") and replayed["alice.json"].startswith("ok"), replayed
+    assert f"run alice: ok — 1 of 1 recorded model calls served; report {folder / 'alice.report.json'}" in err
+    assert f"the report {stranger} could not be written" in err and "not this run's replay report" in err
+    after = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert sorted(after) == sorted([*before, "alice.report.json"])
+    assert {name: after[name] for name in before} == before  # every cassette (and the stranger) byte for byte
+    for run in ["alice", *others]:
+        if run != "alice.report":
+            load_verified(folder / f"{run}.json")
+    assert json.loads((folder / "alice.report.json").read_text())["verdict"] == "ok"

@@ -125,7 +125,7 @@ def test_model_and_params_are_never_masked() -> None:
 
 
 def test_the_divergence_names_the_mask_at_the_difference() -> None:
-    rules = CompareRules.build([r"(?<=session )[0-9a-f]{8}"], defaults=False)
+    rules = CompareRules.build([r"session (?P<mask>[0-9a-f]{8})"], defaults=False)
     a, b = first_request(), first_request()
     a["systemPrompt"] = "You are a weather assistant, session 0badc0de."
     b["systemPrompt"] = "You are a weather assistant, session none."
@@ -139,7 +139,7 @@ def test_the_divergence_names_the_mask_at_the_difference() -> None:
 
 
 def test_a_difference_away_from_masks_names_no_mask() -> None:
-    rules = CompareRules.build([r"(?<=session )[0-9a-f]{8}"], defaults=False)
+    rules = CompareRules.build([r"session (?P<mask>[0-9a-f]{8})"], defaults=False)
     a, b = first_request("Paris"), first_request("Lyon")
     for r in (a, b):
         r["systemPrompt"] = "session 0badc0de"
@@ -204,7 +204,7 @@ def test_the_built_in_masks_are_named_and_documented() -> None:
 
 def test_strict_replay_serves_a_request_that_differs_only_in_masked_text() -> None:
     trace = weather_trace()
-    rules = CompareRules.build([r"(?<=weather in )\w+"], defaults=False)
+    rules = CompareRules.build([r"weather in (?P<mask>\w+)"], defaults=False)
     plain = RecordedCalls(trace)
     assert isinstance(plain.match(first_request("Lyon")), Divergence)
     masked = RecordedCalls(trace, rules=rules)
@@ -276,3 +276,29 @@ def test_the_docs_list_every_built_in_mask() -> None:
     page = (Path(__file__).resolve().parents[2] / "docs" / "masks-and-config.md").read_text(encoding="utf-8")
     for mask in BUILT_IN_MASKS:
         assert f"| `{mask.name}` |" in page, mask.name
+
+
+def test_the_built_in_masks_are_re2_patterns_that_mask_only_their_group() -> None:
+    import re2
+
+    for mask in BUILT_IN_MASKS:
+        assert isinstance(mask.regex, re2._Regexp), mask.name
+    rules = CompareRules.build()
+    text = "Today's date is 2026-12-01. Wall time 0.25 seconds. <usage>total_tokens: 12</usage>"
+    assert rules.mask_text(text) == (
+        "Today's date is <masked:claude-code.date>. Wall time <masked:codex.wall-time>. <usage><masked:claude-code.agent-usage></usage>"
+    )
+
+
+def test_a_lone_surrogate_in_the_text_keeps_the_spans_in_place() -> None:
+    rules = CompareRules.build([r"id=(?P<mask>\d+)"], defaults=False)
+    assert rules.mask_text("half \ud83d id=42 end") == "half \ud83d id=<masked:mask-1> end"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "said"), [(r"(?<=x)y", "not RE2 syntax"), (r"(a)\1", "not RE2 syntax"), (r"(unclosed", "is not a regular expression")]
+)
+def test_a_pattern_re2_cannot_run_is_refused_naming_the_rule(pattern: str, said: str) -> None:
+    with pytest.raises(MaskError) as caught:
+        CompareRules.build([pattern], defaults=False)
+    assert "mask 'mask-1' (from --mask)" in str(caught.value) and said in str(caught.value) and "(?P<mask>" in str(caught.value)

@@ -85,10 +85,10 @@ async def _record_then_replay(cassette: Path) -> None:
     unmasked = await _replay(cassette)
     assert unmasked.response is not None and unmasked.response.status_code == 400
     assert b"system prompt differs" in (unmasked.response.content or b"")
-    masked = await _replay(cassette, blackbox_mask=[r"(?<=Now: )\d\d:\d\d"])
+    masked = await _replay(cassette, blackbox_mask=[r"Now: (?P<mask>\d\d:\d\d)"])
     assert masked.response is not None and masked.response.status_code == 200
     assert b"<redacted:" in (masked.response.content or b"")
-    paced = await _replay(cassette, blackbox_mask=[r"(?<=Now: )\d\d:\d\d"], blackbox_pace="recorded")
+    paced = await _replay(cassette, blackbox_mask=[r"Now: (?P<mask>\d\d:\d\d)"], blackbox_pace="recorded")
     assert paced.response is None  # sent to the loopback pacer, which delivers it after the recorded call's time
     assert paced.request.host == "127.0.0.1" and paced.request.path.startswith("/blackbox-stream/")
 

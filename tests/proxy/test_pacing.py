@@ -1,38 +1,46 @@
 """The pacer's schedule for --pace: a streamed answer spread over the recorded call's time, a whole body sent after it.
 
 No test here depends on the clock: the pacer's waits are recorded (and return at
-once), and the bytes that arrive are checked.
+once), the pacer's clock is a fake one that moves only by the waits it asks for,
+and the bytes that arrive are checked.
 """
 
 from __future__ import annotations
 
 import http.client
 import threading
+from collections.abc import Iterator
+from types import SimpleNamespace
 from urllib.parse import urlsplit
 
 import pytest
 
+from blackbox_mitm.proxy import pacing
 from blackbox_mitm.proxy.pacing import StreamPacer, event_offsets
 
 SSE = b"event: a\ndata: 1\n\nevent: b\ndata: 2\n\nevent: c\ndata: 3\n\nevent: d\ndata: 4\n\n"
 
 
 class RecordedWaits(threading.Event):
-    """An Event whose waits return at once and are written down (in seconds)."""
+    """An Event whose waits return at once, are written down (in seconds), and move the fake clock by as much."""
 
     def __init__(self) -> None:
         super().__init__()
         self.waits: list[float] = []
+        self.clock = 1000.0
 
     def wait(self, timeout: float | None = None) -> bool:
         self.waits.append(round(timeout or 0.0, 3))
+        self.clock += timeout or 0.0
         return False
 
 
 @pytest.fixture
-def pacer() -> StreamPacer:
+def pacer(monkeypatch: pytest.MonkeyPatch) -> Iterator[StreamPacer]:
     p = StreamPacer(0)
-    p._stopping = RecordedWaits()
+    stopping = RecordedWaits()
+    p._stopping = stopping
+    monkeypatch.setattr(pacing, "time", SimpleNamespace(monotonic=lambda: stopping.clock))  # the pacer's clock only
     p.start()
     yield p
     p._stopping = threading.Event()
@@ -63,10 +71,8 @@ def test_a_paced_stream_waits_until_each_events_turn(pacer: StreamPacer) -> None
     assert (status, ctype, body) == (200, "text/event-stream", SSE)
     waits = pacer._stopping.waits  # type: ignore[attr-defined]
     # four events, due 0, 1, 2 and 3 s after the request: each wait is what is left until its event is due
-    # (the recorded waits return at once, so the time left is the schedule less what the writes took)
-    assert len(waits) == 4
-    for wait, due in zip(waits, (0.0, 1.0, 2.0, 3.0), strict=True):
-        assert due - 0.5 <= wait <= due
+    # (the clock moves by the waits alone, so what is left is exactly the gap to the next event)
+    assert waits == [0.0, 1.0, 1.0, 1.0]
 
 
 def test_a_whole_body_is_sent_once_the_call_has_taken_as_long(pacer: StreamPacer) -> None:

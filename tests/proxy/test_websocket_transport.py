@@ -262,6 +262,6 @@ def test_an_unregistered_path_is_not_upgraded(tmp_path: Path) -> None:
     server, url = _served_socket(session)
     try:
         with pytest.raises(Exception, match="404"):
-            connect(url.rsplit("/", 1)[0] + "/not-a-token", open_timeout=5).close()
+            connect(url.rsplit("/", 1)[0] + "/not-a-token", open_timeout=60).close()
     finally:
         server.stop()
