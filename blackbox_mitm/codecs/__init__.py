@@ -1,7 +1,8 @@
 """Provider codecs: a provider's HTTP request/response <-> the cassette's neutral payloads.
 
-One module per provider API, each satisfying ``base.Codec``. ``REGISTERED`` is
-the registry: adding a provider is one module and one line there. Every other
+One package per provider API, each satisfying ``base.Codec`` and laid out the
+same way (``docs/adding-a-provider.md``); ``common`` holds what they share.
+``REGISTERED`` is the registry: adding a provider is one package and one line there. Every other
 part of the package asks the registry for provider facts (hosts, credential
 headers, key variables, id prefixes, request controls). Plain Python: no
 mitmproxy import.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from blackbox_mitm.codecs import anthropic_messages, gemini, openai_chat, openai_responses
 from blackbox_mitm.codecs.base import CallIds, Codec, DecodedRequest, ErrorResponse, SseEvent
-from blackbox_mitm.codecs.refusals import Refusal
+from blackbox_mitm.codecs.common.refusals import Refusal
 
 __all__ = [
     "CODECS",

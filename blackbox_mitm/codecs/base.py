@@ -24,19 +24,16 @@ Neutral payloads (spec: "Structured Transcript", "Model output shapes"):
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-import orjson
-
 from blackbox_mitm.cassette.payloads import tool_calls_of
-from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
+from blackbox_mitm.errors import BlackboxError
 
 if TYPE_CHECKING:
-    from blackbox_mitm.codecs.refusals import Refusal
+    from blackbox_mitm.codecs.common.refusals import RefusalTable
 
 __all__ = [
     "STOP_LENGTH",
@@ -47,40 +44,12 @@ __all__ = [
     "ErrorResponse",
     "SseEvent",
     "StreamIncomplete",
-    "compact_json",
-    "load_json",
 ]
 
 STOP_LENGTH = "length"
 STOP_REFUSAL = "refusal"
 
 _CALL_N = re.compile(r"^call-(\d+)$")
-
-
-def compact_json(value: Any) -> str:
-    """Compact JSON with raw UTF-8, key order kept: how the SDKs and the APIs write it.
-
-    A lone surrogate (``json.loads`` makes one from ``"\\ud800"``) cannot be UTF-8:
-    such a value is written with ``\\u`` escapes instead.
-    """
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return json.dumps(value, separators=(",", ":"))
-    return text
-
-
-def load_json(body: bytes | str, what: str, provider: str) -> Any:
-    """A request or response body parsed; a body that is not JSON is a ``BlackboxUnsupportedError`` naming it."""
-    try:
-        return orjson.loads(body)  # fast; what it refuses (lone surrogates, ...) gets the stdlib's say
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return json.loads(body)
-    except ValueError as exc:  # UnicodeDecodeError is a ValueError too
-        raise BlackboxUnsupportedError("body", f"the {what} body is not JSON ({exc})", provider=provider) from exc
 
 
 class StreamIncomplete(BlackboxError):
@@ -117,7 +86,7 @@ class DecodedRequest:
     ``model`` is echoed in synthesized responses.
     """
 
-    provider: str  # the codec's NAME
+    provider: str  # the NAME of the codec that decoded it
     model_input: dict[str, Any]
     model: str | None = None
     stream: bool = False
@@ -256,7 +225,7 @@ class Codec(Protocol):
         ...
 
     @property
-    def REFUSALS(self) -> tuple[Refusal, ...]:  # its rows of the refusal table
+    def REFUSALS(self) -> RefusalTable:  # its rows of the refusal table, and the errors raised from them
         ...
 
     # -- which requests -------------------------------------------------------------

@@ -31,4 +31,3 @@ def block_kind(block: Any) -> str | None:
     """A content block's type, when it has a string one."""
     kind = block.get("type") if isinstance(block, dict) else None
     return kind if isinstance(kind, str) else None
-

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from blackbox_mitm.codecs.anthropic_messages import PARAMS, PROVIDER, REFUSALS, THINKING
+from blackbox_mitm.codecs.anthropic_messages import NAME, PARAMS, PROVIDER, REFUSALS, THINKING
 from blackbox_mitm.codecs.anthropic_messages.fields import block_kind, is_server_block, server_caller, text_of
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.codecs.common.jsonio import dumps_bytes, load_object, loads_or_none
@@ -33,7 +33,7 @@ def decode_request(body: bytes, ids: CallIds, *, path: str = "", query: str = ""
         params["stream"] = True
     if params:
         model_input["params"] = params
-    return DecodedRequest(provider=PROVIDER, model_input=model_input, model=model if isinstance(model, str) else None, stream=stream)
+    return DecodedRequest(NAME, model_input, model=model if isinstance(model, str) else None, stream=stream)
 
 
 def _decode_messages(messages: Any, ids: CallIds) -> list[dict[str, Any]]:
@@ -163,4 +163,3 @@ def rewrite_tool_result(body: bytes, ids: CallIds, call_id: str, text: str) -> b
                 block.pop("is_error", None)
                 changed = True
     return dumps_bytes(data, allow_nan=False) if changed else None
-

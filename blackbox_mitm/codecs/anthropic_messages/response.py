@@ -28,6 +28,7 @@ _ERROR_TYPES = {
     529: "overloaded_error",
 }
 
+
 def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> dict[str, Any]:
     """A Message body (or the object ``aggregate_stream`` built) -> the neutral ``model_output``."""
     data = dict(body) if isinstance(body, Mapping) else load_object(body, "response", PROVIDER)
@@ -189,4 +190,3 @@ def normalize_answer(answer: Any, ids: CallIds) -> dict[str, Any] | None:
     if stop_reason == "max_tokens":
         output["stop"] = STOP_LENGTH
     return output
-

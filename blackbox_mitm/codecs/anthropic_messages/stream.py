@@ -128,4 +128,3 @@ def _apply_event(
         usage = data.get("usage")
         if isinstance(usage, dict) and isinstance(message.get("usage"), dict):
             message["usage"] = {**message["usage"], **{k: v for k, v in usage.items() if v is not None}}
-

@@ -68,6 +68,9 @@ class RefusalTable:
     def __len__(self) -> int:
         return len(self.rows)
 
+    def __contains__(self, item: object) -> bool:
+        return item in self.rows
+
     def row(self, row_id: str) -> Refusal:
         return self._by_id[row_id]
 

@@ -32,7 +32,6 @@ holds its facts and which requests it answers, ``request`` reads requests,
   recorded stream is refused exactly when the same answer sent whole would be.
 """
 
-
 from __future__ import annotations
 
 from typing import Any

@@ -64,4 +64,3 @@ def function_call(call: Any, path: str) -> tuple[str | None, str, Any]:
         fn["name"],
         _arguments(fn.get("arguments"), f"{path}.function.arguments"),
     )
-

@@ -6,7 +6,7 @@ from typing import Any
 
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.codecs.common.jsonio import dumps, load_object, loads_or_none
-from blackbox_mitm.codecs.openai_chat import EMPTY_SCHEMA, PARAMS, PROVIDER, REFUSALS, SYSTEM_JOINER
+from blackbox_mitm.codecs.openai_chat import EMPTY_SCHEMA, NAME, PARAMS, PROVIDER, REFUSALS, SYSTEM_JOINER
 from blackbox_mitm.codecs.openai_chat.fields import function_call, given, refusal_text, text_of
 
 __all__ = ["decode_request", "rewrite_tool_result"]
@@ -28,7 +28,7 @@ def decode_request(body: bytes, ids: CallIds, *, path: str = "", query: str = ""
     stream = req.get("stream") is True
     options = req.get("stream_options")
     include_usage = stream and isinstance(options, dict) and options.get("include_usage") is True
-    return DecodedRequest(PROVIDER, model_input, model=model, stream=stream, include_usage=include_usage)
+    return DecodedRequest(NAME, model_input, model=model, stream=stream, include_usage=include_usage)
 
 
 def _decode_params(req: dict[str, Any]) -> dict[str, Any]:

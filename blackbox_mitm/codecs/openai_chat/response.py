@@ -26,7 +26,6 @@ _ERROR_TYPES = {
 }
 
 
-
 def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> dict[str, Any]:
     """A chat.completion body (or the object ``aggregate_stream`` built) -> its neutral ``model_output``."""
     resp = dict(body) if isinstance(body, Mapping) else loads(body, "response", PROVIDER)
@@ -225,4 +224,3 @@ def _answer_call(call: Any) -> tuple[str, Any]:
         except ValueError as exc:
             raise ValueError(f"the arguments of tool call {fn['name']!r} are not JSON: {exc}") from exc
     return fn["name"], args
-

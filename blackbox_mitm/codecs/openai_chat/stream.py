@@ -158,4 +158,3 @@ def aggregate_stream(events: list[SseEvent]) -> dict[str, Any]:
             message["tool_calls"] = [{**c, "type": c["type"] or "function"} for _, c in sorted(state["calls"].items())]
         choices.append({"index": index, "message": message, "logprobs": state["logprobs"], "finish_reason": state["finish_reason"]})
     return {**head, "object": "chat.completion", "choices": choices, "usage": usage}
-

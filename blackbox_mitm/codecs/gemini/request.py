@@ -1,185 +1,32 @@
-"""The Google Gemini codec: ``generateContent`` / ``streamGenerateContent`` <-> the cassette's neutral payloads.
-
-Plain Python, no mitmproxy; the same functions as every codec (``base.Codec``).
-Answers are in ``gemini_answers``, streams in ``gemini_stream``, shared readers
-and the refusal rows in ``gemini_parts``. Decisions the spec leaves open:
-
-Requests (``decode_request``)
-    * The path says the model and whether it streams:
-      ``…/{v1beta|v1|v1alpha}/models/{model}:generateContent`` and
-      ``:streamGenerateContent?alt=sse``. The query is read for ``alt`` only and
-      is never stored (it may carry ``?key=``).
-    * Structural field names are read in camelCase whatever the spelling: the
-      API takes proto JSON's snake_case too, and google-genai sends some
-      (``parameters_json_schema``); user data (args, schemas) is untouched.
-    * Each ``contents[i]`` is one message (so a history keeps its positions):
-      role ``model`` is ``assistant``, an absent role is ``user``, others stay as
-      sent. Text parts are joined, empty text and thought parts (``thought:
-      true``) are dropped, ``thoughtSignature`` is not kept (see the
-      limitations page: a replay cannot give it back).
-    * Function calls rarely carry an ``id``. A call without one is known by its
-      place — (message index, its index among that turn's calls, its name) in
-      its conversation (told apart by the text of the first message) —
-      which ``decode_response`` and ``encode_response`` note in the run's codec
-      state, so the call the model made at step k is the same ``call-N`` in
-      every later history. A call with an id (the provider's, or ours in a
-      replay) is known by it. A ``functionResponse`` is paired by its ``id``
-      when that id is known, else with the first unanswered call of the same
-      name in the latest model turn; its ``response`` object is the result,
-      as sent (an ``error`` key stays inside it).
-    * ``systemInstruction`` text is the ``systemPrompt``; function declarations
-      of every ``tools[]`` entry are the tool definitions (``parameters`` or
-      ``parametersJsonSchema``, whichever was sent; none is an empty object
-      schema); ``toolConfig.functionCallingConfig`` is ``toolChoice``; the
-      ``generationConfig`` controls of ``PARAMS`` and ``safetySettings`` are
-      compared under neutral names. Other fields are not compared.
-Responses (``decode_response``)
-    Checked in this order: a blocked prompt, the number of candidates,
-    ``finishReason`` (only STOP and MAX_TOKENS replay), citation/grounding/
-    logprobs metadata, then the parts (non-text parts, text after a function
-    call). Text parts are joined into one; thought parts are dropped.
-Synthesized answers
-    One candidate: the text part, then the function calls (each with our id
-    ``gemini-bb<N>``; the first with the sentinel ``thoughtSignature`` Gemini 3
-    accepts for history it did not produce, see ``gemini_answers``), ``finishReason`` STOP (MAX_TOKENS for a ``length``
-    stop; an OpenAI refusal is served as text with STOP), zero
-    ``usageMetadata``, ``modelVersion`` the requested model, ``responseId``
-    our own. Errors are Google's ``{"error": {code, message, status}}``.
-"""
+"""Gemini requests -> the neutral ``model_input`` (model and streaming from the path); a fork's edited tool result."""
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
-from blackbox_mitm.codecs.gemini_answers import (
-    decode_response,
-    encode_error,
-    encode_response,
-    encode_stream,
-    encode_stream_error,
-    normalize_answer,
-)
-from blackbox_mitm.codecs.gemini_parts import (
-    NAME,
-    PROVIDER,
-    REFUSALS,
-    call_positions,
-    camel_request,
-    load_object,
-    malformed,
-    part_kind,
-    refuse,
-)
-from blackbox_mitm.codecs.gemini_stream import aggregate_stream, is_stream_end
+from blackbox_mitm.codecs.common.jsonio import dumps, load_object, loads_or_none
+from blackbox_mitm.codecs.gemini import CODE_ASSIST, EMPTY_SCHEMA, MODEL_PATH, NAME, PARAMS, PROVIDER, REFUSALS
+from blackbox_mitm.codecs.gemini.fields import call_positions, camel_request, part_kind
 from blackbox_mitm.errors import BlackboxUnsupportedError
 
-__all__ = [
-    "CREDENTIAL_HEADERS",
-    "CREDENTIAL_QUERY",
-    "DEFAULT_HOSTS",
-    "ID_PREFIXES",
-    "KEY_ENV_VARS",
-    "NAME",
-    "PARAMS",
-    "PROVIDER",
-    "REFUSALS",
-    "RESPONSE_KEYS",
-    "aggregate_stream",
-    "decode_request",
-    "decode_response",
-    "encode_error",
-    "encode_response",
-    "encode_stream",
-    "encode_stream_error",
-    "is_stream_end",
-    "matches",
-    "normalize_answer",
-    "rewrite_tool_result",
-    "speaks_for",
-]
-
-DEFAULT_HOSTS: tuple[str, ...] = ("generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com")
-CREDENTIAL_HEADERS: tuple[str, ...] = ("x-goog-api-key", "authorization")
-CREDENTIAL_QUERY: tuple[str, ...] = ("key",)
-KEY_ENV_VARS: tuple[str, ...] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
-# Gemini's own ids (responseId, functionCall.id) have no fixed prefix; the ids a replay serves do, and
-# they never belong in a cassette either (they map back to call-N).
-ID_PREFIXES: tuple[str, ...] = ("gemini-bb",)
-RESPONSE_KEYS: tuple[str, ...] = (
-    "candidates",
-    "finishReason",
-    "usageMetadata",
-    "promptTokenCount",
-    "candidatesTokenCount",
-    "modelVersion",
-    "responseId",
-    "safetyRatings",
-    "promptFeedback",
-    "thoughtSignature",
-)
-# Request controls that are compared, wire name (a JSON path) -> neutral name.
-PARAMS: tuple[tuple[str, str], ...] = (
-    ("generationConfig.temperature", "temperature"),
-    ("generationConfig.topP", "topP"),
-    ("generationConfig.topK", "topK"),
-    ("generationConfig.maxOutputTokens", "maxTokens"),
-    ("generationConfig.stopSequences", "stopSequences"),
-    ("generationConfig.responseMimeType", "responseMimeType"),
-    ("generationConfig.responseSchema", "responseSchema"),
-    ("generationConfig.responseJsonSchema", "responseJsonSchema"),
-    ("generationConfig.seed", "seed"),
-    ("generationConfig.presencePenalty", "presencePenalty"),
-    ("generationConfig.frequencyPenalty", "frequencyPenalty"),
-    ("generationConfig.thinkingConfig", "thinking"),
-    ("generationConfig.responseLogprobs", "logprobs"),
-    ("generationConfig.logprobs", "topLogprobs"),
-    ("toolConfig.functionCallingConfig", "toolChoice"),
-    ("safetySettings", "safetySettings"),
-)
-
-_MODEL_PATH = re.compile(r"/(?:v1|v1beta|v1alpha)/(?:models|tunedModels)/([^/:]+):(generateContent|streamGenerateContent)$")
-_CODE_ASSIST = re.compile(r"/v1internal:(?:generateContent|streamGenerateContent)$")
-_API_PATH = re.compile(
-    r"^(?:/upload)?/(?:v1beta|v1alpha|v1internal)(?:[/:]|$)|^/v1/(?:models|tunedModels|files|cachedContents|operations)/[^/]+:\w+$"
-)
-EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
-
-
-# --- which requests ------------------------------------------------------------------
-
-
-def matches(method: str, path: str, query: str) -> bool:
-    """``POST …/models/{model}:generateContent`` or ``:streamGenerateContent`` (and Code Assist's, to refuse it)."""
-    if method != "POST":
-        return False
-    bare = unquote(path)
-    return bool(_MODEL_PATH.search(bare) or _CODE_ASSIST.search(bare))
-
-
-def speaks_for(path: str) -> bool:
-    """Gemini's other endpoints: ``/v1beta/…`` (models, files, countTokens, …), ``/v1/models/x:action``, Code Assist."""
-    return bool(_API_PATH.search(unquote(path)))
-
-
-# --- requests ------------------------------------------------------------------------
+__all__ = ["decode_request", "rewrite_tool_result"]
 
 
 def decode_request(body: bytes, ids: CallIds, *, path: str = "", query: str = "") -> DecodedRequest:
     """A generateContent request -> its neutral ``model_input``; the model and streaming come from ``path``."""
     bare = unquote(path)
-    if _CODE_ASSIST.search(bare):
-        refuse("gemini.code_assist", bare)
-    m = _MODEL_PATH.search(bare)
+    if CODE_ASSIST.search(bare):
+        REFUSALS.refuse("gemini.code_assist", bare)
+    m = MODEL_PATH.search(bare)
     model, stream = (m.group(1), m.group(2) == "streamGenerateContent") if m else (None, False)
     if stream and parse_qs(query).get("alt", [""])[-1] != "sse":
-        refuse("gemini.stream_json", "alt", parse_qs(query).get("alt", [None])[-1])
-    data = camel_request(load_object(body, "request"))
+        REFUSALS.refuse("gemini.stream_json", "alt", parse_qs(query).get("alt", [None])[-1])
+    data = camel_request(load_object(body, "request", PROVIDER))
     if data.get("cachedContent") is not None:
-        refuse("gemini.cached_content", "cachedContent")
+        REFUSALS.refuse("gemini.cached_content", "cachedContent")
     params = _decode_params(data)
     if stream:
         params["stream"] = True
@@ -197,16 +44,16 @@ def decode_request(body: bytes, ids: CallIds, *, path: str = "", query: str = ""
 def _decode_params(data: dict[str, Any]) -> dict[str, Any]:
     config = data.get("generationConfig") or {}
     if not isinstance(config, dict):
-        malformed("generationConfig", "generationConfig is not an object")
+        REFUSALS.malformed("generationConfig", "generationConfig is not an object")
     count = config.get("candidateCount")
     if isinstance(count, int) and count > 1:
-        refuse("gemini.candidate_count", "generationConfig.candidateCount", count)
+        REFUSALS.refuse("gemini.candidate_count", "generationConfig.candidateCount", count)
     modalities = config.get("responseModalities")
     if isinstance(modalities, list) and any(str(m).upper() != "TEXT" for m in modalities):
-        refuse("gemini.output_modality", "generationConfig.responseModalities", modalities)
+        REFUSALS.refuse("gemini.output_modality", "generationConfig.responseModalities", modalities)
     for key in ("speechConfig", "imageConfig"):
         if config.get(key) is not None:
-            refuse("gemini.output_modality", f"generationConfig.{key}")
+            REFUSALS.refuse("gemini.output_modality", f"generationConfig.{key}")
     params: dict[str, Any] = {}
     for wire, neutral in PARAMS:
         value: Any = data
@@ -222,14 +69,14 @@ def _system_text(system: Any) -> str:
         return system
     parts = system.get("parts") if isinstance(system, dict) else None
     if not isinstance(parts, list):
-        malformed("systemInstruction", "systemInstruction is neither a string nor a content with parts")
+        REFUSALS.malformed("systemInstruction", "systemInstruction is neither a string nor a content with parts")
     texts = []
     for j, part in enumerate(parts):
         kind = part_kind(part, f"systemInstruction.parts[{j}]")
         if kind == "text":
             texts.append(part["text"])
         elif kind is not None:
-            refuse("gemini.non_text", f"systemInstruction.parts[{j}].{kind}")
+            REFUSALS.refuse("gemini.non_text", f"systemInstruction.parts[{j}].{kind}")
     return "".join(texts)
 
 
@@ -238,7 +85,7 @@ def _decode_contents(raw: Any, ids: CallIds) -> tuple[list[dict[str, Any]], list
     if raw is None:
         raw = []
     if not isinstance(raw, list):
-        malformed("contents", "contents is not a list")
+        REFUSALS.malformed("contents", "contents is not a list")
     first = raw[0] if raw and isinstance(raw[0], dict) else {}
     texts = [p.get("text") for p in first.get("parts") or [] if isinstance(p, dict) and not p.get("thought")]
     positions = call_positions(ids, "".join(t for t in texts if isinstance(t, str)))
@@ -247,11 +94,11 @@ def _decode_contents(raw: Any, ids: CallIds) -> tuple[list[dict[str, Any]], list
     open_calls: list[tuple[str, str]] = []  # (call-N, name) of the latest model turn's calls not yet answered
     for i, content in enumerate(raw):
         if not isinstance(content, dict):
-            malformed(f"contents[{i}]", "a content is not an object")
+            REFUSALS.malformed(f"contents[{i}]", "a content is not an object")
         role = content.get("role") or "user"
         parts = content.get("parts") or []
         if not isinstance(parts, list):
-            malformed(f"contents[{i}].parts", "parts is not a list")
+            REFUSALS.malformed(f"contents[{i}].parts", "parts is not a list")
         out: list[dict[str, Any]] = []
         calls_here: list[tuple[str, str]] = []
         for j, part in enumerate(parts):
@@ -273,7 +120,7 @@ def _decode_contents(raw: Any, ids: CallIds) -> tuple[list[dict[str, Any]], list
                 results.append((i, j, result["toolCallId"]))
                 out.append(result)
             else:
-                refuse("gemini.non_text", f"{where}.{kind}")
+                REFUSALS.refuse("gemini.non_text", f"{where}.{kind}")
         if calls_here:
             open_calls = list(calls_here)
         messages.append({"role": "assistant" if role == "model" else role, "content": _content_of(out)})
@@ -292,7 +139,7 @@ def _content_of(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
 
 def _history_call(call: Any, where: str, i: int, k: int, ids: CallIds, positions: dict[str, str]) -> tuple[str, str, Any]:
     if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-        malformed(where, "a functionCall without a name")
+        REFUSALS.malformed(where, "a functionCall without a name")
     name, native = call["name"], call.get("id")
     args = call.get("args")
     args = {} if args is None else args
@@ -311,9 +158,9 @@ def _function_response(
     resp: Any, where: str, at: str, ids: CallIds, open_calls: list[tuple[str, str]], positions: dict[str, str]
 ) -> dict[str, Any]:
     if not isinstance(resp, dict) or not isinstance(resp.get("name"), str):
-        malformed(where, "a functionResponse without a name")
+        REFUSALS.malformed(where, "a functionResponse without a name")
     if resp.get("parts"):
-        refuse("gemini.non_text", f"{where}.parts")
+        REFUSALS.refuse("gemini.non_text", f"{where}.parts")
     name, native = resp["name"], resp.get("id")
     call_id = ids.lookup(native) if isinstance(native, str) and native else None
     if call_id is None:
@@ -338,20 +185,20 @@ def _decode_tools(raw: Any) -> list[dict[str, Any]]:
     if raw is None:
         return []
     if not isinstance(raw, list):
-        malformed("tools", "tools is not a list")
+        REFUSALS.malformed("tools", "tools is not a list")
     tools: list[dict[str, Any]] = []
     for i, tool in enumerate(raw):
         if not isinstance(tool, dict):
-            malformed(f"tools[{i}]", "a tool is not an object")
+            REFUSALS.malformed(f"tools[{i}]", "a tool is not an object")
         for key, value in tool.items():
             if key != "functionDeclarations" and value is not None:
-                refuse("gemini.builtin_tool", f"tools[{i}].{key}")
+                REFUSALS.refuse("gemini.builtin_tool", f"tools[{i}].{key}")
         for j, fn in enumerate(tool.get("functionDeclarations") or []):
             where = f"tools[{i}].functionDeclarations[{j}]"
             if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-                malformed(where, "a function declaration without a name")
+                REFUSALS.malformed(where, "a function declaration without a name")
             if fn.get("parameters") is not None and fn.get("parametersJsonSchema") is not None:
-                malformed(where, "both parameters and parametersJsonSchema (the API takes one)")
+                REFUSALS.malformed(where, "both parameters and parametersJsonSchema (the API takes one)")
             entry: dict[str, Any] = {"name": fn["name"]}
             if fn.get("description") is not None:
                 entry["description"] = fn["description"]
@@ -368,10 +215,7 @@ def rewrite_tool_result(body: bytes, ids: CallIds, call_id: str, text: str) -> b
     object, any other text ``{"result": text}`` (what google-genai sends for a
     function that returns a plain value). None when no part answers the call.
     """
-    try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        return None
+    data = loads_or_none(body)
     if not isinstance(data, dict) or not isinstance(data.get("contents"), list):
         return None
     try:
@@ -389,4 +233,4 @@ def rewrite_tool_result(body: bytes, ids: CallIds, call_id: str, text: str) -> b
     for i, j in targets:
         part = data["contents"][i]["parts"][j]
         part["functionResponse" if "functionResponse" in part else "function_response"]["response"] = response
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    return dumps(data).encode()
