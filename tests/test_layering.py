@@ -89,7 +89,9 @@ def test_every_registered_codec_satisfies_the_contract() -> None:
     from blackbox_mitm.codecs import REGISTERED
     from blackbox_mitm.codecs.base import Codec
 
-    members = [m for m in vars(Codec) if not m.startswith("_")]
+    from blackbox_mitm.codecs.base import StreamingCodec
+
+    members = [m for proto in (Codec, StreamingCodec) for m in vars(proto) if not m.startswith("_")]
     for codec in REGISTERED:
         missing = [m for m in members if not hasattr(codec, m)]
         assert not missing, f"{codec.NAME} lacks {missing}"

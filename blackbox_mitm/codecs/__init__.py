@@ -11,12 +11,14 @@ mitmproxy import.
 from __future__ import annotations
 
 from blackbox_mitm.codecs import anthropic_messages, gemini, openai_chat, openai_responses
-from blackbox_mitm.codecs.base import CallIds, Codec, DecodedRequest, ErrorResponse, SseEvent
+from blackbox_mitm.codecs.base import CallIds, ChainingCodec, Codec, DecodedRequest, ErrorResponse, SseEvent, WebSocketCapable
 from blackbox_mitm.codecs.common.refusals import Refusal
 
 __all__ = [
+    "CHAINING",
     "CODECS",
     "REGISTERED",
+    "WEBSOCKETS",
     "CallIds",
     "Codec",
     "DecodedRequest",
@@ -46,6 +48,11 @@ REGISTERED: tuple[Codec, ...] = (
 )
 
 CODECS: dict[str, Codec] = {c.NAME: c for c in REGISTERED}
+
+# The capabilities each codec has, stated so that mypy checks the module against the sub-protocol
+# (tests/codecs/test_contract.py checks that isinstance finds exactly these at run time).
+CHAINING: tuple[ChainingCodec, ...] = (openai_responses,)
+WEBSOCKETS: tuple[WebSocketCapable, ...] = (openai_responses,)
 
 
 def _split(path: str) -> tuple[str, str]:

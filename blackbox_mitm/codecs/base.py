@@ -27,23 +27,27 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from blackbox_mitm.cassette.payloads import tool_calls_of
 from blackbox_mitm.errors import BlackboxError
 
 if TYPE_CHECKING:
     from blackbox_mitm.codecs.common.refusals import RefusalTable
+    from blackbox_mitm.codecs.websocket_base import WebSocketCodec
 
 __all__ = [
     "STOP_LENGTH",
     "STOP_REFUSAL",
     "CallIds",
+    "ChainingCodec",
     "Codec",
     "DecodedRequest",
     "ErrorResponse",
     "SseEvent",
     "StreamIncomplete",
+    "StreamingCodec",
+    "WebSocketCapable",
 ]
 
 STOP_LENGTH = "length"
@@ -179,7 +183,27 @@ class CallIds:
         return self._next
 
 
-class Codec(Protocol):
+class StreamingCodec(Protocol):
+    """The streaming part of the contract: synthesized SSE bodies, and recorded streams added up.
+
+    Every registered API streams, so ``Codec`` includes it; the stream recorder
+    (``session/stream.py``) needs nothing more than this.
+    """
+
+    def encode_stream(self, output: dict[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> bytes: ...
+
+    def is_stream_end(self, event: SseEvent) -> bool: ...
+
+    def aggregate_stream(self, events: list[SseEvent]) -> dict[str, Any]:
+        """A recorded stream as the whole-response object it adds up to; ``StreamIncomplete`` if it never completed."""
+        ...
+
+    def encode_stream_error(self, message: str) -> bytes:
+        """The provider's in-stream error event: sent instead of a final event that must be refused."""
+        ...
+
+
+class Codec(StreamingCodec, Protocol):
     """One provider API: its facts, and its requests and answers to and from neutral payloads.
 
     Module-level codecs satisfy it as they are: constants in capitals, functions
@@ -244,20 +268,30 @@ class Codec(Protocol):
 
     def encode_response(self, output: dict[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]: ...
 
-    def encode_stream(self, output: dict[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> bytes: ...
-
-    def is_stream_end(self, event: SseEvent) -> bool: ...
-
-    def aggregate_stream(self, events: list[SseEvent]) -> dict[str, Any]:
-        """A recorded stream as the whole-response object it adds up to; ``StreamIncomplete`` if it never completed."""
-        ...
-
     def encode_error(self, message: str, *, status: int = 400, error_type: str | None = None) -> ErrorResponse: ...
-
-    def encode_stream_error(self, message: str) -> bytes:
-        """The provider's in-stream error event: sent instead of a final event that must be refused."""
-        ...
 
     def normalize_answer(self, answer: Any, ids: CallIds) -> dict[str, Any] | None: ...
 
     def rewrite_tool_result(self, body: bytes, ids: CallIds, call_id: str, text: str) -> bytes | None: ...
+
+
+# -- capabilities: sub-protocols a codec satisfies only when its API has them ------------------
+# Asked with isinstance (runtime-checkable: every member is looked up), which narrows the type for
+# mypy too; the registry (``codecs/__init__``) states which codecs have which, and mypy checks it.
+
+
+@runtime_checkable
+class ChainingCodec(Codec, Protocol):
+    """An API that keeps a conversation on the provider's side (the Responses API's ``previous_response_id``)."""
+
+    def forward_body(self, body: bytes, ids: CallIds) -> bytes | None:
+        """The body to send upstream instead, when it continues a response a replay served (None: as sent)."""
+        ...
+
+
+@runtime_checkable
+class WebSocketCapable(Codec, Protocol):
+    """An API that also speaks over a WebSocket: ``WEBSOCKET`` is its companion (``websocket_base``)."""
+
+    @property
+    def WEBSOCKET(self) -> WebSocketCodec: ...

@@ -171,6 +171,19 @@ def test_the_codec_states_its_facts(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", list(_CODECS))
+def test_capabilities_are_the_declared_sub_protocols(name: str) -> None:
+    """isinstance finds a capability exactly where the registry declares it (and mypy checks the declaration)."""
+    from blackbox_mitm.codecs import CHAINING, WEBSOCKETS
+    from blackbox_mitm.codecs.base import ChainingCodec, WebSocketCapable
+    from blackbox_mitm.codecs.websocket_base import websocket_of
+
+    codec = _CODECS[name]
+    assert isinstance(codec, ChainingCodec) == (codec in CHAINING)
+    assert isinstance(codec, WebSocketCapable) == (codec in WEBSOCKETS)
+    assert (websocket_of(codec) is not None) == (codec in WEBSOCKETS)
+
+
+@pytest.mark.parametrize("name", list(_CODECS))
 def test_bad_bodies_raise_only_named_errors(name: str) -> None:
     codec = _CODECS[name]
     request = _request(codec, CallIds())
