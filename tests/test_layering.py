@@ -87,9 +87,7 @@ def test_a_codec_literal_is_caught() -> None:
 def test_every_registered_codec_satisfies_the_contract() -> None:
     """mypy checks the registry's type; this checks at run time that nothing is missing."""
     from blackbox_mitm.codecs import REGISTERED
-    from blackbox_mitm.codecs.base import Codec
-
-    from blackbox_mitm.codecs.base import StreamingCodec
+    from blackbox_mitm.codecs.base import Codec, StreamingCodec
 
     members = [m for proto in (Codec, StreamingCodec) for m in vars(proto) if not m.startswith("_")]
     for codec in REGISTERED:

@@ -1,4 +1,13 @@
-"""Readers for step payloads: the spec's ``toolCallsOf()`` and terminal-event helpers.
+"""The neutral step payloads as types, and their readers: the spec's ``toolCallsOf()``, terminal events.
+
+The types are the spec's ("Step Types", "Model output shapes", "Structured
+Transcript", "Terminal Metadata Payloads"): ``ModelInput`` (messages of
+``MessagePart``s, tool definitions, ``systemPrompt`` / ``model`` / ``params``),
+``ModelOutput`` (a final answer, tool calls, or the built-in loop's single tool
+call), ``ToolCall`` and ``ToolResult`` (the steps, and the parts of a message),
+and ``Metadata`` (terminal events and run markers). They are ``TypedDict``s: a
+payload is plain JSON data, and the types say which keys it has. Codecs build
+them, the matcher compares them, verify checks cassettes against them.
 
 ``model_output`` has two tool-call shapes — the built-in loop's single
 ``{"type": "tool_call", ...}`` and recorders' ``{"type": "tool_calls", "calls": [...]}``;
@@ -7,15 +16,157 @@ readers go through ``tool_calls_of`` and never branch on the shape themselves.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
-__all__ = ["TERMINAL_EVENTS", "is_terminal", "json_kind", "output_text", "tool_calls_of"]
+__all__ = [
+    "OUTPUT_TYPES",
+    "TERMINAL_EVENTS",
+    "FinalAnswer",
+    "Message",
+    "MessagePart",
+    "Metadata",
+    "ModelInput",
+    "ModelOutput",
+    "SingleToolCall",
+    "TextPart",
+    "ToolCall",
+    "ToolCalls",
+    "ToolDefinition",
+    "ToolResult",
+    "ToolResultPart",
+    "ToolUsePart",
+    "is_terminal",
+    "json_kind",
+    "output_text",
+    "tool_calls_of",
+    "tool_definition",
+]
+
+
+# --- model_input ---------------------------------------------------------------------
+
+
+class TextPart(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class ToolUsePart(TypedDict):
+    type: Literal["tool_use"]
+    toolCallId: str
+    toolName: str
+    toolInput: Any  # JSON
+
+
+class ToolResult(TypedDict):
+    """A ``tool_result`` step: ``result`` (JSON, kept as the agent sent it) or ``error``."""
+
+    toolCallId: str
+    toolName: str
+    result: NotRequired[Any]
+    error: NotRequired[Any]
+
+
+class ToolResultPart(ToolResult):
+    """A tool result in a message: the step's fields, and ``type``."""
+
+    type: Literal["tool_result"]
+
+
+MessagePart = TextPart | ToolUsePart | ToolResultPart
+
+
+class Message(TypedDict):
+    role: str  # "user" | "assistant" | "system" (as sent)
+    content: str | list[MessagePart]
+
+
+class ToolDefinition(TypedDict):
+    name: str
+    description: NotRequired[str]
+    inputSchema: Any  # JSON Schema, as sent
+
+
+def tool_definition(name: str, schema: Any, description: Any = None) -> ToolDefinition:
+    """A tool definition, its keys in the spec's order; ``description`` None: the tool has none."""
+    if description is None:
+        return {"name": name, "inputSchema": schema}
+    return {"name": name, "description": description, "inputSchema": schema}
+
+
+class ModelInput(TypedDict):
+    messages: list[Message]
+    tools: list[ToolDefinition]
+    systemPrompt: NotRequired[str]
+    model: NotRequired[str]
+    params: NotRequired[dict[str, Any]]  # neutral control name -> its JSON value
+
+
+# --- model_output ----------------------------------------------------------------------
+
+
+class ToolCall(TypedDict):
+    """A ``tool_call`` step, and one call of a ``tool_calls`` model_output."""
+
+    toolCallId: str
+    toolName: str
+    toolInput: Any  # JSON
+
+
+class FinalAnswer(TypedDict):
+    type: Literal["final_answer"]
+    text: str
+    stop: NotRequired[str]  # "length" or "refusal"; absent for the end of the turn
+
+
+class ToolCalls(TypedDict):
+    type: Literal["tool_calls"]
+    calls: list[ToolCall]
+    text: NotRequired[str]  # what the model wrote beside the calls
+    stop: NotRequired[str]  # "length"; absent for tool use
+
+
+class SingleToolCall(TypedDict):
+    """The built-in agent loop's shape: one call, inline (never written by a codec)."""
+
+    type: Literal["tool_call"]
+    toolCallId: str
+    toolName: str
+    toolInput: Any
+    text: NotRequired[str]
+    stop: NotRequired[str]
+
+
+ModelOutput = FinalAnswer | ToolCalls | SingleToolCall
+#: The ``type`` of each ModelOutput shape (what verify accepts).
+OUTPUT_TYPES: tuple[str, ...] = ("final_answer", "tool_calls", "tool_call")
+
+
+# --- metadata ------------------------------------------------------------------------------
+
+
+class Metadata(TypedDict):
+    """A ``metadata`` step: a terminal event (``run_completed`` / ``run_failed``) or a run-level marker."""
+
+    event: str
+    status: NotRequired[str]  # "success" | "error"
+    result: NotRequired[str]  # run_completed: the final answer text
+    reason: NotRequired[str]  # run_failed: agent_error, process_exit, calls_in_flight, max_steps_exceeded, ...
+    message: NotRequired[str]
+    exitCode: NotRequired[int]
+    inFlight: NotRequired[int]
+    maxSteps: NotRequired[int]
+
 
 TERMINAL_EVENTS = ("run_completed", "run_failed")
 
 
 def tool_calls_of(output: Any) -> list[dict[str, Any]]:
-    """Every tool call a model_output payload requested, in order (empty for a final answer)."""
+    """Every tool call a model_output payload requested, in order (empty for a final answer).
+
+    A reader of any payload, a cassette's included (not yet verified): the calls are
+    the dicts found, not ``ToolCall``s the types vouch for.
+    """
     if not isinstance(output, dict):
         return []
     kind = output.get("type")

@@ -52,7 +52,7 @@ from typing import Any
 from blackbox_mitm.cassette import compression
 from blackbox_mitm.cassette.canonical import canonical_bytes, step_hash_from_canonical_payload
 from blackbox_mitm.cassette.jsonfile import count_quotes, find_duplicate_key, read_file
-from blackbox_mitm.cassette.payloads import json_kind
+from blackbox_mitm.cassette.payloads import OUTPUT_TYPES, json_kind
 from blackbox_mitm.cassette.store import load_trace_bytes, parse_document, trace_from_json
 from blackbox_mitm.cassette.trace import CURRENT_TRACE_VERSION, STEP_TYPES, Trace, TraceStep
 from blackbox_mitm.codecs import REGISTERED, id_prefixes, neutral_params, response_keys
@@ -89,7 +89,7 @@ NEUTRAL_PARAMS = neutral_params()
 # control and a response field): a params key with one of them is never a response field.
 _CONTROL_NAMES = NEUTRAL_PARAMS | {wire for codec in REGISTERED for wire, _ in codec.PARAMS}
 
-_OUTPUT_TYPES = ("final_answer", "tool_calls", "tool_call")
+_OUTPUT_TYPES = OUTPUT_TYPES  # the ModelOutput shapes (cassette.payloads)
 _CALL_ID = re.compile(r"call-(?:0|[1-9][0-9]*)")
 
 

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from blackbox_mitm.cassette.payloads import tool_calls_of
+from blackbox_mitm.cassette.payloads import ModelInput, ModelOutput, ToolResultPart, tool_calls_of
 from blackbox_mitm.errors import BlackboxError
 
 if TYPE_CHECKING:
@@ -91,18 +91,19 @@ class DecodedRequest:
     """
 
     provider: str  # the NAME of the codec that decoded it
-    model_input: dict[str, Any]
+    model_input: ModelInput
     model: str | None = None
     stream: bool = False
     include_usage: bool = False
 
-    def tool_results(self) -> list[dict[str, Any]]:
+    def tool_results(self) -> list[ToolResultPart]:
         """Every tool_result part in the request's messages, in order."""
-        out: list[dict[str, Any]] = []
+        out: list[ToolResultPart] = []
         for message in self.model_input.get("messages", []):
             content = message.get("content")
-            if isinstance(content, list):
-                out.extend(p for p in content if isinstance(p, dict) and p.get("type") == "tool_result")
+            for part in content if isinstance(content, list) else []:
+                if part["type"] == "tool_result":
+                    out.append(part)
         return out
 
 
@@ -190,7 +191,7 @@ class StreamingCodec(Protocol):
     (``session/stream.py``) needs nothing more than this.
     """
 
-    def encode_stream(self, output: dict[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> bytes: ...
+    def encode_stream(self, output: Mapping[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> bytes: ...
 
     def is_stream_end(self, event: SseEvent) -> bool: ...
 
@@ -264,13 +265,13 @@ class Codec(StreamingCodec, Protocol):
     # -- requests and answers ---------------------------------------------------------
     def decode_request(self, body: bytes, ids: CallIds, *, path: str = "", query: str = "") -> DecodedRequest: ...
 
-    def decode_response(self, body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> dict[str, Any]: ...
+    def decode_response(self, body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> ModelOutput: ...
 
-    def encode_response(self, output: dict[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]: ...
+    def encode_response(self, output: Mapping[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]: ...
 
     def encode_error(self, message: str, *, status: int = 400, error_type: str | None = None) -> ErrorResponse: ...
 
-    def normalize_answer(self, answer: Any, ids: CallIds) -> dict[str, Any] | None: ...
+    def normalize_answer(self, answer: Any, ids: CallIds) -> ModelOutput | None: ...
 
     def rewrite_tool_result(self, body: bytes, ids: CallIds, call_id: str, text: str) -> bytes | None: ...
 

@@ -31,7 +31,7 @@ from urllib.parse import parse_qsl
 import orjson
 
 from blackbox_mitm.cassette.journal import Journal
-from blackbox_mitm.cassette.payloads import tool_calls_of
+from blackbox_mitm.cassette.payloads import Metadata, tool_calls_of
 from blackbox_mitm.cassette.trace import Trace, TraceStep, now_ms
 from blackbox_mitm.codecs import credential_headers, credential_query, key_env_vars
 from blackbox_mitm.codecs.base import DecodedRequest
@@ -140,7 +140,7 @@ class RunRecorder:
         self.unrecordable: list[str] = []
         self._lock = threading.Lock()
         self._pending: OrderedDict[str, _Pending] = OrderedDict()
-        self._last_output: dict[str, Any] | None = None
+        self._last_output: Mapping[str, Any] | None = None
         self._seed_pending_from_prefix()
 
     # -- recording ------------------------------------------------------------------
@@ -148,7 +148,7 @@ class RunRecorder:
     def record_call(
         self,
         request: DecodedRequest,
-        output: dict[str, Any],
+        output: Mapping[str, Any],
         *,
         request_ms: int,
         response_ms: int | None = None,
@@ -222,7 +222,7 @@ class RunRecorder:
 
     # -- the end ----------------------------------------------------------------------
 
-    def terminal_event(self, *, exit_code: int | None, in_flight: int = 0, proxy_only: bool = False) -> dict[str, Any]:
+    def terminal_event(self, *, exit_code: int | None, in_flight: int = 0, proxy_only: bool = False) -> Metadata:
         if self.unrecordable:
             return {"event": "run_failed", "status": "error", "reason": "agent_error", "message": "; ".join(self.unrecordable)}
         if in_flight and exit_code is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from blackbox_mitm.cassette.payloads import Message, MessagePart, ModelInput, ToolDefinition, ToolResultPart, ToolUsePart
 from blackbox_mitm.codecs.anthropic_messages import NAME, PARAMS, PROVIDER, REFUSALS, THINKING
 from blackbox_mitm.codecs.anthropic_messages.fields import block_kind, is_server_block, server_caller, text_of
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
@@ -18,7 +19,7 @@ def decode_request(body: bytes, ids: CallIds, *, path: str = "", query: str = ""
     data = load_object(body, "request", PROVIDER)
     if data.get("mcp_servers"):
         REFUSALS.refuse("anthropic.server_tool", "mcp_servers")
-    model_input: dict[str, Any] = {
+    model_input: ModelInput = {
         "messages": _decode_messages(data.get("messages"), ids),
         "tools": _decode_tools(data.get("tools")),
     }
@@ -36,34 +37,36 @@ def decode_request(body: bytes, ids: CallIds, *, path: str = "", query: str = ""
     return DecodedRequest(NAME, model_input, model=model if isinstance(model, str) else None, stream=stream)
 
 
-def _decode_messages(messages: Any, ids: CallIds) -> list[dict[str, Any]]:
+def _decode_messages(messages: Any, ids: CallIds) -> list[Message]:
     if not isinstance(messages, list):
         raise BlackboxUnsupportedError("messages", "expected a list of messages", provider=PROVIDER)
     names: dict[str, str] = {}  # tool_use id -> tool name, from this history
-    out = []
+    out: list[Message] = []
     for i, message in enumerate(messages):
         if not isinstance(message, dict):
             raise BlackboxUnsupportedError(f"messages[{i}]", "expected a message object", provider=PROVIDER)
         content = message.get("content")
         if isinstance(content, str):
-            decoded: str | list[dict[str, Any]] = content
+            decoded: str | list[MessagePart] = content
         elif isinstance(content, list):
             decoded = _decode_blocks(content, f"messages[{i}].content", ids, names)
         else:
             raise BlackboxUnsupportedError(f"messages[{i}].content", "expected a string or a list of content blocks", provider=PROVIDER)
-        out.append({"role": message.get("role"), "content": decoded})
+        role: Any = message.get("role")  # as sent (the API refuses a message without one)
+        out.append({"role": role, "content": decoded})
     return out
 
 
-def _decode_blocks(blocks: list[Any], path: str, ids: CallIds, names: dict[str, str]) -> str | list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
+def _decode_blocks(blocks: list[Any], path: str, ids: CallIds, names: dict[str, str]) -> str | list[MessagePart]:
+    parts: list[MessagePart] = []
     for j, block in enumerate(blocks):
         where = f"{path}[{j}]"
         kind = block_kind(block)
         if kind == "text":
             text = text_of(block, where)
-            if parts and parts[-1]["type"] == "text":
-                parts[-1]["text"] += text
+            last = parts[-1] if parts else None
+            if last is not None and last["type"] == "text":
+                last["text"] += text
             else:
                 parts.append({"type": "text", "text": text})
         elif kind in THINKING:
@@ -79,12 +82,13 @@ def _decode_blocks(blocks: list[Any], path: str, ids: CallIds, names: dict[str, 
     parts = [p for p in parts if p["type"] != "text" or p["text"]]
     if not parts:
         return ""
-    if len(parts) == 1 and parts[0]["type"] == "text":
-        return str(parts[0]["text"])
+    first = parts[0]
+    if len(parts) == 1 and first["type"] == "text":
+        return first["text"]
     return parts
 
 
-def _decode_tool_use(block: dict[str, Any], where: str, ids: CallIds, names: dict[str, str]) -> dict[str, Any]:
+def _decode_tool_use(block: dict[str, Any], where: str, ids: CallIds, names: dict[str, str]) -> ToolUsePart:
     native, name = block.get("id"), block.get("name")
     if not isinstance(native, str) or not isinstance(name, str):
         raise BlackboxUnsupportedError(where, "a tool_use block needs a string id and name", provider=PROVIDER)
@@ -94,7 +98,7 @@ def _decode_tool_use(block: dict[str, Any], where: str, ids: CallIds, names: dic
     return {"type": "tool_use", "toolCallId": ids.neutral(native, name), "toolName": name, "toolInput": block.get("input")}
 
 
-def _decode_tool_result(block: dict[str, Any], where: str, ids: CallIds, names: dict[str, str]) -> dict[str, Any]:
+def _decode_tool_result(block: dict[str, Any], where: str, ids: CallIds, names: dict[str, str]) -> ToolResultPart:
     native = block.get("tool_use_id")
     if not isinstance(native, str):
         raise BlackboxUnsupportedError(f"{where}.tool_use_id", "a tool_result block needs a string tool_use_id", provider=PROVIDER)
@@ -104,16 +108,17 @@ def _decode_tool_result(block: dict[str, Any], where: str, ids: CallIds, names: 
         name = ids.name_of(call_id) or ""
     content = block.get("content")
     value = "" if content is None else _joined_text(content, f"{where}.content")
-    key = "error" if block.get("is_error") is True else "result"
-    return {"type": "tool_result", "toolCallId": call_id, "toolName": name, key: value}
+    if block.get("is_error") is True:
+        return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "error": value}
+    return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": value}
 
 
-def _decode_tools(tools: Any) -> list[dict[str, Any]]:
+def _decode_tools(tools: Any) -> list[ToolDefinition]:
     if tools is None:
         return []
     if not isinstance(tools, list):
         raise BlackboxUnsupportedError("tools", "expected a list of tools", provider=PROVIDER)
-    out = []
+    out: list[ToolDefinition] = []
     for i, tool in enumerate(tools):
         if not isinstance(tool, dict):
             raise BlackboxUnsupportedError(f"tools[{i}]", "expected a tool object", provider=PROVIDER)
@@ -123,10 +128,9 @@ def _decode_tools(tools: Any) -> list[dict[str, Any]]:
             REFUSALS.refuse("anthropic.strict_tool", f"tools[{i}].strict")
         if not isinstance(tool.get("name"), str) or "input_schema" not in tool:
             raise BlackboxUnsupportedError(f"tools[{i}]", "a client tool needs a name and an input_schema", provider=PROVIDER)
-        neutral: dict[str, Any] = {"name": tool["name"]}
-        if "description" in tool:
-            neutral["description"] = tool["description"]
-        neutral["inputSchema"] = tool["input_schema"]
+        neutral: ToolDefinition = {"name": tool["name"], "inputSchema": tool["input_schema"]}
+        if "description" in tool:  # kept even when null: it was sent
+            neutral = {"name": tool["name"], "description": tool["description"], "inputSchema": tool["input_schema"]}
         out.append(neutral)
     return out
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from blackbox_mitm.cassette.payloads import output_text, tool_calls_of
+from blackbox_mitm.cassette.payloads import ModelOutput, ToolCall, output_text, tool_calls_of
 from blackbox_mitm.codecs.anthropic_messages import PROVIDER, REFUSALS, THINKING
 from blackbox_mitm.codecs.anthropic_messages.fields import block_kind, is_server_block, server_caller, text_of
 from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse
@@ -29,7 +29,7 @@ _ERROR_TYPES = {
 }
 
 
-def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> dict[str, Any]:
+def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> ModelOutput:
     """A Message body (or the object ``aggregate_stream`` built) -> the neutral ``model_output``."""
     data = dict(body) if isinstance(body, Mapping) else load_object(body, "response", PROVIDER)
     content = data.get("content")
@@ -82,22 +82,22 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
     return output
 
 
-def _new_call(block: dict[str, Any], name: str, tool_input: Any, ids: CallIds) -> dict[str, Any]:
+def _new_call(block: dict[str, Any], name: str, tool_input: Any, ids: CallIds) -> ToolCall:
     """A tool call the model just made: it gets the run's next ``call-N``."""
     native = block.get("id")
     return {"toolCallId": ids.assign(native if isinstance(native, str) else None, name), "toolName": name, "toolInput": tool_input}
 
 
-def _output(text: str | None, calls: list[dict[str, Any]]) -> dict[str, Any]:
+def _output(text: str | None, calls: list[ToolCall]) -> ModelOutput:
     if not calls:
         return {"type": "final_answer", "text": text or ""}
-    output: dict[str, Any] = {"type": "tool_calls", "calls": calls}
+    output: ModelOutput = {"type": "tool_calls", "calls": calls}
     if text:
         output["text"] = text
     return output
 
 
-def encode_response(output: dict[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]:
+def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]:
     """A neutral ``model_output`` -> a Message body every SDK accepts."""
     message = message_head(output, request, created_ms)
     message["content"] = blocks_of(output, ids)
@@ -114,7 +114,7 @@ def encode_error(message: str, *, status: int = 400, error_type: str | None = No
     return ErrorResponse(status=status, headers=headers, body=dumps_bytes(body, allow_nan=False))
 
 
-def message_head(output: dict[str, Any], request: DecodedRequest, created_ms: int) -> dict[str, Any]:
+def message_head(output: Mapping[str, Any], request: DecodedRequest, created_ms: int) -> dict[str, Any]:
     return {
         "id": f"msg_bb{digest(dumps(output, allow_nan=False) + f'\0{created_ms}')}",
         "type": "message",
@@ -129,7 +129,7 @@ def message_head(output: dict[str, Any], request: DecodedRequest, created_ms: in
     }
 
 
-def blocks_of(output: dict[str, Any], ids: CallIds) -> list[dict[str, Any]]:
+def blocks_of(output: Mapping[str, Any], ids: CallIds) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     text = output_text(output)
     if text:
@@ -141,7 +141,7 @@ def blocks_of(output: dict[str, Any], ids: CallIds) -> list[dict[str, Any]]:
     return blocks
 
 
-def stop_reason_of(output: dict[str, Any]) -> str:
+def stop_reason_of(output: Mapping[str, Any]) -> str:
     stop = output.get("stop")
     if stop == STOP_LENGTH:
         return "max_tokens"
@@ -150,7 +150,7 @@ def stop_reason_of(output: dict[str, Any]) -> str:
     return "tool_use" if tool_calls_of(output) else "end_turn"
 
 
-def normalize_answer(answer: Any, ids: CallIds) -> dict[str, Any] | None:
+def normalize_answer(answer: Any, ids: CallIds) -> ModelOutput | None:
     """A user-written Anthropic answer -> a neutral ``model_output``; None when it is not an Anthropic shape.
 
     Accepted: a list of content blocks, one block, ``{"content": [blocks]}`` (with or
@@ -174,7 +174,7 @@ def normalize_answer(answer: Any, ids: CallIds) -> dict[str, Any] | None:
     else:
         return None
     texts: list[str] = []
-    calls: list[dict[str, Any]] = []
+    calls: list[ToolCall] = []
     for i, block in enumerate(blocks):
         kind = block_kind(block)
         if kind == "text" and isinstance(block.get("text"), str):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from blackbox_mitm.codecs.anthropic_messages import JSON_FRAGMENT, TEXT_FRAGMENT
@@ -14,7 +15,7 @@ from blackbox_mitm.codecs.sse import format_sse
 __all__ = ["aggregate_stream", "encode_stream", "encode_stream_error", "is_stream_end"]
 
 
-def encode_stream(output: dict[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> bytes:
+def encode_stream(output: Mapping[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> bytes:
     """A neutral ``model_output`` -> a complete SSE stream, an ``event:`` line on every event."""
     head = message_head(output, request, created_ms)
     events = [_event("message_start", message={**head, "content": [], "stop_reason": None})]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from blackbox_mitm.cassette.payloads import ModelOutput, ToolCall
 from blackbox_mitm.codecs.base import STOP_LENGTH, CallIds
 from blackbox_mitm.codecs.common.ids import digest
 from blackbox_mitm.codecs.gemini import NAME, REFUSALS
@@ -57,8 +58,8 @@ def part_kind(part: Any, where: str) -> str | None:
     return None
 
 
-def neutral_output(text: str, calls: list[dict[str, Any]], length: bool) -> dict[str, Any]:
-    output: dict[str, Any] = {"type": "tool_calls", "calls": calls} if calls else {"type": "final_answer", "text": text}
+def neutral_output(text: str, calls: list[ToolCall], length: bool) -> ModelOutput:
+    output: ModelOutput = {"type": "tool_calls", "calls": calls} if calls else {"type": "final_answer", "text": text}
     if calls and text:
         output["text"] = text
     if length:

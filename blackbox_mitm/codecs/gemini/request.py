@@ -6,6 +6,7 @@ import json
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
+from blackbox_mitm.cassette.payloads import Message, MessagePart, ModelInput, ToolDefinition, ToolResultPart, tool_definition
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.codecs.common.jsonio import dumps, load_object, loads_or_none
 from blackbox_mitm.codecs.gemini import CODE_ASSIST, EMPTY_SCHEMA, MODEL_PATH, NAME, PARAMS, PROVIDER, REFUSALS
@@ -30,7 +31,7 @@ def decode_request(body: bytes, ids: CallIds, *, path: str = "", query: str = ""
     params = _decode_params(data)
     if stream:
         params["stream"] = True
-    model_input: dict[str, Any] = {"messages": _decode_contents(data.get("contents"), ids)[0], "tools": _decode_tools(data.get("tools"))}
+    model_input: ModelInput = {"messages": _decode_contents(data.get("contents"), ids)[0], "tools": _decode_tools(data.get("tools"))}
     system = data.get("systemInstruction")
     if system is not None:
         model_input["systemPrompt"] = _system_text(system)
@@ -80,7 +81,7 @@ def _system_text(system: Any) -> str:
     return "".join(texts)
 
 
-def _decode_contents(raw: Any, ids: CallIds) -> tuple[list[dict[str, Any]], list[tuple[int, int, str]]]:
+def _decode_contents(raw: Any, ids: CallIds) -> tuple[list[Message], list[tuple[int, int, str]]]:
     """contents -> (messages, [(i, j, call-N) of every functionResponse part]), one message per content."""
     if raw is None:
         raw = []
@@ -89,7 +90,7 @@ def _decode_contents(raw: Any, ids: CallIds) -> tuple[list[dict[str, Any]], list
     first = raw[0] if raw and isinstance(raw[0], dict) else {}
     texts = [p.get("text") for p in first.get("parts") or [] if isinstance(p, dict) and not p.get("thought")]
     positions = call_positions(ids, "".join(t for t in texts if isinstance(t, str)))
-    messages: list[dict[str, Any]] = []
+    messages: list[Message] = []
     results: list[tuple[int, int, str]] = []
     open_calls: list[tuple[str, str]] = []  # (call-N, name) of the latest model turn's calls not yet answered
     for i, content in enumerate(raw):
@@ -99,7 +100,7 @@ def _decode_contents(raw: Any, ids: CallIds) -> tuple[list[dict[str, Any]], list
         parts = content.get("parts") or []
         if not isinstance(parts, list):
             REFUSALS.malformed(f"contents[{i}].parts", "parts is not a list")
-        out: list[dict[str, Any]] = []
+        out: list[MessagePart] = []
         calls_here: list[tuple[str, str]] = []
         for j, part in enumerate(parts):
             where = f"contents[{i}].parts[{j}]"
@@ -107,8 +108,9 @@ def _decode_contents(raw: Any, ids: CallIds) -> tuple[list[dict[str, Any]], list
             if kind is None or part.get("thought") is True:
                 continue
             if kind == "text":
-                if out and out[-1]["type"] == "text":
-                    out[-1]["text"] += part["text"]
+                last = out[-1] if out else None
+                if last is not None and last["type"] == "text":
+                    last["text"] += part["text"]
                 elif part["text"]:
                     out.append({"type": "text", "text": part["text"]})
             elif kind == "functionCall":
@@ -127,13 +129,14 @@ def _decode_contents(raw: Any, ids: CallIds) -> tuple[list[dict[str, Any]], list
     return messages, results
 
 
-def _content_of(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+def _content_of(parts: list[MessagePart]) -> str | list[MessagePart]:
     """A message's neutral content: empty text dropped, text alone a string, nothing at all ``""``."""
     parts = [p for p in parts if p["type"] != "text" or p["text"]]
     if not parts:
         return ""
-    if len(parts) == 1 and parts[0]["type"] == "text":
-        return str(parts[0]["text"])
+    first = parts[0]
+    if len(parts) == 1 and first["type"] == "text":
+        return first["text"]
     return parts
 
 
@@ -156,7 +159,7 @@ def _history_call(call: Any, where: str, i: int, k: int, ids: CallIds, positions
 
 def _function_response(
     resp: Any, where: str, at: str, ids: CallIds, open_calls: list[tuple[str, str]], positions: dict[str, str]
-) -> dict[str, Any]:
+) -> ToolResultPart:
     if not isinstance(resp, dict) or not isinstance(resp.get("name"), str):
         REFUSALS.malformed(where, "a functionResponse without a name")
     if resp.get("parts"):
@@ -181,12 +184,12 @@ def _function_response(
     return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": {} if response is None else response}
 
 
-def _decode_tools(raw: Any) -> list[dict[str, Any]]:
+def _decode_tools(raw: Any) -> list[ToolDefinition]:
     if raw is None:
         return []
     if not isinstance(raw, list):
         REFUSALS.malformed("tools", "tools is not a list")
-    tools: list[dict[str, Any]] = []
+    tools: list[ToolDefinition] = []
     for i, tool in enumerate(raw):
         if not isinstance(tool, dict):
             REFUSALS.malformed(f"tools[{i}]", "a tool is not an object")
@@ -199,12 +202,8 @@ def _decode_tools(raw: Any) -> list[dict[str, Any]]:
                 REFUSALS.malformed(where, "a function declaration without a name")
             if fn.get("parameters") is not None and fn.get("parametersJsonSchema") is not None:
                 REFUSALS.malformed(where, "both parameters and parametersJsonSchema (the API takes one)")
-            entry: dict[str, Any] = {"name": fn["name"]}
-            if fn.get("description") is not None:
-                entry["description"] = fn["description"]
             schema = fn.get("parametersJsonSchema") if fn.get("parameters") is None else fn["parameters"]
-            entry["inputSchema"] = dict(EMPTY_SCHEMA) if schema is None else schema
-            tools.append(entry)
+            tools.append(tool_definition(fn["name"], dict(EMPTY_SCHEMA) if schema is None else schema, fn.get("description")))
     return tools
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from blackbox_mitm.cassette.payloads import output_text, tool_calls_of
+from blackbox_mitm.cassette.payloads import ModelOutput, ToolCall, output_text, tool_calls_of
 from blackbox_mitm.codecs.base import STOP_LENGTH, CallIds, DecodedRequest, ErrorResponse
 from blackbox_mitm.codecs.common.ids import answer_key, digest
 from blackbox_mitm.codecs.common.jsonio import dumps, load_object
@@ -35,7 +35,7 @@ _ERROR_STATUS = {
 }
 
 
-def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> dict[str, Any]:
+def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> ModelOutput:
     """A GenerateContentResponse (or the object ``aggregate_stream`` built) -> the neutral ``model_output``."""
     data = dict(body) if isinstance(body, Mapping) else load_object(body, "response", PROVIDER)
     feedback = data.get("promptFeedback")
@@ -77,7 +77,7 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
     # call-N ids are handed out only once nothing is refused, in the order the model emitted them.
     at = len(request.model_input.get("messages", []))
     positions = call_positions(ids, first_text(request.model_input.get("messages", [])))
-    out_calls = []
+    out_calls: list[ToolCall] = []
     for k, (native, name, args) in enumerate(calls):
         call_id = ids.assign(native, name)
         positions[f"{at}:{k}:{name}"] = call_id
@@ -85,7 +85,7 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
     return neutral_output("".join(texts), out_calls, reason == "MAX_TOKENS")
 
 
-def encode_response(output: dict[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]:
+def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]:
     """A neutral ``model_output`` -> a GenerateContentResponse with our ids, the requested model and zero usage."""
     text = output_text(output) or ""
     calls = tool_calls_of(output)
@@ -135,7 +135,7 @@ def encode_error(message: str, *, status: int = 400, error_type: str | None = No
     return ErrorResponse(status=status, headers={"content-type": "application/json; charset=UTF-8", "x-should-retry": "false"}, body=body)
 
 
-def normalize_answer(answer: Any, ids: CallIds) -> dict[str, Any] | None:
+def normalize_answer(answer: Any, ids: CallIds) -> ModelOutput | None:
     """A Gemini-shaped answer -> a neutral ``model_output``; None when it is not one.
 
     Accepted: a GenerateContentResponse (``{"candidates": [...]}``), a content
@@ -159,7 +159,7 @@ def normalize_answer(answer: Any, ids: CallIds) -> dict[str, Any] | None:
         raise ValueError(f"an answer is a model turn, not role {answer.get('role')!r}")
     parts = answer["parts"]
     texts: list[str] = []
-    calls: list[dict[str, Any]] = []
+    calls: list[ToolCall] = []
     for j, part in enumerate(parts):
         kind = part_kind(part, f"parts[{j}]") if isinstance(part, dict) else "?"
         if kind is None or (isinstance(part, dict) and part.get("thought") is True):

@@ -22,6 +22,7 @@ Plain Python, no mitmproxy.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest, SseEvent, StreamIncomplete
@@ -33,7 +34,7 @@ from blackbox_mitm.codecs.sse import format_sse
 __all__ = ["aggregate_stream", "encode_stream", "encode_stream_error", "is_stream_end"]
 
 
-def encode_stream(output: dict[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> bytes:
+def encode_stream(output: Mapping[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> bytes:
     """A neutral ``model_output`` -> ``data:`` chunks as ``streamGenerateContent?alt=sse`` sends them."""
     return stream_body(encode_response(output, request=request, ids=ids, created_ms=created_ms))
 

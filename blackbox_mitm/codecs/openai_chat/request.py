@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from blackbox_mitm.cassette.payloads import Message, MessagePart, ModelInput, ToolDefinition, ToolResultPart, tool_definition
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.codecs.common.jsonio import dumps, load_object, loads_or_none
 from blackbox_mitm.codecs.openai_chat import EMPTY_SCHEMA, NAME, PARAMS, PROVIDER, REFUSALS, SYSTEM_JOINER
@@ -17,7 +18,7 @@ def decode_request(body: bytes, ids: CallIds, *, path: str = "", query: str = ""
     req = load_object(body, "request", PROVIDER)
     params = _decode_params(req)
     system, messages = _decode_messages(req.get("messages"), ids)
-    model_input: dict[str, Any] = {"messages": messages, "tools": _decode_tools(req.get("tools"))}
+    model_input: ModelInput = {"messages": messages, "tools": _decode_tools(req.get("tools"))}
     if system is not None:
         model_input["systemPrompt"] = system
     model = req.get("model") if isinstance(req.get("model"), str) else None
@@ -55,12 +56,12 @@ def _decode_params(req: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
-def _decode_tools(raw: Any) -> list[dict[str, Any]]:
+def _decode_tools(raw: Any) -> list[ToolDefinition]:
     if raw is None:
         return []
     if not isinstance(raw, list):
         REFUSALS.malformed("tools", "tools is not a list")
-    tools: list[dict[str, Any]] = []
+    tools: list[ToolDefinition] = []
     for i, tool in enumerate(raw):
         path = f"tools[{i}]"
         if not isinstance(tool, dict):
@@ -72,21 +73,18 @@ def _decode_tools(raw: Any) -> list[dict[str, Any]]:
             REFUSALS.malformed(f"{path}.function", "a function tool without a name")
         if fn.get("strict") is True:
             REFUSALS.refuse("openai.strict_tool", f"{path}.function.strict")
-        entry: dict[str, Any] = {"name": fn["name"]}
-        if given(fn, "description"):
-            entry["description"] = fn["description"]
-        entry["inputSchema"] = fn["parameters"] if given(fn, "parameters") else dict(EMPTY_SCHEMA)
-        tools.append(entry)
+        schema = fn["parameters"] if given(fn, "parameters") else dict(EMPTY_SCHEMA)
+        tools.append(tool_definition(fn["name"], schema, fn.get("description")))
     return tools
 
 
-def _decode_messages(raw: Any, ids: CallIds) -> tuple[str | None, list[dict[str, Any]]]:
+def _decode_messages(raw: Any, ids: CallIds) -> tuple[str | None, list[Message]]:
     if not isinstance(raw, list):
         REFUSALS.malformed("messages", "messages is not a list")
     names: dict[str, str] = {}  # native tool-call id -> tool name, from this request's assistant turns
     system: list[str] = []
-    out: list[dict[str, Any]] = []
-    results: list[dict[str, Any]] | None = None  # the user turn that consecutive tool messages fill
+    out: list[Message] = []
+    results: list[MessagePart] | None = None  # the user turn that consecutive tool messages fill
     leading = True
     for i, msg in enumerate(raw):
         path = f"messages[{i}]"
@@ -122,7 +120,7 @@ def _decode_messages(raw: Any, ids: CallIds) -> tuple[str | None, list[dict[str,
     return (SYSTEM_JOINER.join(system) if system else None), out
 
 
-def _assistant_turn(msg: dict[str, Any], path: str, ids: CallIds, names: dict[str, str]) -> dict[str, Any]:
+def _assistant_turn(msg: dict[str, Any], path: str, ids: CallIds, names: dict[str, str]) -> Message:
     if refusal_text(msg.get("refusal")) is not None:
         REFUSALS.refuse("openai.refusal_history", f"{path}.refusal")
     if given(msg, "audio"):
@@ -135,7 +133,7 @@ def _assistant_turn(msg: dict[str, Any], path: str, ids: CallIds, names: dict[st
         return {"role": "assistant", "content": text}
     if not isinstance(calls, list):
         REFUSALS.malformed(f"{path}.tool_calls", "tool_calls is not a list")
-    parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    parts: list[MessagePart] = [{"type": "text", "text": text}] if text else []
     for j, call in enumerate(calls):
         native, name, tool_input = function_call(call, f"{path}.tool_calls[{j}]")
         if native is None:
@@ -145,7 +143,7 @@ def _assistant_turn(msg: dict[str, Any], path: str, ids: CallIds, names: dict[st
     return {"role": "assistant", "content": parts}
 
 
-def _tool_result(msg: dict[str, Any], path: str, ids: CallIds, names: dict[str, str]) -> dict[str, Any]:
+def _tool_result(msg: dict[str, Any], path: str, ids: CallIds, names: dict[str, str]) -> ToolResultPart:
     native = msg.get("tool_call_id")
     if not isinstance(native, str) or not native:
         REFUSALS.malformed(f"{path}.tool_call_id", "a tool message without a tool_call_id")

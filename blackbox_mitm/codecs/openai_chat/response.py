@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from blackbox_mitm.cassette.payloads import tool_calls_of
+from blackbox_mitm.cassette.payloads import ModelOutput, tool_calls_of
 from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse
 from blackbox_mitm.codecs.common.ids import answer_key, digest
 from blackbox_mitm.codecs.common.jsonio import dumps, loads
@@ -26,7 +26,7 @@ _ERROR_TYPES = {
 }
 
 
-def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> dict[str, Any]:
+def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> ModelOutput:
     """A chat.completion body (or the object ``aggregate_stream`` built) -> its neutral ``model_output``."""
     resp = dict(body) if isinstance(body, Mapping) else loads(body, "response", PROVIDER)
     choices = resp.get("choices") if isinstance(resp, dict) else None
@@ -73,7 +73,7 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
             REFUSALS.refuse("openai.tool_calls_finish", "choices[0].finish_reason", finish)
         if content == "":
             REFUSALS.refuse("openai.null_content", f"{at}.content")
-        out: dict[str, Any] = {
+        out: ModelOutput = {
             "type": "tool_calls",
             "calls": [{"toolCallId": ids.assign(native, name), "toolName": name, "toolInput": args} for native, name, args in calls],
         }
@@ -90,7 +90,7 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
     return out
 
 
-def completion_id(output: dict[str, Any], created_ms: int) -> str:
+def completion_id(output: Mapping[str, Any], created_ms: int) -> str:
     return f"chatcmpl-bb{digest(answer_key(output, created_ms))}"
 
 
@@ -136,7 +136,7 @@ def zero_usage() -> dict[str, Any]:
     }
 
 
-def encode_response(output: dict[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]:
+def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]:
     """A neutral model_output -> a chat.completion body with our ids, the request's model and zero usage."""
     content, refusal, calls, finish = message_of(output, ids)
     message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal, "annotations": []}
@@ -161,7 +161,7 @@ def encode_error(message: str, *, status: int = 400, error_type: str | None = No
     return ErrorResponse(status=status, headers=headers, body=text.encode())
 
 
-def normalize_answer(answer: Any, ids: CallIds) -> dict[str, Any] | None:
+def normalize_answer(answer: Any, ids: CallIds) -> ModelOutput | None:
     """An OpenAI-shaped answer for ``fork --response`` -> a neutral model_output with fresh call-N ids.
 
     Accepts an assistant message (``{"content", "tool_calls"}``, with or without
@@ -194,7 +194,7 @@ def normalize_answer(answer: Any, ids: CallIds) -> dict[str, Any] | None:
         raise ValueError("the answer's content must be a string")
     calls = [_answer_call(call) for call in message.get("tool_calls") or []]
     refusal = refusal_text(message.get("refusal"))
-    out: dict[str, Any]
+    out: ModelOutput
     if calls:
         out = {
             "type": "tool_calls",

@@ -31,10 +31,11 @@ WebSocket:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from blackbox_mitm.cassette.payloads import Message, MessagePart, ToolDefinition, tool_definition
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.codecs.openai_responses import EMPTY_SCHEMA, NAME, PROVIDER, REFUSALS, TEXT_FORMAT
 from blackbox_mitm.errors import BlackboxUnsupportedError
@@ -113,13 +114,13 @@ def given(obj: dict[str, Any], key: str) -> bool:
     return obj.get(key) is not None
 
 
-def decode_tools(raw: Any, path: str, prefix: str = "") -> list[dict[str, Any]]:
+def decode_tools(raw: Any, path: str, prefix: str = "") -> list[ToolDefinition]:
     """Tool definitions -> neutral ``{"name", "description"?, "inputSchema"}`` (hosted tools refused)."""
     if raw is None:
         return []
     if not isinstance(raw, list):
         REFUSALS.malformed(path, "tools is not a list")
-    out: list[dict[str, Any]] = []
+    out: list[ToolDefinition] = []
     for i, tool in enumerate(raw):
         where = f"{path}[{i}]"
         if not isinstance(tool, dict):
@@ -139,18 +140,15 @@ def decode_tools(raw: Any, path: str, prefix: str = "") -> list[dict[str, Any]]:
         if kind == "namespace":
             out.extend(decode_tools(tool.get("tools"), f"{where}.tools", prefix=f"{prefix}{name}."))
             continue
-        entry: dict[str, Any] = {"name": prefix + name}
-        if given(tool, "description"):
-            entry["description"] = tool["description"]
         if kind == "function":
-            entry["inputSchema"] = tool["parameters"] if given(tool, "parameters") else dict(EMPTY_SCHEMA)
+            schema = tool["parameters"] if given(tool, "parameters") else dict(EMPTY_SCHEMA)
         else:
-            entry["inputSchema"] = {"type": "string", "format": tool["format"] if given(tool, "format") else dict(TEXT_FORMAT)}
-        out.append(entry)
+            schema = {"type": "string", "format": tool["format"] if given(tool, "format") else dict(TEXT_FORMAT)}
+        out.append(tool_definition(prefix + name, schema, tool.get("description")))
     return out
 
 
-def is_custom(tool: dict[str, Any]) -> bool:
+def is_custom(tool: Mapping[str, Any]) -> bool:
     schema = tool.get("inputSchema")
     return isinstance(schema, dict) and schema.get("type") == "string" and isinstance(schema.get("format"), dict)
 
@@ -247,26 +245,28 @@ class _Transcript:
     def __init__(self, ids: CallIds) -> None:
         self.ids = ids
         self.system: list[str] = []
-        self.messages: list[dict[str, Any]] = []
-        self.tools: list[dict[str, Any]] = []
+        self.messages: list[Message] = []
+        self.tools: list[ToolDefinition] = []
         self.names: dict[str, str] = {}
         self.leading = True
-        self.turn: list[dict[str, Any]] | None = None  # the open assistant turn's parts
-        self.results: list[dict[str, Any]] | None = None  # the open tool-result turn's parts
+        self.turn: list[MessagePart] | None = None  # the open assistant turn's parts
+        self.results: list[MessagePart] | None = None  # the open tool-result turn's parts
 
     def close(self) -> None:
         if self.turn is not None:
-            parts: list[dict[str, Any]] = []
+            parts: list[MessagePart] = []
             for part in self.turn:
-                if part["type"] == "text" and parts and parts[-1]["type"] == "text":
-                    parts[-1] = {"type": "text", "text": parts[-1]["text"] + part["text"]}
+                last = parts[-1] if parts else None
+                if part["type"] == "text" and last is not None and last["type"] == "text":
+                    parts[-1] = {"type": "text", "text": last["text"] + part["text"]}
                 elif part["type"] != "text" or part["text"]:
                     parts.append(part)
-            content: Any = parts
-            if not parts:
+            content: str | list[MessagePart] = parts
+            first = parts[0] if parts else None
+            if first is None:
                 content = ""
-            elif len(parts) == 1 and parts[0]["type"] == "text":
-                content = parts[0]["text"]
+            elif len(parts) == 1 and first["type"] == "text":
+                content = first["text"]
             self.messages.append({"role": "assistant", "content": content})
         if self.results is not None:
             self.messages.append({"role": "user", "content": self.results})
@@ -344,7 +344,7 @@ class _Transcript:
             REFUSALS.malformed(f"{path}.type", f"unknown input item type {kind!r}")
 
 
-def transcript(items: Iterable[tuple[str, Any]], ids: CallIds) -> tuple[list[str], list[dict[str, Any]], list[dict[str, Any]]]:
+def transcript(items: Iterable[tuple[str, Any]], ids: CallIds) -> tuple[list[str], list[Message], list[ToolDefinition]]:
     """(leading system texts, neutral messages, tools from additional_tools items) of ``(path, item)`` pairs."""
     t = _Transcript(ids)
     for path, item in items:

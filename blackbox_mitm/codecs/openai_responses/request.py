@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from blackbox_mitm.cassette.payloads import ModelInput
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.codecs.common.jsonio import dumps, loads
 from blackbox_mitm.codecs.openai_responses import ECHO_KEYS, NAME, PARAMS, PROVIDER, REFUSALS, SYSTEM_JOINER
@@ -64,7 +65,7 @@ def decode_request(body: bytes, ids: CallIds, *, path: str = "", query: str = ""
         REFUSALS.malformed("instructions", "instructions is not a string")
     if instructions is not None:
         system = [instructions, *system]
-    model_input: dict[str, Any] = {"messages": messages, "tools": decode_tools(req.get("tools"), "tools") + more_tools}
+    model_input: ModelInput = {"messages": messages, "tools": decode_tools(req.get("tools"), "tools") + more_tools}
     if system:
         model_input["systemPrompt"] = SYSTEM_JOINER.join(system)
     model = req.get("model") if isinstance(req.get("model"), str) else None

@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from blackbox_mitm.cassette.payloads import tool_calls_of
+from blackbox_mitm.cassette.payloads import ModelOutput, tool_calls_of
 from blackbox_mitm.codecs import openai_chat
 from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse
 from blackbox_mitm.codecs.common.ids import digest
@@ -103,7 +103,7 @@ def _check_status(resp: dict[str, Any]) -> bool:
     return False
 
 
-def _model_output(resp: dict[str, Any], ids: CallIds) -> dict[str, Any]:
+def _model_output(resp: dict[str, Any], ids: CallIds) -> ModelOutput:
     length = _check_status(resp)
     output = resp.get("output")
     if not isinstance(output, list):
@@ -130,7 +130,7 @@ def _model_output(resp: dict[str, Any], ids: CallIds) -> dict[str, Any]:
             REFUSALS.refuse("openai.responses.local_tool", f"{at}.type", kind)
         else:
             REFUSALS.refuse("openai.responses.unknown_item", f"{at}.type", kind)
-    out: dict[str, Any]
+    out: ModelOutput
     if refusal is not None:
         if calls or length or text:
             REFUSALS.refuse("openai.responses.refusal_mixed", "output")
@@ -149,7 +149,7 @@ def _model_output(resp: dict[str, Any], ids: CallIds) -> dict[str, Any]:
     return out
 
 
-def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> dict[str, Any]:
+def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> ModelOutput:
     """A Response object (bytes, or what ``aggregate_stream`` built) -> its neutral ``model_output``."""
     resp = dict(body) if isinstance(body, Mapping) else loads(body, "response", PROVIDER)
     if not isinstance(resp, dict):
@@ -260,7 +260,7 @@ def _response_id(output: Any, request: DecodedRequest, created_ms: int) -> str:
     return f"resp_bb{_digest(created_ms, output, len(request.model_input.get('messages') or []), request.previous if isinstance(request, ResponsesRequest) else None)}"
 
 
-def encode_response(output: dict[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]:
+def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]:
     """A neutral model_output -> a Response object with our ids, the request's settings echoed and zero usage."""
     response_id = _response_id(output, request, created_ms)
     items, length = output_items(output, request, ids, response_id)
@@ -279,7 +279,7 @@ def encode_error(message: str, *, status: int = 400, error_type: str | None = No
     return openai_chat.encode_error(message, status=status, error_type=error_type)
 
 
-def normalize_answer(answer: Any, ids: CallIds) -> dict[str, Any] | None:
+def normalize_answer(answer: Any, ids: CallIds) -> ModelOutput | None:
     """A Responses-shaped answer for ``fork --response`` -> a neutral model_output with fresh call-N ids.
 
     Accepts a Response object (``{"output": [...]}``), a list of output items, or
@@ -296,8 +296,9 @@ def normalize_answer(answer: Any, ids: CallIds) -> dict[str, Any] | None:
     else:
         return None
     out = _model_output(resp, CallIds())  # the answer's own ids, if any, are not the run's
-    for call in out.get("calls") or []:
-        call["toolCallId"] = ids.assign(None, call["toolName"])
+    if out["type"] == "tool_calls":
+        for call in out["calls"]:
+            call["toolCallId"] = ids.assign(None, call["toolName"])
     if out["type"] == "final_answer" and not out["text"]:
         raise ValueError("the answer holds neither text nor a tool call")
     return out

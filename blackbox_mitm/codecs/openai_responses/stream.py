@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -89,7 +90,7 @@ def _stream_item(ev: _Events, index: int, item: dict[str, Any]) -> None:
     ev.add("response.output_item.done", output_index=index, item=item)
 
 
-def encode_stream(output: dict[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> bytes:
+def encode_stream(output: Mapping[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> bytes:
     """A neutral model_output -> the Response's whole SSE event sequence (see the module docstring)."""
     final = encode_response(output, request=request, ids=ids, created_ms=created_ms)
     start = response_head(request, final["id"], created_ms, "in_progress")
