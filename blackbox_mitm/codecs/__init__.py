@@ -10,9 +10,12 @@ mitmproxy import.
 
 from __future__ import annotations
 
+from blackbox_mitm.cassette.facts import ProviderFacts
+from blackbox_mitm.cassette.facts import register as register_facts
 from blackbox_mitm.codecs import anthropic_messages, gemini, openai_chat, openai_responses
-from blackbox_mitm.codecs.base import CallIds, ChainingCodec, Codec, DecodedRequest, ErrorResponse, SseEvent, WebSocketCapable
+from blackbox_mitm.codecs.base import CallIds, ChainingCodec, Codec, DecodedRequest, ErrorResponse, SseEvent
 from blackbox_mitm.codecs.common.refusals import Refusal
+from blackbox_mitm.codecs.websocket_base import WebSocketCapable
 
 __all__ = [
     "CHAINING",
@@ -36,6 +39,7 @@ __all__ = [
     "key_env_vars",
     "neutral_params",
     "placeholder_env_vars",
+    "provider_facts",
     "response_keys",
 ]
 
@@ -128,6 +132,19 @@ def neutral_params() -> frozenset[str]:
     return frozenset({"stream", *(neutral for c in REGISTERED for _, neutral in c.PARAMS)})
 
 
+def provider_facts() -> ProviderFacts:
+    """What ``cassette.verify`` checks cassettes against: every registered codec's ids, response fields and controls."""
+    return ProviderFacts(
+        id_prefixes=id_prefixes(),
+        response_keys=response_keys(),
+        neutral_params=neutral_params(),
+        wire_params=frozenset(wire for c in REGISTERED for wire, _ in c.PARAMS),
+    )
+
+
 def all_refusals() -> tuple[Refusal, ...]:
     """Every registered codec's refusal rows, in registry order (the limitations table)."""
     return tuple(r for c in REGISTERED for r in c.REFUSALS)
+
+
+register_facts(provider_facts())  # verify's default (it sits below the codecs and never imports them)

@@ -30,11 +30,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from blackbox_mitm.cassette.payloads import ModelInput, ModelOutput, ToolResultPart, tool_calls_of
-from blackbox_mitm.errors import BlackboxError
+from blackbox_mitm.errors import StreamIncomplete
 
 if TYPE_CHECKING:
     from blackbox_mitm.codecs.common.refusals import RefusalTable
-    from blackbox_mitm.codecs.websocket_base import WebSocketCodec
 
 __all__ = [
     "STOP_LENGTH",
@@ -47,24 +46,12 @@ __all__ = [
     "SseEvent",
     "StreamIncomplete",
     "StreamingCodec",
-    "WebSocketCapable",
 ]
 
 STOP_LENGTH = "length"
 STOP_REFUSAL = "refusal"
 
 _CALL_N = re.compile(r"^call-(\d+)$")
-
-
-class StreamIncomplete(BlackboxError):
-    """A recorded stream that is not a completed call: no final event, or an in-stream error.
-
-    ``error`` holds the in-stream ``error`` object when there was one.
-    """
-
-    def __init__(self, message: str, *, error: dict[str, Any] | None = None) -> None:
-        self.error = error
-        super().__init__(message)
 
 
 @dataclass(slots=True)
@@ -279,6 +266,7 @@ class Codec(StreamingCodec, Protocol):
 # -- capabilities: sub-protocols a codec satisfies only when its API has them ------------------
 # Asked with isinstance (runtime-checkable: every member is looked up), which narrows the type for
 # mypy too; the registry (``codecs/__init__``) states which codecs have which, and mypy checks it.
+# (``websocket_base.WebSocketCapable`` is the other one: it lives beside the companion protocol.)
 
 
 @runtime_checkable
@@ -288,11 +276,3 @@ class ChainingCodec(Codec, Protocol):
     def forward_body(self, body: bytes, ids: CallIds) -> bytes | None:
         """The body to send upstream instead, when it continues a response a replay served (None: as sent)."""
         ...
-
-
-@runtime_checkable
-class WebSocketCapable(Codec, Protocol):
-    """An API that also speaks over a WebSocket: ``WEBSOCKET`` is its companion (``websocket_base``)."""
-
-    @property
-    def WEBSOCKET(self) -> WebSocketCodec: ...

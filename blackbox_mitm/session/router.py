@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from blackbox_mitm.errors import BlackboxError
+from blackbox_mitm.errors import BlackboxError, RouteRefused
 from blackbox_mitm.session.build import record_session, replay_report, replay_session
 from blackbox_mitm.session.engine import Session
 
@@ -32,10 +32,6 @@ __all__ = ["RUN_NAME", "RouteRefused", "RunRouter", "run_from_proxy_authorizatio
 log = logging.getLogger(__name__)
 
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-
-
-class RouteRefused(BlackboxError):
-    """A client whose proxy credentials name no run this proxy can serve."""
 
 
 def run_from_proxy_authorization(value: str | None) -> str | None:

@@ -174,8 +174,8 @@ def test_the_codec_states_its_facts(name: str) -> None:
 def test_capabilities_are_the_declared_sub_protocols(name: str) -> None:
     """isinstance finds a capability exactly where the registry declares it (and mypy checks the declaration)."""
     from blackbox_mitm.codecs import CHAINING, WEBSOCKETS
-    from blackbox_mitm.codecs.base import ChainingCodec, WebSocketCapable
-    from blackbox_mitm.codecs.websocket_base import websocket_of
+    from blackbox_mitm.codecs.base import ChainingCodec
+    from blackbox_mitm.codecs.websocket_base import WebSocketCapable, websocket_of
 
     codec = _CODECS[name]
     assert isinstance(codec, ChainingCodec) == (codec in CHAINING)
