@@ -312,3 +312,28 @@ def test_the_real_sdk_parses_what_the_codec_synthesizes(name: str, stream: bool,
     text, tools = client(one_shot.url, stream)
     assert text == output.get("text", "")
     assert tools == [c["toolName"] for c in output.get("calls", [])]
+
+
+# The order every codec package defines its contract functions in, file by file (docs/adding-a-provider.md).
+LAYOUT: dict[str, tuple[str, ...]] = {
+    "__init__.py": ("matches", "speaks_for"),
+    "request.py": ("decode_request", "forward_body", "rewrite_tool_result"),
+    "response.py": ("decode_response", "encode_response", "encode_error", "normalize_answer"),
+    "stream.py": ("encode_stream", "encode_stream_error", "is_stream_end", "aggregate_stream"),
+}
+
+
+@pytest.mark.parametrize("name", list(_CODECS))
+def test_every_codec_package_has_the_same_layout(name: str) -> None:
+    """Each codec is a package of the same files, defining the contract functions in the same order."""
+    import ast
+
+    folder = Path(_CODECS[name].__file__ or "").parent
+    assert folder.name != "codecs", f"{name} is a module, not a package of its own"
+    for file, order in LAYOUT.items():
+        tree = ast.parse((folder / file).read_text())
+        defined = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in order]
+        assert defined == [f for f in order if f in defined], f"{name}/{file} defines {defined}, expected that order: {order}"
+        assert set(order) - {"forward_body"} <= set(defined), f"{name}/{file} lacks {set(order) - set(defined)}"
+    extra = {p.name for p in folder.glob("*.py")} - set(LAYOUT) - {"fields.py", "websocket.py"}
+    assert not extra, f"{name} has files outside the layout: {sorted(extra)}"
