@@ -19,13 +19,17 @@ __all__ = ["dumps", "dumps_bytes", "load_object", "loads", "loads_or_none"]
 _KINDS: dict[type, str] = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean", type(None): "null"}
 
 
-def dumps(value: Any, *, allow_nan: bool = True) -> str:
-    """Compact JSON text, raw UTF-8 unless a lone surrogate forces ``\\u`` escapes."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=allow_nan)
+def dumps(value: Any, *, allow_nan: bool = True, spaced: bool = False) -> str:
+    """Compact JSON text, raw UTF-8 unless a lone surrogate forces ``\\u`` escapes.
+
+    ``spaced``: with ``", "`` and ``": "`` between items, as Google's API writes its errors.
+    """
+    separators = (", ", ": ") if spaced else (",", ":")
+    text = json.dumps(value, ensure_ascii=False, separators=separators, allow_nan=allow_nan)
     try:
         text.encode()
     except UnicodeEncodeError:
-        return json.dumps(value, separators=(",", ":"), allow_nan=allow_nan)
+        return json.dumps(value, separators=separators, allow_nan=allow_nan)
     return text
 
 

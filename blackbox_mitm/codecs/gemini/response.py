@@ -131,7 +131,7 @@ def error_body(message: str, status: int, error_type: str | None) -> dict[str, A
 
 def encode_error(message: str, *, status: int = 400, error_type: str | None = None) -> ErrorResponse:
     """A Google-shaped error (``{"error": {code, message, status}}``); ``x-should-retry: false``."""
-    body = dumps(error_body(message, status, error_type)).encode()
+    body = dumps(error_body(message, status, error_type), spaced=True).encode()
     return ErrorResponse(status=status, headers={"content-type": "application/json; charset=UTF-8", "x-should-retry": "false"}, body=body)
 
 

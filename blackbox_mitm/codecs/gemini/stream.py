@@ -41,7 +41,7 @@ def encode_stream(output: Mapping[str, Any], *, request: DecodedRequest, ids: Ca
 
 def encode_stream_error(message: str) -> bytes:
     """The in-stream error chunk Gemini sends: ``data: {"error": {...}}``."""
-    return format_sse([SseEvent(None, dumps(error_body(message, 400, None)))])
+    return format_sse([SseEvent(None, dumps(error_body(message, 400, None), spaced=True))])
 
 
 def _ends(chunk: Any) -> bool:
