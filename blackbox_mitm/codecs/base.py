@@ -1,12 +1,15 @@
 """The codec contract: what every provider codec is, and the records they share.
 
-A codec is a module (``openai_chat``, ``anthropic_messages``, ...) that satisfies
-``Codec`` below; mypy checks each registered module against it (``codecs/__init__``).
+A codec is a package (``openai_chat``, ``anthropic_messages``, ...; one layout,
+``docs/adding-a-provider.md``) that satisfies ``Codec`` below, and the capability
+sub-protocols its API has (``ChainingCodec``, ``websocket_base.WebSocketCapable``);
+mypy checks each registered package against them (``codecs/__init__``).
 Everything the rest of the package knows about a provider — its hosts, its
 credential headers and key variables, its id prefixes and response keys (for
 ``verify``), its request controls, its refusals — it asks the registered codecs.
 
-Neutral payloads (spec: "Structured Transcript", "Model output shapes"):
+Neutral payloads (spec: "Structured Transcript", "Model output shapes"; typed as
+``cassette.payloads.ModelInput`` / ``ModelOutput``):
 
 * model_input: ``{"messages": [...], "tools": [...], "systemPrompt"?, "model"?, "params"?}``.
   A message is ``{"role", "content"}``; content is a string when the turn is
@@ -194,8 +197,8 @@ class StreamingCodec(Protocol):
 class Codec(StreamingCodec, Protocol):
     """One provider API: its facts, and its requests and answers to and from neutral payloads.
 
-    Module-level codecs satisfy it as they are: constants in capitals, functions
-    at module level. Every function may raise ``BlackboxUnsupportedError`` (a
+    A codec package satisfies it as it is: constants in capitals, functions at
+    the package's top level. Every function may raise ``BlackboxUnsupportedError`` (a
     refused or unreadable field, named as a JSON path) and nothing else on bad input.
     """
 
