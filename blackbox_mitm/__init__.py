@@ -84,6 +84,8 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'blackbox_mitm' has no attribute {name!r}")
+    if home == "blackbox_mitm.cassette.verify":
+        importlib.import_module("blackbox_mitm.codecs")  # registers the provider facts verify checks against
     value = getattr(importlib.import_module(home), name)
     globals()[name] = value
     return value

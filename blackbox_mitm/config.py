@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from blackbox_mitm.errors import BlackboxError
+from blackbox_mitm.errors import ConfigError
 from blackbox_mitm.matcher.masks import CompareRules, Mask, MaskError
 from blackbox_mitm.session.redact import Redaction, Redactor, rule_name
 
@@ -56,10 +56,6 @@ __all__ = [
 CONFIG_ENV = "BLACKBOX_CONFIG"
 KEYS = ("mask", "default_masks", "redact", "hosts", "match", "pace", "mcp_dirs")
 MATCH_MODES = ("strict", "sequence")
-
-
-class ConfigError(BlackboxError, ValueError):
-    """A project configuration (or a setting given as a flag) that cannot be used; the message says which and why."""
 
 
 @dataclass(frozen=True, slots=True)

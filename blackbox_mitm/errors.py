@@ -2,32 +2,33 @@
 
     BlackboxError(Exception)                      every error Blackbox raises on purpose
     ├── CassetteError(BlackboxError, ValueError)  a cassette cannot be read, written or trusted
-    │   └── CassetteExistsError(CassetteError, FileExistsError)
-    │                                             refusing to replace an existing cassette
+    │   ├── CassetteExistsError(CassetteError, FileExistsError)
+    │   │                                         refusing to replace an existing cassette
+    │   ├── UnverifiedCassetteError               read, but does not verify (``problems``; cassette.verify)
+    │   └── CompressedCassetteError               a .gz / .zst that cannot be read (cassette.compression)
     ├── BlackboxUnsupportedError(BlackboxError, ValueError)
     │                                             a request or response field the cassette cannot carry
+    ├── StreamIncomplete(BlackboxError)           a recorded stream that ended before its last event (codecs)
     ├── ForkRefused(BlackboxError, ValueError)    a fork request that cannot be served
     ├── OutputPathError(BlackboxError, ValueError)
     │                                             an output file that cannot be written (checked before a run)
+    ├── SecretLeak(BlackboxError)                 a step would hold a credential (session.recorder)
+    ├── RecordFailed(BlackboxError)               a call's steps could not be made durable (session.recorder)
+    ├── RouteRefused(BlackboxError)               proxy credentials that name no run (session.router)
+    ├── MaskError(BlackboxError, ValueError)      a mask that cannot be used (matcher.masks)
+    │   └── RedactionError(MaskError)             a redaction rule that cannot be used (session.redact)
+    ├── ConfigError(BlackboxError, ValueError)    a project setting that cannot be used (config)
+    ├── ShardError(BlackboxError, ValueError)     a --shard that is not K/N, a JUnit file that cannot be merged (golden.shards)
+    ├── GoldenError(BlackboxError, ValueError)    a golden that cannot be added/removed/found (golden.suite)
+    │   └── NoSuiteError(GoldenError)             no goldens folder
     ├── ProxyStartError(BlackboxError, RuntimeError)
     │                                             the in-process proxy could not listen
-    ├── TapeMismatch(BlackboxError, AssertionError)
-    │                                             a tape test's agent left its recorded path
-    │
-    │   defined beside the code that raises them (same base, listed here for the whole tree):
-    ├── CassetteError
-    │   ├── UnverifiedCassetteError               cassette.verify: read, but does not verify (``problems``)
-    │   └── CompressedCassetteError               cassette.compression: a .gz / .zst that cannot be read
-    ├── StreamIncomplete(BlackboxError)           codecs.base: a stream that ended before its last event
-    ├── SecretLeak(BlackboxError)                 session.recorder: a step would hold a credential
-    ├── RecordFailed(BlackboxError)               session.recorder: a call's steps could not be made durable
-    ├── RouteRefused(BlackboxError)               session.router: proxy credentials that name no run
-    ├── MaskError(BlackboxError, ValueError)      matcher.masks: a mask that cannot be used
-    │   └── RedactionError(MaskError)             session.redact: a redaction rule that cannot be used
-    ├── ConfigError(BlackboxError, ValueError)    config: a project setting that cannot be used
-    ├── ShardError(BlackboxError, ValueError)     golden.shards: a --shard that is not K/N, a JUnit file that cannot be merged
-    └── GoldenError(BlackboxError, ValueError)    golden.suite: a golden that cannot be added/removed/found
-        └── NoSuiteError(GoldenError)             golden.suite: no goldens folder
+    └── TapeMismatch(BlackboxError, AssertionError)
+                                                  a tape test's agent left its recorded path
+
+Every class is defined here, as httpx does, so the whole tree is one module; the
+module that raises one also re-exports it (``from blackbox_mitm.config import
+ConfigError`` keeps working).
 
 Every error has ``hint``: what to do about it, in the library's own words (``None``
 when the message says it already), and ``options``: the names of the parameters
@@ -41,17 +42,29 @@ boundary with ``raise ... from exc`` so that callers catch one family.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 __all__ = [
     "BlackboxError",
     "BlackboxUnsupportedError",
     "CassetteError",
     "CassetteExistsError",
+    "CompressedCassetteError",
+    "ConfigError",
     "ForkRefused",
+    "GoldenError",
+    "MaskError",
+    "NoSuiteError",
     "OutputPathError",
     "ProxyStartError",
+    "RecordFailed",
+    "RedactionError",
+    "RouteRefused",
+    "SecretLeak",
+    "ShardError",
+    "StreamIncomplete",
     "TapeMismatch",
+    "UnverifiedCassetteError",
 ]
 
 
@@ -99,6 +112,33 @@ class CassetteExistsError(CassetteError, FileExistsError):
     """Refusing to overwrite an existing cassette."""
 
 
+class _Problem(Protocol):
+    """What ``UnverifiedCassetteError`` reads of a ``cassette.verify.Problem``."""
+
+    @property
+    def code(self) -> str: ...
+
+    @property
+    def reason(self) -> str: ...
+
+
+class UnverifiedCassetteError(CassetteError):
+    """A cassette that was read but does not verify; ``problems`` lists every broken rule (``verify.Problem``s)."""
+
+    def __init__(self, path: str, problems: Sequence[_Problem]) -> None:
+        self.problems: list[Any] = list(problems)
+        first = problems[0]
+        if first.code == "empty":
+            message = f"the cassette does not verify: {first.reason}"
+        else:
+            message = f"the cassette does not verify ({first}); run `blackbox verify` for details, and re-record it"
+        super().__init__(message, path=path)
+
+
+class CompressedCassetteError(CassetteError):
+    """A compressed cassette or journal that cannot be read: not that format, cut short, or larger than the cap."""
+
+
 class BlackboxUnsupportedError(BlackboxError, ValueError):
     """A field the cassette cannot carry, named as a JSON path, with the reason.
 
@@ -112,6 +152,17 @@ class BlackboxUnsupportedError(BlackboxError, ValueError):
         self.value = value  # the refused value, as JSON text, when the message names it
         shown = "" if value is None else f" (it was {value})"
         super().__init__(f"BlackboxUnsupportedError: {field}: {reason}{shown}", hint=hint)
+
+
+class StreamIncomplete(BlackboxError):
+    """A recorded stream that is not a completed call: no final event, or an in-stream error.
+
+    ``error`` holds the in-stream ``error`` object when there was one.
+    """
+
+    def __init__(self, message: str, *, error: dict[str, Any] | None = None) -> None:
+        self.error = error
+        super().__init__(message)
 
 
 class ForkRefused(BlackboxError, ValueError):
@@ -128,6 +179,42 @@ class OutputPathError(BlackboxError, ValueError):
         self.path = path
         self.reason = reason
         super().__init__(f"{path or repr(path)}: {reason}", hint=hint)
+
+
+class SecretLeak(BlackboxError):
+    """A step would contain an API key: the call is refused and nothing is written."""
+
+
+class RecordFailed(BlackboxError):
+    """A call's steps could not be made durable (a full disk, a closed journal): nothing of it is kept."""
+
+
+class RouteRefused(BlackboxError):
+    """A client whose proxy credentials name no run this proxy can serve."""
+
+
+class MaskError(BlackboxError, ValueError):
+    """A mask (or redaction rule) that cannot be used: a bad regular expression, a bad name, an empty match."""
+
+
+class RedactionError(MaskError):
+    """A redaction rule that cannot be used (a bad regular expression, a bad name, an empty match)."""
+
+
+class ConfigError(BlackboxError, ValueError):
+    """A project configuration (or a setting given as a flag) that cannot be used; the message says which and why."""
+
+
+class ShardError(BlackboxError, ValueError):
+    """A shard that is not K/N with 1 <= K <= N, or a JUnit file that cannot be merged."""
+
+
+class GoldenError(BlackboxError, ValueError):
+    """A golden-suite request that cannot be done: no such golden, a bad name, a duplicate run."""
+
+
+class NoSuiteError(GoldenError):
+    """The goldens folder does not exist (or is not a folder): a usage error, with what to do."""
 
 
 class ProxyStartError(BlackboxError, RuntimeError):

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import zstandard
 
-from blackbox_mitm.errors import CassetteError
+from blackbox_mitm.errors import CompressedCassetteError
 
 __all__ = [
     "GZIP",
@@ -68,10 +68,6 @@ _ZSTD_MAX_RATIO = 32 * 1024
 _MIN_FEED = 256
 _MAX_FEED = 1 << 20
 _FEED = 1 << 18
-
-
-class CompressedCassetteError(CassetteError):
-    """A compressed cassette or journal that cannot be read: not that format, cut short, or larger than the cap."""
 
 
 def kind_of(path: str | os.PathLike[str]) -> str:

@@ -29,11 +29,12 @@ import fcntl
 import logging
 import os
 import secrets
-import stat
 from collections.abc import Iterable
 from pathlib import Path
 
 from blackbox_mitm.cassette import compression
+from blackbox_mitm.cassette.files import INTERRUPTED, file_identity, journal_path, live_owner
+from blackbox_mitm.cassette.recovery import recover_journal
 from blackbox_mitm.cassette.store import encode_json, save_trace
 from blackbox_mitm.cassette.trace import Trace, TraceStep, now_ms
 from blackbox_mitm.errors import CassetteError, CassetteExistsError
@@ -41,63 +42,8 @@ from blackbox_mitm.errors import CassetteError, CassetteExistsError
 __all__ = ["INTERRUPTED", "Journal", "file_identity", "journal_path", "live_owner", "recover_journal"]
 
 JOURNAL_VERSION = 1
-INTERRUPTED = "recording_interrupted"
-_HEADER_LIMIT = 1 << 20
 
 log = logging.getLogger(__name__)
-
-
-def journal_path(cassette: str | os.PathLike[str]) -> Path:
-    p = Path(cassette)
-    return p.with_name(p.name + ".journal")
-
-
-def file_identity(path: Path) -> list[int] | None:
-    """[device, inode, mtime ns, size] of the file at ``path`` (not following a final symlink), or None."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    return [st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size]
-
-
-def live_owner(jpath: Path) -> str | None:
-    """When a live recording holds ``jpath``'s lock: who it is ("run X, process P"); None when no one does.
-
-    Raises ``CassetteError`` for a journal path that is not a regular file.
-    """
-    try:
-        fd = os.open(jpath, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    try:
-        _regular(fd, jpath)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return _owner_text(os.pread(fd, _HEADER_LIMIT, 0))
-        return None
-    finally:
-        os.close(fd)
-
-
-def _regular(fd: int, path: Path) -> None:
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        raise CassetteError("this journal is not a regular file; move it aside", path=str(path))
-
-
-def _owner_text(head: bytes) -> str:
-    from blackbox_mitm.cassette.jsonfile import decode_json
-
-    try:
-        header = decode_json(compression.first_line(head))  # a compressed journal: its first member
-        owner = header.get("owner") or {}
-        run = header.get("trace", {}).get("id")
-    except (ValueError, AttributeError):
-        return "a recording"
-    parts = [f"run {run}" if isinstance(run, str) else None, f"process {owner['pid']}" if isinstance(owner.get("pid"), int) else None]
-    named = ", ".join(p for p in parts if p)
-    return f"a recording ({named})" if named else "a recording"
 
 
 class Journal:
@@ -279,6 +225,3 @@ def _beside(cassette: Path, run_id: str) -> Path:
         if file_identity(candidate) is None and file_identity(journal_path(candidate)) is None:
             return candidate
     raise CassetteExistsError("no free file name beside the cassette for this run", path=str(cassette))
-
-
-from blackbox_mitm.cassette.recovery import recover_journal  # noqa: E402  (recovery reads what Journal writes)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from blackbox_mitm.cassette import compression
-from blackbox_mitm.cassette.journal import INTERRUPTED, _owner_text, _regular, file_identity, journal_path
+from blackbox_mitm.cassette.files import INTERRUPTED, file_identity, journal_path, owner_text, regular_file
 from blackbox_mitm.cassette.jsonfile import decode_json, max_bytes
 from blackbox_mitm.cassette.store import save_trace, trace_from_json
 from blackbox_mitm.cassette.trace import Trace, TraceStep
@@ -117,12 +117,12 @@ def recover_journal(cassette: str | os.PathLike[str], *, quiet: bool = False) ->
     except OSError as exc:
         raise CassetteError(f"cannot read the journal ({exc.strerror}); check its permissions", path=str(jpath)) from exc
     try:
-        _regular(fd, jpath)
+        regular_file(fd, jpath)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise CassetteError(
-                f"{_owner_text(os.pread(fd, 1 << 20, 0))} is live and still writing this journal; let it finish (or stop it), "
+                f"{owner_text(os.pread(fd, 1 << 20, 0))} is live and still writing this journal; let it finish (or stop it), "
                 "then run `blackbox recover` if it was interrupted",
                 path=str(jpath),
             ) from None

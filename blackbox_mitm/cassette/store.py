@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from blackbox_mitm.cassette import compression
+from blackbox_mitm.cassette.files import journal_path
 from blackbox_mitm.cassette.jsonfile import JsonLimitError, decode_json, read_file
 from blackbox_mitm.cassette.payloads import json_kind
 from blackbox_mitm.cassette.trace import CURRENT_TRACE_VERSION, STEP_TYPES, Trace, TraceStep
@@ -53,7 +54,7 @@ def load_trace_bytes(path: str | os.PathLike[str], *, recover: bool = True) -> t
     """``load_trace``, and the file's bytes (``verify`` counts their quotes to rule out repeated keys)."""
     p = Path(path)
     if recover:
-        from blackbox_mitm.cassette.journal import journal_path, recover_journal
+        from blackbox_mitm.cassette.recovery import recover_journal  # recovery saves through this module
 
         if journal_path(p).exists():
             recover_journal(p)

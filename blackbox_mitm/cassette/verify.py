@@ -13,13 +13,13 @@ valid); ``verify_file`` reads a file first. The checks:
   step's ``hash``, and every ``hash`` is the SHA-256 of the step's canonical
   ``{index, type, timestamp, payload, prevHash}`` recomputed here.
 * **neutrality, structure** — ids, types, keys and metadata, everywhere outside
-  the user's data: no provider ids (``PROVIDER_ID_PREFIXES``), no provider
-  response fields (``PROVIDER_RESPONSE_KEYS``), no API-key names (``OPENAI_API_KEY``,
+  the user's data: no provider ids (``ProviderFacts.id_prefixes``), no provider
+  response fields (``ProviderFacts.response_keys``), no API-key names (``OPENAI_API_KEY``,
   ``x-api-key``, ``authorization``...), and tool-call ids of Blackbox's own form
   ``call-N``. A ``params`` key fails only when it is a provider response field or
   names a credential: the spec fixes no list of neutral control names, so
   another implementation's ``max_tokens`` / ``top_p`` are as good as our
-  ``maxTokens`` / ``topP`` (``NEUTRAL_PARAMS``, and every codec's wire names).
+  ``maxTokens`` / ``topP`` (``ProviderFacts.neutral_params``, and every codec's wire names).
 * **neutrality, data** — tool inputs and results, errors, input schemas, message
   text, the system prompt, tool names and descriptions, request-control values,
   and a terminal event's ``result`` / ``message`` text: only realistic credentials
@@ -51,18 +51,16 @@ from typing import Any
 
 from blackbox_mitm.cassette import compression
 from blackbox_mitm.cassette.canonical import canonical_bytes, step_hash_from_canonical_payload
+from blackbox_mitm.cassette.facts import ProviderFacts, registered
 from blackbox_mitm.cassette.jsonfile import count_quotes, find_duplicate_key, read_file
-from blackbox_mitm.cassette.payloads import json_kind
+from blackbox_mitm.cassette.payloads import OUTPUT_TYPES, json_kind
 from blackbox_mitm.cassette.store import load_trace_bytes, parse_document, trace_from_json
 from blackbox_mitm.cassette.trace import CURRENT_TRACE_VERSION, STEP_TYPES, Trace, TraceStep
-from blackbox_mitm.codecs import REGISTERED, id_prefixes, neutral_params, response_keys
-from blackbox_mitm.errors import CassetteError
+from blackbox_mitm.errors import CassetteError, UnverifiedCassetteError
 
 __all__ = [
-    "NEUTRAL_PARAMS",
-    "PROVIDER_ID_PREFIXES",
-    "PROVIDER_RESPONSE_KEYS",
     "Problem",
+    "ProviderFacts",
     "UnverifiedCassetteError",
     "VerifyResult",
     "load_verified",
@@ -70,49 +68,10 @@ __all__ = [
     "verify_trace",
 ]
 
-#: Prefixes of provider-native ids (Anthropic tool uses and messages, OpenAI tool calls,
-#: chat completions and responses, ...): every registered codec's ``ID_PREFIXES``.
-#: Matched at the start of a structural string.
-PROVIDER_ID_PREFIXES = id_prefixes()
-
-#: Fields of provider responses that never belong in a cassette (usage counts, stop
-#: reasons, envelopes, native correlation ids): every registered codec's
-#: ``RESPONSE_KEYS``. Matched as whole keys, as providers spell them and in camelCase
-#: (``stopReason``); ``toolCallId`` is ours.
-PROVIDER_RESPONSE_KEYS = response_keys()
-
-#: The request controls a model_input's ``params`` may hold, by their neutral names:
-#: every registered codec's ``PARAMS`` (and ``stream``).
-NEUTRAL_PARAMS = neutral_params()
-
-# Request-control names, ours and the wire names the spec lists (``logprobs`` is both a
-# control and a response field): a params key with one of them is never a response field.
-_CONTROL_NAMES = NEUTRAL_PARAMS | {wire for codec in REGISTERED for wire, _ in codec.PARAMS}
-
-_OUTPUT_TYPES = ("final_answer", "tool_calls", "tool_call")
+_OUTPUT_TYPES = OUTPUT_TYPES  # the ModelOutput shapes (cassette.payloads)
 _CALL_ID = re.compile(r"call-(?:0|[1-9][0-9]*)")
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(word.title() for word in rest)
-
-
-def _trie(words: list[str]) -> str:
-    """An alternation shaped as a trie: the engine rejects most positions on one character."""
-    branches: dict[str, list[str]] = {}
-    for word in words:
-        branches.setdefault(word[:1], []).append(word[1:])
-    optional = "" in branches
-    parts = [re.escape(head) + _trie(tails) for head, tails in sorted(branches.items()) if head]
-    if not parts:
-        return ""
-    body = parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
-    return f"(?:{body})?" if optional else body
-
-
-_RESPONSE_KEYS = frozenset(n for name in PROVIDER_RESPONSE_KEYS for n in (name, _camel(name))) - {"toolCallId"}
-_PROVIDER_ID_RE = "(?:" + "|".join(re.escape(p) for p in PROVIDER_ID_PREFIXES) + ")"
 # Names of credentials: environment variables (OPENAI_API_KEY, ANTHROPIC_AUTH_TOKEN),
 # headers (x-api-key, authorization) and fields (apiKey).
 _CREDENTIAL_NAME_RE = r"(?i:(?:[a-z0-9]+[_-])*api[_-]?key|(?:[a-z0-9]+[_-])*auth[_-]?token|(?:proxy[_-])?authorization)"
@@ -126,7 +85,6 @@ _SECRET_RE = (
     r"|[Bb]earer +[A-Za-z0-9._~+/-]{24,}=*)"
 )
 
-_provider_id = re.compile(_PROVIDER_ID_RE)
 _credential_name = re.compile(_CREDENTIAL_NAME_RE, re.ASCII)
 _secret = re.compile(r"(?<![A-Za-z0-9_-])" + _SECRET_RE)
 
@@ -135,11 +93,7 @@ _secret = re.compile(r"(?<![A-Za-z0-9_-])" + _SECRET_RE)
 # walked. Regular expressions that start with a character class, or with a long
 # alternation, crawl (tens of MB/s); these start with a literal or are substring
 # searches, and run at hundreds of MB/s or more.
-_SUSPECT_STRUCTURE = (
-    re.compile(f'"{_PROVIDER_ID_RE}'.encode()),  # a string starting with a provider id
-    re.compile(f'"{_trie(sorted(_RESPONSE_KEYS))}":'.encode()),  # a response field as a key
-    re.compile(rb'"toolCallId":(?!"call-(?:0|[1-9][0-9]*)")'),  # a tool-call id not call-N
-)
+# (the structural pre-scan depends on the providers: ``ProviderFacts.suspect_structure``)
 # Every credential name holds one of these once lowercased.
 _CREDENTIAL_WORDS = (b"api_key", b"api-key", b"apikey", b"auth_token", b"auth-token", b"authtoken", b"authorization")
 # Every secret shape matches one of these (looser, each led by a literal).
@@ -151,7 +105,7 @@ _SECRET_GATES = (
 )
 
 
-def _scan(payload_json: bytes) -> tuple[bool, bool]:
+def _scan(payload_json: bytes, facts: ProviderFacts) -> tuple[bool, bool]:
     """(walk the structure?, walk the user's data too?) for a payload's canonical JSON."""
     if any(rx.search(payload_json) for rx in _SECRET_GATES):
         return True, True
@@ -159,7 +113,7 @@ def _scan(payload_json: bytes) -> tuple[bool, bool]:
     words = any(word in lowered for word in _CREDENTIAL_WORDS)
     if (words or _QUERY_KEY.search(lowered)) and _scheme_credential(payload_json, lowered) is not None:
         return True, True
-    return words or any(rx.search(payload_json) for rx in _SUSPECT_STRUCTURE), False
+    return words or any(rx.search(payload_json) for rx in facts.suspect_structure), False
 
 
 # Credentials in the other schemes a request carries them in: an Authorization header's
@@ -265,33 +219,20 @@ class VerifyResult:
         return not self.problems
 
 
-class UnverifiedCassetteError(CassetteError):
-    """A cassette that was read but does not verify; ``problems`` lists every broken rule."""
-
-    def __init__(self, path: str, problems: list[Problem]) -> None:
-        self.problems = problems
-        first = problems[0]
-        if first.code == "empty":
-            message = f"the cassette does not verify: {first.reason}"
-        else:
-            message = f"the cassette does not verify ({first}); run `blackbox verify` for details, and re-record it"
-        super().__init__(message, path=path)
-
-
-def load_verified(path: str | os.PathLike[str], *, recover: bool = True) -> Trace:
+def load_verified(path: str | os.PathLike[str], *, recover: bool = True, facts: ProviderFacts | None = None) -> Trace:
     """Load a cassette and refuse it (``UnverifiedCassetteError``) unless it verifies: hash chain, ids, neutrality.
 
     ``recover=False`` never touches a journal beside it (a read-only look).
     """
     trace, raw = load_trace_bytes(path, recover=recover)
-    problems = verify_trace(trace, source=raw)
+    problems = verify_trace(trace, source=raw, facts=facts)
     del raw
     if problems:
         raise UnverifiedCassetteError(str(path), problems)
     return trace
 
 
-def verify_file(path: str | os.PathLike[str]) -> VerifyResult:
+def verify_file(path: str | os.PathLike[str], *, facts: ProviderFacts | None = None) -> VerifyResult:
     """Read and verify one cassette file. Never modifies anything (a journal beside it is left alone).
 
     Raises ``CassetteError`` when the file cannot be read or is not JSON at all; a
@@ -315,14 +256,17 @@ def verify_file(path: str | os.PathLike[str]) -> VerifyResult:
         trace = trace_from_json(data, path=str(p))
     except CassetteError as exc:
         return VerifyResult(p, _count_steps(data), [_load_problem(exc)])
-    return VerifyResult(p, len(trace.steps), verify_trace(trace, source=raw), trace)
+    return VerifyResult(p, len(trace.steps), verify_trace(trace, source=raw, facts=facts), trace)
 
 
-def verify_trace(trace: Trace, *, source: bytes | None = None) -> list[Problem]:
+def verify_trace(trace: Trace, *, source: bytes | None = None, facts: ProviderFacts | None = None) -> list[Problem]:
     """Every problem in ``trace``, in step order; an empty list means the cassette is valid.
 
     ``source``: the file's bytes ``trace`` was parsed from, to rule out repeated keys.
+    ``facts``: the providers' ids and fields to check against (``codecs.provider_facts()``;
+    by default the ones the codec registry registered, ``cassette.facts``).
     """
+    facts = registered() if facts is None else facts
     problems: list[Problem] = []
     if not trace.steps:
         problems.append(
@@ -339,7 +283,7 @@ def verify_trace(trace: Trace, *, source: bytes | None = None) -> list[Problem]:
             "a v1 cassette (legacy tool-call encoding): re-record the run" if trace.version == 1 else "re-record the run with this blackbox"
         )
         problems.append(Problem(None, "version", f"format version is {trace.version!r}, not {CURRENT_TRACE_VERSION}; {what}", "version"))
-    walker = _Walker(None, problems)
+    walker = _Walker(None, problems, facts)
     for name in ("id", "parentId", "forkedFromStepId"):
         value = getattr(trace, name)
         if isinstance(value, str):
@@ -347,7 +291,7 @@ def verify_trace(trace: Trace, *, source: bytes | None = None) -> list[Problem]:
     prev: str | None = None
     quotes = _header_quotes(trace)
     for i, step in enumerate(trace.steps):
-        quotes += _verify_step(trace.id, i, step, prev, problems, count=source is not None)
+        quotes += _verify_step(trace.id, i, step, prev, problems, facts, count=source is not None)
         prev = step.hash
     if source is not None and count_quotes(source) != quotes:
         _duplicate_key(source, problems)
@@ -385,7 +329,7 @@ def _duplicate_key(source: bytes, out: list[Problem]) -> None:
     )
 
 
-def _verify_step(trace_id: str, i: int, step: TraceStep, prev: str | None, out: list[Problem], *, count: bool) -> int:
+def _verify_step(trace_id: str, i: int, step: TraceStep, prev: str | None, out: list[Problem], facts: ProviderFacts, *, count: bool) -> int:
     """Check one step; with ``count``, the quotes it takes in its file (for the repeated-key rule)."""
     if step.index != i:
         out.append(Problem(i, "index", f"index is {step.index!r} but the step is number {i} in the file", "index"))
@@ -423,9 +367,9 @@ def _verify_step(trace_id: str, i: int, step: TraceStep, prev: str | None, out: 
                 "hash",
             )
         )
-    walker = _Walker(i, out)
+    walker = _Walker(i, out, facts)
     walker.shape(step.type, step.payload)
-    structure, data = _scan(payload_json)
+    structure, data = _scan(payload_json, facts)
     if structure:
         walker.walk(step.payload, "payload", step.type if step.type in _FIELDS else _STRUCT, data=data)
     return quotes
@@ -434,11 +378,12 @@ def _verify_step(trace_id: str, i: int, step: TraceStep, prev: str | None, out: 
 class _Walker:
     """Walks one payload, knowing at each node whether it is structure or the user's data."""
 
-    __slots__ = ("out", "step")
+    __slots__ = ("facts", "out", "step")
 
-    def __init__(self, step: int | None, out: list[Problem]) -> None:
+    def __init__(self, step: int | None, out: list[Problem], facts: ProviderFacts) -> None:
         self.step = step
         self.out = out
+        self.facts = facts
 
     def add(self, code: str, where: str, reason: str) -> None:
         self.out.append(Problem(self.step, code, f"{where}: {reason}", where))
@@ -486,9 +431,9 @@ class _Walker:
 
     def param_key(self, key: str, where: str) -> None:
         """A request control's name: any name but a provider response field or a credential's."""
-        if key in _CONTROL_NAMES:
+        if key in self.facts.control_names:
             return
-        if key in _RESPONSE_KEYS:
+        if key in self.facts.response_key_set:
             self.add("param", where, f"{_quote(key)} is a provider response field, not a request control; it never enters a cassette")
         elif _credential_name.fullmatch(key):
             self.add("credential_name", where, f"the key {_quote(key)} names a credential; API keys never enter a cassette")
@@ -538,7 +483,7 @@ class _Walker:
                     continue
                 kind = _STRUCT
             if kind == "params":
-                # Keys were checked against NEUTRAL_PARAMS; values are the user's settings.
+                # Keys were checked against the neutral params; values are the user's settings.
                 if isinstance(node, dict):
                     stack.extend((v, f"{path}{_key_path(k)}", _DATA) for k, v in reversed(node.items()))
                     continue
@@ -560,9 +505,9 @@ class _Walker:
                 self.structural_string(node, path)
 
     def structural_key(self, key: str, where: str) -> None:
-        if _provider_id.match(key):
+        if self.facts.provider_id.match(key):
             self.add("provider_id", where, f"the key {_quote(key)} is a provider-native id; provider ids never enter a cassette")
-        elif key in _RESPONSE_KEYS:
+        elif key in self.facts.response_key_set:
             self.add(
                 "provider_field",
                 where,
@@ -574,7 +519,7 @@ class _Walker:
             self._secret(key, where)
 
     def structural_string(self, value: str, where: str) -> None:
-        if _provider_id.match(value):
+        if self.facts.provider_id.match(value):
             self.add(
                 "provider_id", where, f"{_quote(value)} is a provider-native id; provider ids never enter a cassette (they become call-N)"
             )
@@ -586,7 +531,7 @@ class _Walker:
             self._secret(value, where)
 
     def call_id(self, value: Any, where: str) -> None:
-        if isinstance(value, str) and _provider_id.match(value):
+        if isinstance(value, str) and self.facts.provider_id.match(value):
             self.structural_string(value, where)
         elif not (isinstance(value, str) and _CALL_ID.fullmatch(value)):
             self.add(

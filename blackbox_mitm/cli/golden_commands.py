@@ -25,9 +25,10 @@ from blackbox_mitm.cli.compare_options import CompareOptions, compare_options, m
 from blackbox_mitm.cli.options import RunOptions, run_options
 from blackbox_mitm.cli.paths import OutputFile
 from blackbox_mitm.errors import BlackboxError
+from blackbox_mitm.golden.batch import run_suite
 from blackbox_mitm.golden.junit import junit_bytes, write_junit
 from blackbox_mitm.golden.progress import Progress
-from blackbox_mitm.golden.runner import DEFAULT_TIMEOUT, run_suite
+from blackbox_mitm.golden.runner import DEFAULT_TIMEOUT
 from blackbox_mitm.golden.suite import (
     DEFAULT_GOLDENS,
     GoldenError,

@@ -1,7 +1,8 @@
 """Provider codecs: a provider's HTTP request/response <-> the cassette's neutral payloads.
 
-One module per provider API, each satisfying ``base.Codec``. ``REGISTERED`` is
-the registry: adding a provider is one module and one line there. Every other
+One package per provider API, each satisfying ``base.Codec`` and laid out the
+same way (``docs/adding-a-provider.md``); ``common`` holds what they share.
+``REGISTERED`` is the registry: adding a provider is one package and one line there. Every other
 part of the package asks the registry for provider facts (hosts, credential
 headers, key variables, id prefixes, request controls). Plain Python: no
 mitmproxy import.
@@ -9,13 +10,18 @@ mitmproxy import.
 
 from __future__ import annotations
 
+from blackbox_mitm.cassette.facts import ProviderFacts
+from blackbox_mitm.cassette.facts import register as register_facts
 from blackbox_mitm.codecs import anthropic_messages, gemini, openai_chat, openai_responses
-from blackbox_mitm.codecs.base import CallIds, Codec, DecodedRequest, ErrorResponse, SseEvent
-from blackbox_mitm.codecs.refusals import Refusal
+from blackbox_mitm.codecs.base import CallIds, ChainingCodec, Codec, DecodedRequest, ErrorResponse, SseEvent
+from blackbox_mitm.codecs.common.refusals import Refusal
+from blackbox_mitm.codecs.websocket_base import WebSocketCapable
 
 __all__ = [
+    "CHAINING",
     "CODECS",
     "REGISTERED",
+    "WEBSOCKETS",
     "CallIds",
     "Codec",
     "DecodedRequest",
@@ -33,6 +39,7 @@ __all__ = [
     "key_env_vars",
     "neutral_params",
     "placeholder_env_vars",
+    "provider_facts",
     "response_keys",
 ]
 
@@ -45,6 +52,11 @@ REGISTERED: tuple[Codec, ...] = (
 )
 
 CODECS: dict[str, Codec] = {c.NAME: c for c in REGISTERED}
+
+# The capabilities each codec has, stated so that mypy checks the module against the sub-protocol
+# (tests/codecs/test_contract.py checks that isinstance finds exactly these at run time).
+CHAINING: tuple[ChainingCodec, ...] = (openai_responses,)
+WEBSOCKETS: tuple[WebSocketCapable, ...] = (openai_responses,)
 
 
 def _split(path: str) -> tuple[str, str]:
@@ -120,6 +132,19 @@ def neutral_params() -> frozenset[str]:
     return frozenset({"stream", *(neutral for c in REGISTERED for _, neutral in c.PARAMS)})
 
 
+def provider_facts() -> ProviderFacts:
+    """What ``cassette.verify`` checks cassettes against: every registered codec's ids, response fields and controls."""
+    return ProviderFacts(
+        id_prefixes=id_prefixes(),
+        response_keys=response_keys(),
+        neutral_params=neutral_params(),
+        wire_params=frozenset(wire for c in REGISTERED for wire, _ in c.PARAMS),
+    )
+
+
 def all_refusals() -> tuple[Refusal, ...]:
     """Every registered codec's refusal rows, in registry order (the limitations table)."""
     return tuple(r for c in REGISTERED for r in c.REFUSALS)
+
+
+register_facts(provider_facts())  # verify's default (it sits below the codecs and never imports them)

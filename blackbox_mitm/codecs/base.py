@@ -1,12 +1,15 @@
 """The codec contract: what every provider codec is, and the records they share.
 
-A codec is a module (``openai_chat``, ``anthropic_messages``, ...) that satisfies
-``Codec`` below; mypy checks each registered module against it (``codecs/__init__``).
+A codec is a package (``openai_chat``, ``anthropic_messages``, ...; one layout,
+``docs/adding-a-provider.md``) that satisfies ``Codec`` below, and the capability
+sub-protocols its API has (``ChainingCodec``, ``websocket_base.WebSocketCapable``);
+mypy checks each registered package against them (``codecs/__init__``).
 Everything the rest of the package knows about a provider — its hosts, its
 credential headers and key variables, its id prefixes and response keys (for
 ``verify``), its request controls, its refusals — it asks the registered codecs.
 
-Neutral payloads (spec: "Structured Transcript", "Model output shapes"):
+Neutral payloads (spec: "Structured Transcript", "Model output shapes"; typed as
+``cassette.payloads.ModelInput`` / ``ModelOutput``):
 
 * model_input: ``{"messages": [...], "tools": [...], "systemPrompt"?, "model"?, "params"?}``.
   A message is ``{"role", "content"}``; content is a string when the turn is
@@ -24,74 +27,34 @@ Neutral payloads (spec: "Structured Transcript", "Model output shapes"):
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import orjson
-
-from blackbox_mitm.cassette.payloads import tool_calls_of
-from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
+from blackbox_mitm.cassette.payloads import ModelInput, ModelOutput, ToolResultPart, tool_calls_of
+from blackbox_mitm.errors import StreamIncomplete
 
 if TYPE_CHECKING:
-    from blackbox_mitm.codecs.refusals import Refusal
+    from blackbox_mitm.codecs.common.refusals import RefusalTable
 
 __all__ = [
     "STOP_LENGTH",
     "STOP_REFUSAL",
     "CallIds",
+    "ChainingCodec",
     "Codec",
     "DecodedRequest",
     "ErrorResponse",
     "SseEvent",
     "StreamIncomplete",
-    "compact_json",
-    "load_json",
+    "StreamingCodec",
 ]
 
 STOP_LENGTH = "length"
 STOP_REFUSAL = "refusal"
 
 _CALL_N = re.compile(r"^call-(\d+)$")
-
-
-def compact_json(value: Any) -> str:
-    """Compact JSON with raw UTF-8, key order kept: how the SDKs and the APIs write it.
-
-    A lone surrogate (``json.loads`` makes one from ``"\\ud800"``) cannot be UTF-8:
-    such a value is written with ``\\u`` escapes instead.
-    """
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return json.dumps(value, separators=(",", ":"))
-    return text
-
-
-def load_json(body: bytes | str, what: str, provider: str) -> Any:
-    """A request or response body parsed; a body that is not JSON is a ``BlackboxUnsupportedError`` naming it."""
-    try:
-        return orjson.loads(body)  # fast; what it refuses (lone surrogates, ...) gets the stdlib's say
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return json.loads(body)
-    except ValueError as exc:  # UnicodeDecodeError is a ValueError too
-        raise BlackboxUnsupportedError("body", f"the {what} body is not JSON ({exc})", provider=provider) from exc
-
-
-class StreamIncomplete(BlackboxError):
-    """A recorded stream that is not a completed call: no final event, or an in-stream error.
-
-    ``error`` holds the in-stream ``error`` object when there was one.
-    """
-
-    def __init__(self, message: str, *, error: dict[str, Any] | None = None) -> None:
-        self.error = error
-        super().__init__(message)
 
 
 @dataclass(slots=True)
@@ -117,19 +80,20 @@ class DecodedRequest:
     ``model`` is echoed in synthesized responses.
     """
 
-    provider: str  # the codec's NAME
-    model_input: dict[str, Any]
+    provider: str  # the NAME of the codec that decoded it
+    model_input: ModelInput
     model: str | None = None
     stream: bool = False
     include_usage: bool = False
 
-    def tool_results(self) -> list[dict[str, Any]]:
+    def tool_results(self) -> list[ToolResultPart]:
         """Every tool_result part in the request's messages, in order."""
-        out: list[dict[str, Any]] = []
+        out: list[ToolResultPart] = []
         for message in self.model_input.get("messages", []):
             content = message.get("content")
-            if isinstance(content, list):
-                out.extend(p for p in content if isinstance(p, dict) and p.get("type") == "tool_result")
+            for part in content if isinstance(content, list) else []:
+                if part["type"] == "tool_result":
+                    out.append(part)
         return out
 
 
@@ -210,11 +174,31 @@ class CallIds:
         return self._next
 
 
-class Codec(Protocol):
+class StreamingCodec(Protocol):
+    """The streaming part of the contract: synthesized SSE bodies, and recorded streams added up.
+
+    Every registered API streams, so ``Codec`` includes it; the stream recorder
+    (``session/stream.py``) needs nothing more than this.
+    """
+
+    def encode_stream(self, output: Mapping[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> bytes: ...
+
+    def is_stream_end(self, event: SseEvent) -> bool: ...
+
+    def aggregate_stream(self, events: list[SseEvent]) -> dict[str, Any]:
+        """A recorded stream as the whole-response object it adds up to; ``StreamIncomplete`` if it never completed."""
+        ...
+
+    def encode_stream_error(self, message: str) -> bytes:
+        """The provider's in-stream error event: sent instead of a final event that must be refused."""
+        ...
+
+
+class Codec(StreamingCodec, Protocol):
     """One provider API: its facts, and its requests and answers to and from neutral payloads.
 
-    Module-level codecs satisfy it as they are: constants in capitals, functions
-    at module level. Every function may raise ``BlackboxUnsupportedError`` (a
+    A codec package satisfies it as it is: constants in capitals, functions at
+    the package's top level. Every function may raise ``BlackboxUnsupportedError`` (a
     refused or unreadable field, named as a JSON path) and nothing else on bad input.
     """
 
@@ -256,7 +240,7 @@ class Codec(Protocol):
         ...
 
     @property
-    def REFUSALS(self) -> tuple[Refusal, ...]:  # its rows of the refusal table
+    def REFUSALS(self) -> RefusalTable:  # its rows of the refusal table, and the errors raised from them
         ...
 
     # -- which requests -------------------------------------------------------------
@@ -271,24 +255,27 @@ class Codec(Protocol):
     # -- requests and answers ---------------------------------------------------------
     def decode_request(self, body: bytes, ids: CallIds, *, path: str = "", query: str = "") -> DecodedRequest: ...
 
-    def decode_response(self, body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> dict[str, Any]: ...
+    def decode_response(self, body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> ModelOutput: ...
 
-    def encode_response(self, output: dict[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]: ...
-
-    def encode_stream(self, output: dict[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> bytes: ...
-
-    def is_stream_end(self, event: SseEvent) -> bool: ...
-
-    def aggregate_stream(self, events: list[SseEvent]) -> dict[str, Any]:
-        """A recorded stream as the whole-response object it adds up to; ``StreamIncomplete`` if it never completed."""
-        ...
+    def encode_response(self, output: Mapping[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]: ...
 
     def encode_error(self, message: str, *, status: int = 400, error_type: str | None = None) -> ErrorResponse: ...
 
-    def encode_stream_error(self, message: str) -> bytes:
-        """The provider's in-stream error event: sent instead of a final event that must be refused."""
-        ...
-
-    def normalize_answer(self, answer: Any, ids: CallIds) -> dict[str, Any] | None: ...
+    def normalize_answer(self, answer: Any, ids: CallIds) -> ModelOutput | None: ...
 
     def rewrite_tool_result(self, body: bytes, ids: CallIds, call_id: str, text: str) -> bytes | None: ...
+
+
+# -- capabilities: sub-protocols a codec satisfies only when its API has them ------------------
+# Asked with isinstance (runtime-checkable: every member is looked up), which narrows the type for
+# mypy too; the registry (``codecs/__init__``) states which codecs have which, and mypy checks it.
+# (``websocket_base.WebSocketCapable`` is the other one: it lives beside the companion protocol.)
+
+
+@runtime_checkable
+class ChainingCodec(Codec, Protocol):
+    """An API that keeps a conversation on the provider's side (the Responses API's ``previous_response_id``)."""
+
+    def forward_body(self, body: bytes, ids: CallIds) -> bytes | None:
+        """The body to send upstream instead, when it continues a response a replay served (None: as sent)."""
+        ...

@@ -3,8 +3,8 @@
 Some provider APIs also speak over a WebSocket: one socket, many turns, the
 answers' events as frames. The transport (``proxy/websocket.py`` and the
 loopback server ``proxy/ws_replay.py``) is provider-agnostic; it asks the
-codec's companion module, named by the codec's optional ``WEBSOCKET``
-attribute, what each message is:
+codec's companion module, the ``WEBSOCKET`` of a codec that is a
+``WebSocketCapable``, what each message is:
 
 * a model call, given as the HTTP-equivalent request body, so that the session
   decodes, records, matches and answers it exactly as the same call over HTTP
@@ -23,11 +23,11 @@ back, never looks inside. Plain Python: no mitmproxy import.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from blackbox_mitm.codecs.base import SseEvent
+from blackbox_mitm.codecs.base import Codec, SseEvent
 
-__all__ = ["CALL", "LOCAL", "OTHER", "ClientTurn", "WebSocketCodec", "websocket_of"]
+__all__ = ["CALL", "LOCAL", "OTHER", "ClientTurn", "WebSocketCapable", "WebSocketCodec", "websocket_of"]
 
 CALL: Literal["call"] = "call"
 LOCAL: Literal["local"] = "local"
@@ -81,7 +81,14 @@ class WebSocketCodec(Protocol):
         ...
 
 
-def websocket_of(codec: object) -> WebSocketCodec | None:
-    """The codec's WebSocket companion, None when its API has no socket transport."""
-    companion: WebSocketCodec | None = getattr(codec, "WEBSOCKET", None)
-    return companion
+@runtime_checkable
+class WebSocketCapable(Codec, Protocol):
+    """A codec whose API also speaks over a WebSocket: ``WEBSOCKET`` is its companion."""
+
+    @property
+    def WEBSOCKET(self) -> WebSocketCodec: ...
+
+
+def websocket_of(codec: Codec) -> WebSocketCodec | None:
+    """The codec's WebSocket companion, None when its API has no socket transport (``WebSocketCapable``)."""
+    return codec.WEBSOCKET if isinstance(codec, WebSocketCapable) else None

@@ -11,6 +11,7 @@ command-line face (``blackbox_mitm.cli.golden_commands``).
 
 from __future__ import annotations
 
+from blackbox_mitm.golden.batch import run_suite
 from blackbox_mitm.golden.junit import build_junit, junit_bytes, write_junit, xml_text
 from blackbox_mitm.golden.runner import (
     DEFAULT_TIMEOUT,
@@ -19,7 +20,6 @@ from blackbox_mitm.golden.runner import (
     GoldenResult,
     TailBuffer,
     run_golden,
-    run_suite,
 )
 from blackbox_mitm.golden.suite import (
     DEFAULT_GOLDENS,

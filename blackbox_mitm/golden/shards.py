@@ -15,17 +15,13 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
-from blackbox_mitm.errors import BlackboxError
+from blackbox_mitm.errors import ShardError
 from blackbox_mitm.golden.suite import GoldenCase
 
 __all__ = ["ShardError", "in_shard", "merge_junit", "parse_shard", "shard_cases"]
 
 _SHARD = re.compile(r"([1-9][0-9]*)/([1-9][0-9]*)")
 _COUNTS = ("tests", "failures", "errors", "skipped")
-
-
-class ShardError(BlackboxError, ValueError):
-    """A shard that is not K/N with 1 <= K <= N, or a JUnit file that cannot be merged."""
 
 
 def parse_shard(text: str) -> tuple[int, int]:

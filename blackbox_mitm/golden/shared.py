@@ -1,6 +1,6 @@
 """Goldens through one shared proxy: each golden a named run of one ``RunRouter``, its command the only process it starts.
 
-``blackbox test`` starts one proxy for the whole suite (the CLI hands ``run_suite``
+``blackbox test`` starts one proxy for the whole suite (the CLI hands ``batch.run_suite``
 a ``serve`` function from ``proxy/shared.py``: this package imports no mitmproxy)
 instead of one ``blackbox replay`` process per golden. Each golden gets a run
 name unique in the suite (its golden name; ``-2``, ``-3`` ... when two goldens

@@ -23,7 +23,7 @@ from blackbox_mitm.cassette.payloads import is_terminal
 from blackbox_mitm.cassette.store import write_atomic
 from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.cassette.verify import load_verified
-from blackbox_mitm.errors import BlackboxError, CassetteError, CassetteExistsError
+from blackbox_mitm.errors import CassetteError, CassetteExistsError, GoldenError, NoSuiteError
 from blackbox_mitm.matcher.recorded import recorded_calls_of
 
 __all__ = [
@@ -45,14 +45,6 @@ __all__ = [
 DEFAULT_GOLDENS = Path("tests") / "goldens"
 SUFFIX = ".json"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-
-
-class GoldenError(BlackboxError, ValueError):
-    """A golden-suite request that cannot be done: no such golden, a bad name, a duplicate run."""
-
-
-class NoSuiteError(GoldenError):
-    """The goldens folder does not exist (or is not a folder): a usage error, with what to do."""
 
 
 @dataclass(frozen=True, slots=True)

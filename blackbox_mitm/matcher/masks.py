@@ -46,7 +46,7 @@ from typing import Any
 
 import re2
 
-from blackbox_mitm.errors import BlackboxError
+from blackbox_mitm.errors import MaskError
 
 __all__ = [
     "BUILT_IN_MASKS",
@@ -66,10 +66,6 @@ MASK_PLACEHOLDER = "<masked:{name}>"
 PLACEHOLDER_RE = re.compile(r"<(masked|redacted):([A-Za-z0-9_.\-]+)>")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 _PROBES = ("", "a", "a b", "0", "Ab 09 _-.:/\n\t")  # texts on which a usable pattern makes no empty match
-
-
-class MaskError(BlackboxError, ValueError):
-    """A mask (or redaction rule) that cannot be used: a bad regular expression, a bad name, an empty match."""
 
 
 _RE2_OPTIONS = re2.Options()

@@ -23,7 +23,7 @@ to pick the compared keys and make equal things look equal:
   ``inputSchema``.
 
 The tool_result parts of a user turn are compared in the order of the tool_use
-parts they answer (``session.transcript.order_tool_results``), whatever order
+parts they answer (``cassette.payloads.order_tool_results``), whatever order
 the agent sent them in. With ``rules`` (``masks.CompareRules``), every span a
 mask matches in a compared text is replaced by its placeholder, on both sides.
 
@@ -39,9 +39,9 @@ from itertools import pairwise
 from typing import Any
 
 from blackbox_mitm.cassette.canonical import canonical_bytes
+from blackbox_mitm.cassette.payloads import order_tool_results
 from blackbox_mitm.codecs import REGISTERED
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
-from blackbox_mitm.session.transcript import order_tool_results
 
 __all__ = ["COMPARED_KEYS", "CONTROL_ALIASES", "compared_view", "request_digest"]
 

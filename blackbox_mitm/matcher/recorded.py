@@ -46,6 +46,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from blackbox_mitm.cassette.payloads import ModelInput
 from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.matcher.difference import first_difference
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
@@ -135,8 +136,8 @@ class RecordedCalls:
     def __len__(self) -> int:
         return len(self._calls)
 
-    def match(self, model_input: Mapping[str, Any], *, mode: MatchMode | str = "strict") -> Served | Divergence | Exhausted:
-        """Answer one (normalized) request: a served call, a divergence, or exhausted.
+    def match(self, model_input: ModelInput, *, mode: MatchMode | str = "strict") -> Served | Divergence | Exhausted:
+        """Answer one (normalized) request, a codec's ``model_input``: a served call, a divergence, or exhausted.
 
         ``mode`` is ``"strict"`` or ``"sequence"`` (anything else is a ValueError).
         """
@@ -220,7 +221,7 @@ class RecordedCalls:
             self._past_cut += 1
         return Exhausted(self.run_id, self._calls_served, len(self._calls), self.upto)
 
-    def _diverge(self, expected: int, digest: str, model_input: Mapping[str, Any]) -> Divergence:
+    def _diverge(self, expected: int, digest: str, model_input: ModelInput) -> Divergence:
         self._divergences += 1
         key = (expected, digest)
         cached = self._divergence_cache.get(key)

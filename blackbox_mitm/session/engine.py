@@ -25,7 +25,7 @@ import orjson
 
 from blackbox_mitm.cassette.trace import now_ms
 from blackbox_mitm.codecs import codec_for
-from blackbox_mitm.codecs.base import CallIds, Codec, DecodedRequest
+from blackbox_mitm.codecs.base import CallIds, ChainingCodec, Codec, DecodedRequest
 from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
 from blackbox_mitm.matcher import Divergence, Exhausted, RecordedCalls, Served
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
@@ -178,9 +178,9 @@ class Session:
             with self._lock:
                 self.in_flight += 1
                 self.forwarded_calls += 1
-            if self.replay is not None:  # live after a replayed prefix: state the provider never saw is written out
-                inline = getattr(codec, "forward_body", None)
-                body = (inline(body, self.ids) or body) if inline is not None else body
+            if self.replay is not None and isinstance(codec, ChainingCodec):  # live after a replayed prefix:
+                # state the provider never saw is written out
+                body = codec.forward_body(body, self.ids) or body
             return Forward(Ticket(codec, decoded, req.received_ms, secrets), body if body is not req.body else None)
         return _error(codec, "blackbox: this proxy does not forward model calls")  # pragma: no cover
 

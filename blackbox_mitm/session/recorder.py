@@ -31,11 +31,11 @@ from urllib.parse import parse_qsl
 import orjson
 
 from blackbox_mitm.cassette.journal import Journal
-from blackbox_mitm.cassette.payloads import tool_calls_of
+from blackbox_mitm.cassette.payloads import Metadata, tool_calls_of
 from blackbox_mitm.cassette.trace import Trace, TraceStep, now_ms
 from blackbox_mitm.codecs import credential_headers, credential_query, key_env_vars
 from blackbox_mitm.codecs.base import DecodedRequest
-from blackbox_mitm.errors import BlackboxError
+from blackbox_mitm.errors import BlackboxError, RecordFailed, SecretLeak
 from blackbox_mitm.session.redact import Redactor
 
 __all__ = ["RecordFailed", "RunRecorder", "SecretLeak", "scrub", "secret_env_names", "secrets_from_environ", "secrets_from_request"]
@@ -45,14 +45,6 @@ _MIN_SECRET = 8
 _SECRET_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|AUTH)$", re.IGNORECASE)
 _ALWAYS_CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key")
 _ALWAYS_CREDENTIAL_QUERY = ("key", "api_key", "api-key", "access_token")
-
-
-class SecretLeak(BlackboxError):
-    """A step would contain an API key: the call is refused and nothing is written."""
-
-
-class RecordFailed(BlackboxError):
-    """A call's steps could not be made durable (a full disk, a closed journal): nothing of it is kept."""
 
 
 def secret_env_names(environ: Mapping[str, str]) -> list[str]:
@@ -140,7 +132,7 @@ class RunRecorder:
         self.unrecordable: list[str] = []
         self._lock = threading.Lock()
         self._pending: OrderedDict[str, _Pending] = OrderedDict()
-        self._last_output: dict[str, Any] | None = None
+        self._last_output: Mapping[str, Any] | None = None
         self._seed_pending_from_prefix()
 
     # -- recording ------------------------------------------------------------------
@@ -148,7 +140,7 @@ class RunRecorder:
     def record_call(
         self,
         request: DecodedRequest,
-        output: dict[str, Any],
+        output: Mapping[str, Any],
         *,
         request_ms: int,
         response_ms: int | None = None,
@@ -222,7 +214,7 @@ class RunRecorder:
 
     # -- the end ----------------------------------------------------------------------
 
-    def terminal_event(self, *, exit_code: int | None, in_flight: int = 0, proxy_only: bool = False) -> dict[str, Any]:
+    def terminal_event(self, *, exit_code: int | None, in_flight: int = 0, proxy_only: bool = False) -> Metadata:
         if self.unrecordable:
             return {"event": "run_failed", "status": "error", "reason": "agent_error", "message": "; ".join(self.unrecordable)}
         if in_flight and exit_code is not None:

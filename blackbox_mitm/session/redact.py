@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from blackbox_mitm.errors import RedactionError
 from blackbox_mitm.matcher.masks import MaskError, compile_rule, rule_spans
 
 __all__ = ["REDACTED_PLACEHOLDER", "Redaction", "RedactionError", "Redactor", "rule_name"]
@@ -41,10 +42,6 @@ REDACTED_PLACEHOLDER = "<redacted:{name}>"
 def rule_name(pattern: str) -> str:
     """The name of a rule given without one: ``redact-`` and 8 hex digits of its pattern's SHA-256."""
     return "redact-" + hashlib.sha256(pattern.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-
-
-class RedactionError(MaskError):
-    """A redaction rule that cannot be used (a bad regular expression, a bad name, an empty match)."""
 
 
 @dataclass(frozen=True, slots=True)

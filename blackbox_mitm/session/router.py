@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from blackbox_mitm.errors import BlackboxError
+from blackbox_mitm.errors import BlackboxError, RouteRefused
 from blackbox_mitm.session.build import record_session, replay_report, replay_session
 from blackbox_mitm.session.engine import Session
 
@@ -45,10 +45,6 @@ _RESERVED_ENDING = REPORT_SUFFIX.removesuffix(".json")
 def report_path(directory: Path, run: str) -> Path:
     """Where run ``run``'s replay report goes: never a cassette's name, as no run name ends in ``.report``."""
     return directory / f"{run}{REPORT_SUFFIX}"
-
-
-class RouteRefused(BlackboxError):
-    """A client whose proxy credentials name no run this proxy can serve."""
 
 
 def run_from_proxy_authorization(value: str | None) -> str | None:

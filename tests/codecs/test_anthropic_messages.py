@@ -11,8 +11,8 @@ import pytest
 
 from blackbox_mitm.codecs import anthropic_messages as codec
 from blackbox_mitm.codecs import codec_for_path
-from blackbox_mitm.codecs.base import CallIds, DecodedRequest, SseEvent
-from blackbox_mitm.codecs.refusals import REFUSALS, Refusal
+from blackbox_mitm.codecs.base import CallIds, DecodedRequest, SseEvent, StreamIncomplete
+from blackbox_mitm.codecs.common.refusals import Refusal
 from blackbox_mitm.codecs.sse import parse_sse
 from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
 
@@ -548,7 +548,7 @@ REFUSAL_CASES: dict[str, list[tuple[str, Any, str]]] = {
         ("response", _resp([TEXT, "not a block"]), "content[1]"),
     ],
 }
-ANTHROPIC_ROWS = [r for r in REFUSALS if r.provider == "anthropic"]
+ANTHROPIC_ROWS = list(codec.REFUSALS)
 
 
 def _run(side: str, body: Any, ids: CallIds) -> None:
@@ -756,7 +756,7 @@ def test_events_without_an_event_line_are_read_by_their_type() -> None:
 def test_an_error_event_is_not_a_completed_call() -> None:
     events = parse_sse(_stream_events([TEXT], {"stop_reason": "end_turn", "stop_sequence": None}))
     error = SseEvent("error", json.dumps({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}))
-    with pytest.raises(codec.StreamIncomplete) as err:
+    with pytest.raises(StreamIncomplete) as err:
         codec.aggregate_stream([*events[:3], error])
     assert err.value.error == {"type": "overloaded_error", "message": "Overloaded"}
     assert "overloaded_error: Overloaded" in str(err.value)
@@ -783,7 +783,7 @@ def test_an_error_event_is_not_a_completed_call() -> None:
 )
 def test_a_cut_or_broken_stream_is_incomplete(cut: Any, detail: str) -> None:
     events = parse_sse(_stream_events([TEXT], {"stop_reason": "end_turn", "stop_sequence": None}))
-    with pytest.raises(codec.StreamIncomplete, match=detail):
+    with pytest.raises(StreamIncomplete, match=detail):
         codec.aggregate_stream(cut(events))
 
 
@@ -796,7 +796,7 @@ def test_tool_input_that_is_not_json_is_incomplete() -> None:
         {"type": "message_delta", "delta": {"stop_reason": "max_tokens", "stop_sequence": None}, "usage": {"output_tokens": 1}},
         {"type": "message_stop"},
     ]
-    with pytest.raises(codec.StreamIncomplete, match="not valid JSON"):
+    with pytest.raises(StreamIncomplete, match="not valid JSON"):
         codec.aggregate_stream(parse_sse(_sse(*events)))
 
 

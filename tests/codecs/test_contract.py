@@ -171,6 +171,19 @@ def test_the_codec_states_its_facts(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", list(_CODECS))
+def test_capabilities_are_the_declared_sub_protocols(name: str) -> None:
+    """isinstance finds a capability exactly where the registry declares it (and mypy checks the declaration)."""
+    from blackbox_mitm.codecs import CHAINING, WEBSOCKETS
+    from blackbox_mitm.codecs.base import ChainingCodec
+    from blackbox_mitm.codecs.websocket_base import WebSocketCapable, websocket_of
+
+    codec = _CODECS[name]
+    assert isinstance(codec, ChainingCodec) == (codec in CHAINING)
+    assert isinstance(codec, WebSocketCapable) == (codec in WEBSOCKETS)
+    assert (websocket_of(codec) is not None) == (codec in WEBSOCKETS)
+
+
+@pytest.mark.parametrize("name", list(_CODECS))
 def test_bad_bodies_raise_only_named_errors(name: str) -> None:
     codec = _CODECS[name]
     request = _request(codec, CallIds())
@@ -299,3 +312,67 @@ def test_the_real_sdk_parses_what_the_codec_synthesizes(name: str, stream: bool,
     text, tools = client(one_shot.url, stream)
     assert text == output.get("text", "")
     assert tools == [c["toolName"] for c in output.get("calls", [])]
+
+
+# The order every codec package defines its contract functions in, file by file (docs/adding-a-provider.md).
+LAYOUT: dict[str, tuple[str, ...]] = {
+    "__init__.py": ("matches", "speaks_for"),
+    "request.py": ("decode_request", "forward_body", "rewrite_tool_result"),
+    "response.py": ("decode_response", "encode_response", "encode_error", "normalize_answer"),
+    "stream.py": ("encode_stream", "encode_stream_error", "is_stream_end", "aggregate_stream"),
+}
+
+
+@pytest.mark.parametrize("name", list(_CODECS))
+def test_every_codec_package_has_the_same_layout(name: str) -> None:
+    """Each codec is a package of the same files, defining the contract functions in the same order."""
+    import ast
+
+    folder = Path(_CODECS[name].__file__ or "").parent
+    assert folder.name != "codecs", f"{name} is a module, not a package of its own"
+    for file, order in LAYOUT.items():
+        tree = ast.parse((folder / file).read_text())
+        defined = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in order]
+        assert defined == [f for f in order if f in defined], f"{name}/{file} defines {defined}, expected that order: {order}"
+        assert set(order) - {"forward_body"} <= set(defined), f"{name}/{file} lacks {set(order) - set(defined)}"
+    extra = {p.name for p in folder.glob("*.py")} - set(LAYOUT) - {"fields.py", "websocket.py"}
+    assert not extra, f"{name} has files outside the layout: {sorted(extra)}"
+
+
+# The ids a replay serves, as every version of Blackbox served them (codecs/common/ids.py is the one
+# recipe; each codec's key text is kept so that these stay byte-identical).
+SERVED_IDS = {
+    "openai": {"chatcmpl-bbc71f35a53592c9d9d433e6b1", "call_bb3"},
+    "openai-responses": {"resp_bbb272f4a8c898a678015616db", "msg_bb08085ae75fc17594c899bbaf", "fc_bb3", "call_bb3"},
+    "anthropic": {"msg_bb146a120621c4532c38e27068", "toolu_bb3"},
+    "gemini": {"bbc71f35a53592c9d9d433e6", "gemini-bb3"},
+}
+
+
+@pytest.mark.parametrize("name", list(_CODECS))
+def test_served_ids_are_the_ones_earlier_versions_served(name: str) -> None:
+    import re
+
+    codec = _CODECS[name]
+    output = {
+        "type": "tool_calls",
+        "text": "Checking « Oslo ».",
+        "calls": [{"toolCallId": "call-3", "toolName": "get_weather", "toolInput": {"city": "Oslo"}}],
+    }
+    request = _request(codec, CallIds())
+    body = json.dumps(codec.encode_response(output, request=request, ids=CallIds(), created_ms=1_750_000_000_123))
+    served = set(re.findall(r'"((?:call_bb|toolu_bb|fc_bb|msg_bb|resp_bb|chatcmpl-bb|gemini-bb|bb)[0-9a-f]+)"', body))
+    assert served == SERVED_IDS[name]
+
+
+@pytest.mark.parametrize("name", list(_CODECS))
+def test_bodies_are_valid_utf8_even_with_a_lone_surrogate(name: str) -> None:
+    """json.loads makes a lone surrogate from "\\ud800": every body written is still UTF-8 (escaped, never raw)."""
+    codec = _CODECS[name]
+    message = "blackbox: odd \ud800 text é"
+    err = codec.encode_error(message, status=400)
+    assert message in json.dumps(json.loads(err.body.decode("utf-8")), ensure_ascii=False)
+    codec.encode_stream_error(message).decode("utf-8")
+    output = {"type": "final_answer", "text": "odd \udfff é"}
+    request = _request(codec, CallIds())
+    codec.encode_stream(output, request=request, ids=CallIds(), created_ms=CREATED_MS).decode("utf-8")

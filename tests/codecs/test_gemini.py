@@ -403,7 +403,7 @@ def _refusal_cases() -> dict[str, Any]:
             "/v1internal:streamGenerateContent",
         ),
         "gemini.stream_json": (lambda: _decode(path=STREAM_PATH), "alt"),
-        "gemini.candidate_count": (request(generationConfig={"candidateCount": 2}), "generationConfig.candidateCount: 2:"),
+        "gemini.candidate_count": (request(generationConfig={"candidateCount": 2}), "generationConfig.candidateCount: (it was 2)"),
         "gemini.non_text": (
             request(contents=[{"role": "user", "parts": [{"inlineData": {"mimeType": "image/png", "data": "AAAA"}}]}]),
             "contents[0].parts[0].inlineData",
@@ -413,10 +413,10 @@ def _refusal_cases() -> dict[str, Any]:
         "gemini.output_modality": (request(generationConfig={"responseModalities": ["AUDIO"]}), "generationConfig.responseModalities"),
         "gemini.prompt_blocked": (
             lambda: codec.decode_response(blocked, CallIds(), _decode()),
-            'promptFeedback.blockReason: "PROHIBITED_CONTENT"',
+            'promptFeedback.blockReason: (it was "PROHIBITED_CONTENT")',
         ),
         "gemini.candidates": (lambda: codec.decode_response(two, CallIds(), _decode()), "candidates:"),
-        "gemini.finish_reason": (response({"text": "x"}, finish="SAFETY"), 'candidates[0].finishReason: "SAFETY"'),
+        "gemini.finish_reason": (response({"text": "x"}, finish="SAFETY"), 'candidates[0].finishReason: (it was "SAFETY")'),
         "gemini.response_metadata": (
             response({"text": "x"}, citationMetadata={"citationSources": [{"uri": "u"}]}),
             "candidates[0].citationMetadata",
@@ -434,8 +434,13 @@ def test_every_refusal_row_is_raised_naming_its_field(row: Any) -> None:
     with pytest.raises(BlackboxUnsupportedError) as exc:
         call()
     assert exc.value.provider == "gemini"
+    # One format for every codec: "field: reason (it was VALUE)"; a case "field: (it was VALUE)" names the value too.
+    field, _, shown = field.partition(": (it was ")
     assert field in str(exc.value)
     assert row.reason in str(exc.value)
+    if shown:
+        assert str(exc.value) == f"BlackboxUnsupportedError: {field}: {row.reason} (it was {shown}"
+        assert exc.value.value == shown.removesuffix(")")
 
 
 def test_the_cases_and_the_table_are_the_same_rows() -> None:

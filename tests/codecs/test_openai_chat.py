@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from blackbox_mitm.codecs import codec_for_path, openai_chat
-from blackbox_mitm.codecs.base import CallIds, DecodedRequest
-from blackbox_mitm.codecs.refusals import REFUSALS, row
+from blackbox_mitm.codecs.base import CallIds, DecodedRequest, StreamIncomplete
 from blackbox_mitm.codecs.sse import parse_sse
 from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
 
@@ -665,13 +664,13 @@ def test_aggregate_stream_builds_the_whole_body() -> None:
     ],
 )
 def test_aggregate_stream_refuses_an_incomplete_call(datas: list[str]) -> None:
-    with pytest.raises(openai_chat.StreamIncomplete) as err:
+    with pytest.raises(StreamIncomplete) as err:
         openai_chat.aggregate_stream(sse_of(*datas))
     assert isinstance(err.value, BlackboxError)
 
 
 def test_stream_error_event_is_kept_on_the_exception() -> None:
-    with pytest.raises(openai_chat.StreamIncomplete) as err:
+    with pytest.raises(StreamIncomplete) as err:
         openai_chat.aggregate_stream(sse_of('{"error": {"message": "overloaded", "type": "server_error"}}'))
     assert err.value.error == {"message": "overloaded", "type": "server_error"}
     assert "overloaded" in str(err.value)
@@ -1079,7 +1078,6 @@ def test_the_base_bodies_are_accepted() -> None:
 
 
 def test_every_openai_row_has_a_case() -> None:
-    rows = {r.id for r in REFUSALS if r.provider == "openai"}
     rows = {r.id for r in openai_chat.REFUSALS}
     assert {case.row for case in CASES} == rows
 
@@ -1091,7 +1089,7 @@ def test_refusal(case: Case) -> None:
     with pytest.raises(BlackboxUnsupportedError) as err:
         run_case(case.side, doc)
     assert err.value.field == case.field
-    assert err.value.reason == row(case.row).reason
+    assert err.value.reason == openai_chat.REFUSALS.row(case.row).reason
     assert err.value.provider == "openai"
     assert str(err.value).startswith(f"BlackboxUnsupportedError: {case.field}: ")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from blackbox_mitm.codecs import openai_responses_ws as ws
+from blackbox_mitm.codecs.openai_responses import websocket as ws
 from blackbox_mitm.codecs.websocket_base import CALL, LOCAL, OTHER, WebSocketCodec
 
 _COMPANION: WebSocketCodec = ws  # mypy checks the module against the Protocol

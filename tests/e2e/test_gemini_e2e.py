@@ -264,7 +264,9 @@ def test_a_refused_field_is_a_400_naming_it_and_is_never_forwarded(tmp_path: Pat
         rec = _record(cassette, confdir, fake, [sys.executable, str(script)])
         assert fake.requests == []
     assert rec.returncode == 3, rec.stderr
-    assert rec.stdout.startswith("400 BlackboxUnsupportedError: generationConfig.candidateCount: 2:")
+    # the one refusal format: "field: reason (it was VALUE)"
+    assert rec.stdout.startswith("400 BlackboxUnsupportedError: generationConfig.candidateCount: several candidates per request")
+    assert rec.stdout.rstrip().endswith("(it was 2)")
     assert [s.type for s in load_trace(cassette).steps] == ["metadata"]
 
 
@@ -363,5 +365,7 @@ def test_a_refused_streamed_answer_ends_in_an_error_the_sdk_raises_and_is_not_re
         rec = _record(cassette, confdir, fake, [*AGENT, "--mode", "stream", QUESTION])
         assert len(fake.model_requests()) == 1
     assert rec.returncode == 1  # the agent's SDK raised instead of returning the answer
-    assert 'candidates[0].finishReason: "SAFETY"' in rec.stderr
+    assert (
+        'candidates[0].finishReason: a replay gives STOP or MAX_TOKENS, so it would replay as a normal stop (it was "SAFETY")' in rec.stderr
+    )
     assert [s.type for s in load_trace(cassette).steps] == ["metadata"]

@@ -22,7 +22,8 @@ from websockets.sync.client import connect
 from wsproto.frame_protocol import Opcode
 
 from blackbox_mitm.cassette import load_trace
-from blackbox_mitm.codecs import openai_responses, openai_responses_ws
+from blackbox_mitm.codecs import openai_responses
+from blackbox_mitm.codecs.openai_responses import websocket as openai_responses_ws
 from blackbox_mitm.proxy.websocket import WebSocketTransport, socket_mode
 from blackbox_mitm.proxy.ws_replay import SocketServer, SocketTarget
 from blackbox_mitm.session.build import record_session, replay_session

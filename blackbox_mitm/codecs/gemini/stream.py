@@ -10,7 +10,7 @@ not complete.
 ``aggregate_stream`` adds the chunks up to the whole response they stand for:
 adjacent text pieces of one kind (thought or not) are joined, every other part
 is kept in order, candidate fields (``finishReason``, ``safetyRatings``,
-metadata) take their last non-null value, so ``gemini.decode_response`` refuses
+metadata) take their last non-null value, so ``response.decode_response`` refuses
 exactly what it would refuse in the same answer sent whole.
 
 ``stream_body`` cuts a synthesized whole response into chunks the SDKs accept:
@@ -22,15 +22,26 @@ Plain Python, no mitmproxy.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
-from blackbox_mitm.codecs.base import SseEvent, StreamIncomplete
-from blackbox_mitm.codecs.base import compact_json as _dumps
+from blackbox_mitm.codecs.base import CallIds, DecodedRequest, SseEvent, StreamIncomplete
+from blackbox_mitm.codecs.common.jsonio import dumps
+from blackbox_mitm.codecs.gemini import FRAGMENT
+from blackbox_mitm.codecs.gemini.response import encode_response, error_body
 from blackbox_mitm.codecs.sse import format_sse
 
-__all__ = ["FRAGMENT", "aggregate_stream", "is_stream_end", "stream_body"]
+__all__ = ["aggregate_stream", "encode_stream", "encode_stream_error", "is_stream_end"]
 
-FRAGMENT = 64
+
+def encode_stream(output: Mapping[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> bytes:
+    """A neutral ``model_output`` -> ``data:`` chunks as ``streamGenerateContent?alt=sse`` sends them."""
+    return stream_body(encode_response(output, request=request, ids=ids, created_ms=created_ms))
+
+
+def encode_stream_error(message: str) -> bytes:
+    """The in-stream error chunk Gemini sends: ``data: {"error": {...}}``."""
+    return format_sse([SseEvent(None, dumps(error_body(message, 400, None), spaced=True))])
 
 
 def _ends(chunk: Any) -> bool:
@@ -137,4 +148,4 @@ def stream_body(response: dict[str, Any]) -> bytes:
         if last:
             chunk["usageMetadata"] = response["usageMetadata"]
         chunks.append({**chunk, **head})
-    return format_sse(SseEvent(None, _dumps(c)) for c in chunks)
+    return format_sse(SseEvent(None, dumps(c)) for c in chunks)

@@ -1,32 +1,18 @@
-"""Gemini answers: a GenerateContentResponse -> neutral ``model_output``, and back; errors; ``fork --response``.
-
-Part of the Gemini codec (``gemini`` is the registered module; its docstring
-holds the decisions). Plain Python, no mitmproxy.
-"""
+"""Gemini answers: a GenerateContentResponse -> neutral ``model_output``, and back; errors; ``fork --response``."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from blackbox_mitm.cassette.payloads import output_text, tool_calls_of
-from blackbox_mitm.codecs.base import STOP_LENGTH, CallIds, DecodedRequest, ErrorResponse, SseEvent
-from blackbox_mitm.codecs.gemini_parts import (
-    call_positions,
-    camel_content,
-    first_text,
-    load_object,
-    malformed,
-    neutral_output,
-    part_kind,
-    refuse,
-)
-from blackbox_mitm.codecs.gemini_stream import stream_body
-from blackbox_mitm.codecs.sse import format_sse
+from blackbox_mitm.cassette.payloads import ModelOutput, ToolCall, output_text, tool_calls_of
+from blackbox_mitm.codecs.base import STOP_LENGTH, CallIds, DecodedRequest, ErrorResponse
+from blackbox_mitm.codecs.common.ids import answer_key, digest
+from blackbox_mitm.codecs.common.jsonio import dumps, load_object
+from blackbox_mitm.codecs.gemini import PROVIDER, REFUSALS
+from blackbox_mitm.codecs.gemini.fields import call_positions, camel_content, first_text, neutral_output, part_kind
 
-__all__ = ["decode_response", "encode_error", "encode_response", "encode_stream", "encode_stream_error", "normalize_answer"]
+__all__ = ["decode_response", "encode_error", "encode_response", "error_body", "normalize_answer"]
 
 SERVED_PREFIX = "gemini-"
 # The recorded thoughtSignature is not stored (opaque data a replay could not give back). A replay gives
@@ -49,24 +35,24 @@ _ERROR_STATUS = {
 }
 
 
-def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> dict[str, Any]:
+def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> ModelOutput:
     """A GenerateContentResponse (or the object ``aggregate_stream`` built) -> the neutral ``model_output``."""
-    data = dict(body) if isinstance(body, Mapping) else load_object(body, "response")
+    data = dict(body) if isinstance(body, Mapping) else load_object(body, "response", PROVIDER)
     feedback = data.get("promptFeedback")
     if isinstance(feedback, dict) and feedback.get("blockReason"):
-        refuse("gemini.prompt_blocked", "promptFeedback.blockReason", feedback["blockReason"])
+        REFUSALS.refuse("gemini.prompt_blocked", "promptFeedback.blockReason", feedback["blockReason"])
     candidates = data.get("candidates")
     if not isinstance(candidates, list) or not candidates or not isinstance(candidates[0], dict):
-        malformed("candidates", "a response without candidates")
+        REFUSALS.malformed("candidates", "a response without candidates")
     if len(candidates) > 1:
-        refuse("gemini.candidates", "candidates")
+        REFUSALS.refuse("gemini.candidates", "candidates")
     candidate = candidates[0]
     reason = candidate.get("finishReason")
     if reason not in ("STOP", "MAX_TOKENS"):
-        refuse("gemini.finish_reason", "candidates[0].finishReason", reason)
+        REFUSALS.refuse("gemini.finish_reason", "candidates[0].finishReason", reason)
     for key in ("citationMetadata", "groundingMetadata", "urlContextMetadata", "logprobsResult"):
         if candidate.get(key):
-            refuse("gemini.response_metadata", f"candidates[0].{key}")
+            REFUSALS.refuse("gemini.response_metadata", f"candidates[0].{key}")
     content = candidate.get("content") or {}
     parts = content.get("parts") if isinstance(content, dict) else None
     texts: list[str] = []
@@ -78,20 +64,20 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
             continue
         if kind == "text":
             if part["text"] and calls:
-                refuse("gemini.text_after_call", where)
+                REFUSALS.refuse("gemini.text_after_call", where)
             texts.append(part["text"])
         elif kind == "functionCall":
             call = part["functionCall"]
             if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-                malformed(f"{where}.functionCall", "a functionCall without a name")
+                REFUSALS.malformed(f"{where}.functionCall", "a functionCall without a name")
             native = call.get("id")
             calls.append((native if isinstance(native, str) and native else None, call["name"], call.get("args") or {}))
         else:
-            refuse("gemini.non_text_response", f"{where}.{kind}")
+            REFUSALS.refuse("gemini.non_text_response", f"{where}.{kind}")
     # call-N ids are handed out only once nothing is refused, in the order the model emitted them.
     at = len(request.model_input.get("messages", []))
     positions = call_positions(ids, first_text(request.model_input.get("messages", [])))
-    out_calls = []
+    out_calls: list[ToolCall] = []
     for k, (native, name, args) in enumerate(calls):
         call_id = ids.assign(native, name)
         positions[f"{at}:{k}:{name}"] = call_id
@@ -99,10 +85,7 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
     return neutral_output("".join(texts), out_calls, reason == "MAX_TOKENS")
 
 
-# --- synthesized answers -------------------------------------------------------------
-
-
-def encode_response(output: dict[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]:
+def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]:
     """A neutral ``model_output`` -> a GenerateContentResponse with our ids, the requested model and zero usage."""
     text = output_text(output) or ""
     calls = tool_calls_of(output)
@@ -121,7 +104,6 @@ def encode_response(output: dict[str, Any], *, request: DecodedRequest, ids: Cal
         if k == 0:  # the call whose signature Gemini 3 checks when the turn is sent back
             part["thoughtSignature"] = SKIP_SIGNATURE
         parts.append(part)
-    digest = hashlib.sha256(f"{created_ms}:{json.dumps(output, sort_keys=True)}".encode("utf-8", "surrogatepass")).hexdigest()
     return {
         "candidates": [
             {
@@ -132,16 +114,11 @@ def encode_response(output: dict[str, Any], *, request: DecodedRequest, ids: Cal
         ],
         "usageMetadata": {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0},
         "modelVersion": request.model or "",
-        "responseId": f"bb{digest[:22]}",
+        "responseId": f"bb{digest(answer_key(output, created_ms), 22)}",
     }
 
 
-def encode_stream(output: dict[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> bytes:
-    """A neutral ``model_output`` -> ``data:`` chunks as ``streamGenerateContent?alt=sse`` sends them."""
-    return stream_body(encode_response(output, request=request, ids=ids, created_ms=created_ms))
-
-
-def _error_body(message: str, status: int, error_type: str | None) -> dict[str, Any]:
+def error_body(message: str, status: int, error_type: str | None) -> dict[str, Any]:
     error: dict[str, Any] = {
         "code": status,
         "message": message,
@@ -154,19 +131,11 @@ def _error_body(message: str, status: int, error_type: str | None) -> dict[str, 
 
 def encode_error(message: str, *, status: int = 400, error_type: str | None = None) -> ErrorResponse:
     """A Google-shaped error (``{"error": {code, message, status}}``); ``x-should-retry: false``."""
-    body = json.dumps(_error_body(message, status, error_type), ensure_ascii=False).encode("utf-8", "surrogatepass")
+    body = dumps(error_body(message, status, error_type), spaced=True).encode()
     return ErrorResponse(status=status, headers={"content-type": "application/json; charset=UTF-8", "x-should-retry": "false"}, body=body)
 
 
-def encode_stream_error(message: str) -> bytes:
-    """The in-stream error chunk Gemini sends: ``data: {"error": {...}}``."""
-    return format_sse([SseEvent(None, json.dumps(_error_body(message, 400, None), ensure_ascii=False))])
-
-
-# --- fork --response and fork --tool-result ------------------------------------------
-
-
-def normalize_answer(answer: Any, ids: CallIds) -> dict[str, Any] | None:
+def normalize_answer(answer: Any, ids: CallIds) -> ModelOutput | None:
     """A Gemini-shaped answer -> a neutral ``model_output``; None when it is not one.
 
     Accepted: a GenerateContentResponse (``{"candidates": [...]}``), a content
@@ -190,7 +159,7 @@ def normalize_answer(answer: Any, ids: CallIds) -> dict[str, Any] | None:
         raise ValueError(f"an answer is a model turn, not role {answer.get('role')!r}")
     parts = answer["parts"]
     texts: list[str] = []
-    calls: list[dict[str, Any]] = []
+    calls: list[ToolCall] = []
     for j, part in enumerate(parts):
         kind = part_kind(part, f"parts[{j}]") if isinstance(part, dict) else "?"
         if kind is None or (isinstance(part, dict) and part.get("thought") is True):

@@ -1,8 +1,8 @@
-"""The Responses API's input side: items and tools -> the neutral transcript, and the run's response store.
+"""What the Responses request and answer sides share: items and tools -> the neutral transcript, and the run's response store.
 
-Used by ``openai_responses`` (the registered codec) and ``openai_responses_stream``.
-Plain Python, no mitmproxy. The rules, so that the same conversation gives the
-same ``model_input`` whether it was sent whole, continued with
+The rules, so that the same conversation gives the same ``model_input`` whether
+it was sent whole, continued with ``previous_response_id``, over HTTP or over a
+WebSocket:
 ``previous_response_id``, over HTTP or over a WebSocket:
 
 * Items are read in order. Leading ``system``/``developer`` messages (before any
@@ -31,35 +31,28 @@ same ``model_input`` whether it was sent whole, continued with
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from blackbox_mitm.codecs.base import CallIds, DecodedRequest, load_json
-from blackbox_mitm.codecs.base import compact_json as dumps
-from blackbox_mitm.codecs.refusals import Refusal
+from blackbox_mitm.cassette.payloads import Message, MessagePart, ToolDefinition, tool_definition
+from blackbox_mitm.codecs.base import CallIds, DecodedRequest
+from blackbox_mitm.codecs.openai_responses import EMPTY_SCHEMA, NAME, PROVIDER, REFUSALS, TEXT_FORMAT
 from blackbox_mitm.errors import BlackboxUnsupportedError
 
 __all__ = [
-    "NAME",
-    "PROVIDER",
-    "REFUSALS",
+    "HOSTED_ITEMS",
+    "HOSTED_TOOLS",
+    "LOCAL_ITEMS",
+    "LOCAL_TOOLS",
     "ResponsesRequest",
     "chain_items",
     "decode_tools",
-    "dumps",
-    "loads",
-    "malformed",
-    "refuse",
+    "given",
+    "is_custom",
     "remember",
     "transcript",
 ]
-
-NAME = "openai-responses"
-PROVIDER = "openai"
-SYSTEM_JOINER = "\n\n"
-EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
-TEXT_FORMAT: dict[str, Any] = {"type": "text"}
 
 HOSTED_TOOLS = frozenset(
     {
@@ -107,38 +100,6 @@ _CALLS = ("function_call", "custom_tool_call")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output")
 
 
-# One row per line: this is a table (docs/gen_refusals.py prints it).
-# fmt: off
-REFUSALS: tuple[Refusal, ...] = (
-    Refusal("openai.responses.hosted_tool", PROVIDER, "request", "hosted tools that run on OpenAI's side (web_search, file_search, code_interpreter, computer use, image_generation, mcp), in tools or as items in the history", "their results are produced by the provider and could not be replayed"),
-    Refusal("openai.responses.hosted_tool_call", PROVIDER, "response", "a hosted tool's call item in a response", "it is produced by the provider and could not be replayed"),
-    Refusal("openai.responses.local_tool", PROVIDER, "request", "the built-in local_shell, shell, apply_patch and tool_search tools and their call items", "not supported yet: use function or custom tools"),
-    Refusal("openai.responses.background", PROVIDER, "request", "background: true", "a background response is fetched later from OpenAI's storage: a replay could not serve it"),
-    Refusal("openai.responses.conversation", PROVIDER, "request", "the conversation field", "the conversation is stored on OpenAI's side: its history cannot be known"),
-    Refusal("openai.responses.previous_response_id", PROVIDER, "request", "a previous_response_id this run has not seen", "the history it continues is stored on OpenAI's side and cannot be known: record the conversation from its first call"),
-    Refusal("openai.responses.prompt", PROVIDER, "request", "a stored prompt (the prompt field)", "the prompt is stored on OpenAI's side: its text cannot be known"),
-    Refusal("openai.responses.item_reference", PROVIDER, "request", "an item_reference input item", "the item is stored on OpenAI's side: its content cannot be known"),
-    Refusal("openai.responses.non_text", PROVIDER, "request", "non-text input (input_image, input_file, input_audio) in messages or tool outputs", "non-text content is not supported yet: only text is recorded"),
-    Refusal("openai.responses.refusal_history", PROVIDER, "request", "a refusal part in the history", "in the history it would be recorded as text"),
-    Refusal("openai.responses.tool_arguments", PROVIDER, "response", "function-call arguments that are not a JSON text, in a response or the history", "arguments are recorded parsed, as JSON; a replay could not give this text back"),
-    Refusal("openai.responses.annotations", PROVIDER, "response", "annotations or logprobs on output text", "not recorded"),
-    Refusal("openai.responses.refusal_mixed", PROVIDER, "response", "a refusal together with text, tool calls or a length stop", "a replay returns a refusal alone"),
-    Refusal("openai.responses.output_layout", PROVIDER, "response", "more than one message, or a message with more than one content part, or a message after a tool call, in one response", "a replay returns one message with one part, before the tool calls"),
-    Refusal("openai.responses.status", PROVIDER, "response", "a response whose status is not completed, or incomplete for a reason other than max_output_tokens, or that carries an error", "a replay gives completed, or incomplete for max_output_tokens (a length stop)"),
-    Refusal("openai.responses.unknown_item", PROVIDER, "response", "an output item of a type Blackbox does not record", "not recorded: a replay could not give it back"),
-)
-# fmt: on
-
-_ROWS = {r.id: r for r in REFUSALS}
-
-
-def refuse(row_id: str, field: str, value: Any = None) -> NoReturn:
-    """The BlackboxUnsupportedError of this codec's row ``row_id`` for ``field`` (a JSON path), naming its value."""
-    r = _ROWS[row_id]
-    shown = None if value is None else json.dumps(value, ensure_ascii=False)
-    raise BlackboxUnsupportedError(field, r.reason, provider=PROVIDER, value=shown)
-
-
 @dataclass(slots=True)
 class ResponsesRequest(DecodedRequest):
     """A decoded Responses request, with what its answer needs: the parent response id, the request's
@@ -149,62 +110,45 @@ class ResponsesRequest(DecodedRequest):
     echo: dict[str, Any] = field(default_factory=dict)
 
 
-# --- JSON -------------------------------------------------------------------------------
-
-
-def loads(body: bytes | str, what: str) -> Any:
-    return load_json(body, what, PROVIDER)
-
-
-def malformed(path: str, what: str) -> NoReturn:
-    raise BlackboxUnsupportedError(path, f"{what}; not a Responses API body Blackbox can read", provider=PROVIDER)
-
-
 def given(obj: dict[str, Any], key: str) -> bool:
     return obj.get(key) is not None
 
 
-# --- tools ----------------------------------------------------------------------------
-
-
-def decode_tools(raw: Any, path: str, prefix: str = "") -> list[dict[str, Any]]:
+def decode_tools(raw: Any, path: str, prefix: str = "") -> list[ToolDefinition]:
     """Tool definitions -> neutral ``{"name", "description"?, "inputSchema"}`` (hosted tools refused)."""
     if raw is None:
         return []
     if not isinstance(raw, list):
-        malformed(path, "tools is not a list")
-    out: list[dict[str, Any]] = []
+        REFUSALS.malformed(path, "tools is not a list")
+    out: list[ToolDefinition] = []
     for i, tool in enumerate(raw):
         where = f"{path}[{i}]"
         if not isinstance(tool, dict):
-            malformed(where, "a tool is not an object")
+            REFUSALS.malformed(where, "a tool is not an object")
         kind = tool.get("type")
         if not isinstance(kind, str):
-            malformed(f"{where}.type", "a tool's type is not a string")
+            REFUSALS.malformed(f"{where}.type", "a tool's type is not a string")
         if kind in HOSTED_TOOLS:
-            refuse("openai.responses.hosted_tool", f"{where}.type", kind)
+            REFUSALS.refuse("openai.responses.hosted_tool", f"{where}.type", kind)
         if kind in LOCAL_TOOLS:
-            refuse("openai.responses.local_tool", f"{where}.type", kind)
+            REFUSALS.refuse("openai.responses.local_tool", f"{where}.type", kind)
         if kind not in ("function", "custom", "namespace"):
-            malformed(f"{where}.type", f"unknown tool type {kind!r}")
+            REFUSALS.malformed(f"{where}.type", f"unknown tool type {kind!r}")
         name = tool.get("name")
         if not isinstance(name, str) or not name:
-            malformed(f"{where}.name", f"a {kind} tool without a name")
+            REFUSALS.malformed(f"{where}.name", f"a {kind} tool without a name")
         if kind == "namespace":
             out.extend(decode_tools(tool.get("tools"), f"{where}.tools", prefix=f"{prefix}{name}."))
             continue
-        entry: dict[str, Any] = {"name": prefix + name}
-        if given(tool, "description"):
-            entry["description"] = tool["description"]
         if kind == "function":
-            entry["inputSchema"] = tool["parameters"] if given(tool, "parameters") else dict(EMPTY_SCHEMA)
+            schema = tool["parameters"] if given(tool, "parameters") else dict(EMPTY_SCHEMA)
         else:
-            entry["inputSchema"] = {"type": "string", "format": tool["format"] if given(tool, "format") else dict(TEXT_FORMAT)}
-        out.append(entry)
+            schema = {"type": "string", "format": tool["format"] if given(tool, "format") else dict(TEXT_FORMAT)}
+        out.append(tool_definition(prefix + name, schema, tool.get("description")))
     return out
 
 
-def is_custom(tool: dict[str, Any]) -> bool:
+def is_custom(tool: Mapping[str, Any]) -> bool:
     schema = tool.get("inputSchema")
     return isinstance(schema, dict) and schema.get("type") == "string" and isinstance(schema.get("format"), dict)
 
@@ -257,18 +201,18 @@ def _text_of(content: Any, path: str, role: str) -> str:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
-        malformed(path, "content is neither a string nor a list of parts")
+        REFUSALS.malformed(path, "content is neither a string nor a list of parts")
     texts: list[str] = []
     for j, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
         if kind in ("input_text", "output_text", "text") and isinstance(part.get("text"), str):
             texts.append(part["text"])
         elif kind == "refusal" and role == "assistant":
-            refuse("openai.responses.refusal_history", f"{path}[{j}].type")
+            REFUSALS.refuse("openai.responses.refusal_history", f"{path}[{j}].type")
         elif kind in ("input_image", "input_file", "input_audio"):
-            refuse("openai.responses.non_text", f"{path}[{j}].type", kind)
+            REFUSALS.refuse("openai.responses.non_text", f"{path}[{j}].type", kind)
         else:
-            malformed(f"{path}[{j}]", f"a content part of type {kind!r}")
+            REFUSALS.malformed(f"{path}[{j}]", f"a content part of type {kind!r}")
     return "".join(texts)
 
 
@@ -277,14 +221,14 @@ def _output_text(output: Any, path: str) -> str:
         return output
     if isinstance(output, list):
         return _text_of(output, path, "tool")
-    malformed(path, "a tool output is neither a string nor a list of parts")
+    REFUSALS.malformed(path, "a tool output is neither a string nor a list of parts")
 
 
 def _tool_input(item: dict[str, Any], kind: str, path: str) -> Any:
     if kind == "custom_tool_call":
         raw = item.get("input")
         if not isinstance(raw, str):
-            malformed(f"{path}.input", "a custom_tool_call without a string input")
+            REFUSALS.malformed(f"{path}.input", "a custom_tool_call without a string input")
         return raw
     raw = item.get("arguments")
     if isinstance(raw, str):
@@ -292,7 +236,7 @@ def _tool_input(item: dict[str, Any], kind: str, path: str) -> Any:
             return json.loads(raw)
         except ValueError:
             pass
-    refuse("openai.responses.tool_arguments", f"{path}.arguments")
+    REFUSALS.refuse("openai.responses.tool_arguments", f"{path}.arguments")
 
 
 class _Transcript:
@@ -301,26 +245,28 @@ class _Transcript:
     def __init__(self, ids: CallIds) -> None:
         self.ids = ids
         self.system: list[str] = []
-        self.messages: list[dict[str, Any]] = []
-        self.tools: list[dict[str, Any]] = []
+        self.messages: list[Message] = []
+        self.tools: list[ToolDefinition] = []
         self.names: dict[str, str] = {}
         self.leading = True
-        self.turn: list[dict[str, Any]] | None = None  # the open assistant turn's parts
-        self.results: list[dict[str, Any]] | None = None  # the open tool-result turn's parts
+        self.turn: list[MessagePart] | None = None  # the open assistant turn's parts
+        self.results: list[MessagePart] | None = None  # the open tool-result turn's parts
 
     def close(self) -> None:
         if self.turn is not None:
-            parts: list[dict[str, Any]] = []
+            parts: list[MessagePart] = []
             for part in self.turn:
-                if part["type"] == "text" and parts and parts[-1]["type"] == "text":
-                    parts[-1] = {"type": "text", "text": parts[-1]["text"] + part["text"]}
+                last = parts[-1] if parts else None
+                if part["type"] == "text" and last is not None and last["type"] == "text":
+                    parts[-1] = {"type": "text", "text": last["text"] + part["text"]}
                 elif part["type"] != "text" or part["text"]:
                     parts.append(part)
-            content: Any = parts
-            if not parts:
+            content: str | list[MessagePart] = parts
+            first = parts[0] if parts else None
+            if first is None:
                 content = ""
-            elif len(parts) == 1 and parts[0]["type"] == "text":
-                content = parts[0]["text"]
+            elif len(parts) == 1 and first["type"] == "text":
+                content = first["text"]
             self.messages.append({"role": "assistant", "content": content})
         if self.results is not None:
             self.messages.append({"role": "user", "content": self.results})
@@ -329,7 +275,7 @@ class _Transcript:
     def message(self, item: dict[str, Any], path: str) -> None:
         role = item.get("role")
         if role not in ("user", "system", "developer", "assistant"):
-            malformed(f"{path}.role", f"unknown role {role!r}")
+            REFUSALS.malformed(f"{path}.role", f"unknown role {role!r}")
         text = _text_of(item.get("content"), f"{path}.content", role)
         if role in ("system", "developer") and self.leading:
             self.system.append(text)
@@ -347,9 +293,9 @@ class _Transcript:
     def call(self, item: dict[str, Any], kind: str, path: str) -> None:
         native, name = item.get("call_id"), item.get("name")
         if not isinstance(native, str) or not native:
-            malformed(f"{path}.call_id", f"a {kind} without a call_id")
+            REFUSALS.malformed(f"{path}.call_id", f"a {kind} without a call_id")
         if not isinstance(name, str) or not name:
-            malformed(f"{path}.name", f"a {kind} without a name")
+            REFUSALS.malformed(f"{path}.name", f"a {kind} without a name")
         if isinstance(item.get("namespace"), str) and item["namespace"]:
             name = f"{item['namespace']}.{name}"
         tool_input = _tool_input(item, kind, path)
@@ -363,7 +309,7 @@ class _Transcript:
     def result(self, item: dict[str, Any], kind: str, path: str) -> None:
         native = item.get("call_id")
         if not isinstance(native, str) or not native:
-            malformed(f"{path}.call_id", f"a {kind} without a call_id")
+            REFUSALS.malformed(f"{path}.call_id", f"a {kind} without a call_id")
         text = _output_text(item.get("output"), f"{path}.output")
         self.leading = False
         if self.results is None:
@@ -376,7 +322,7 @@ class _Transcript:
 
     def item(self, item: Any, path: str) -> None:
         if not isinstance(item, dict):
-            malformed(path, "an input item is not an object")
+            REFUSALS.malformed(path, "an input item is not an object")
         kind = item.get("type") or ("message" if "role" in item else None)
         if kind == "message":
             self.message(item, path)
@@ -389,16 +335,16 @@ class _Transcript:
         elif kind == "additional_tools":
             self.tools.extend(decode_tools(item.get("tools"), f"{path}.tools"))
         elif kind in HOSTED_ITEMS:
-            refuse("openai.responses.hosted_tool", f"{path}.type", kind)
+            REFUSALS.refuse("openai.responses.hosted_tool", f"{path}.type", kind)
         elif kind in LOCAL_ITEMS:
-            refuse("openai.responses.local_tool", f"{path}.type", kind)
+            REFUSALS.refuse("openai.responses.local_tool", f"{path}.type", kind)
         elif kind == "item_reference":
-            refuse("openai.responses.item_reference", f"{path}.type")
+            REFUSALS.refuse("openai.responses.item_reference", f"{path}.type")
         else:
-            malformed(f"{path}.type", f"unknown input item type {kind!r}")
+            REFUSALS.malformed(f"{path}.type", f"unknown input item type {kind!r}")
 
 
-def transcript(items: Iterable[tuple[str, Any]], ids: CallIds) -> tuple[list[str], list[dict[str, Any]], list[dict[str, Any]]]:
+def transcript(items: Iterable[tuple[str, Any]], ids: CallIds) -> tuple[list[str], list[Message], list[ToolDefinition]]:
     """(leading system texts, neutral messages, tools from additional_tools items) of ``(path, item)`` pairs."""
     t = _Transcript(ids)
     for path, item in items:

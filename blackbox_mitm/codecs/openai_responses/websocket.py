@@ -1,6 +1,6 @@
 """The Responses API over a WebSocket: ``GET /v1/responses`` upgraded, ``response.create`` messages, events as frames.
 
-The companion of ``openai_responses`` (its ``WEBSOCKET``), satisfying
+The WebSocket side of ``openai_responses`` (its ``WEBSOCKET``), satisfying
 ``websocket_base.WebSocketCodec``. What the API does on a socket (seen with
 Codex CLI 0.171, see docs/providers.md):
 

@@ -1,15 +1,5 @@
-"""The Responses API's answer side: neutral model_output -> a Response object or its SSE events, and streams back.
+"""Responses streams: a model_output as the API's whole SSE event sequence, and recorded events added up.
 
-Used by ``openai_responses`` (the registered codec, which re-exports these
-functions). Plain Python, no mitmproxy.
-
-* Synthesized ids are our own and derived from the answer, so the same answer
-  is the same bytes: ``resp_bb…``, ``msg_bb…``, ``fc_bb<N>`` / ``ctc_bb<N>`` item
-  ids and ``call_bb<N>`` call ids (``ids.served_id``, so the agent's echo maps
-  back to ``call-N``). Every served response is put in the run's store, so a
-  later ``previous_response_id`` naming it is resolved as in the recording.
-* The request's own settings (tools, tool_choice, instructions, text, ...) are
-  echoed the way the API echoes them; usage is zero.
 * A stream is the full sequence the SDKs accumulate: ``response.created``,
   ``response.in_progress``, per output item ``output_item.added`` / content part /
   deltas of ``FRAGMENT`` code points / ``.done`` events / ``output_item.done``, then
@@ -23,20 +13,20 @@ functions). Plain Python, no mitmproxy.
 
 from __future__ import annotations
 
-import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
-from blackbox_mitm.cassette.payloads import tool_calls_of
-from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, SseEvent, StreamIncomplete
-from blackbox_mitm.codecs.openai_responses_items import ResponsesRequest, dumps, is_custom, remember
+from blackbox_mitm.codecs.base import CallIds, DecodedRequest, SseEvent, StreamIncomplete
+from blackbox_mitm.codecs.common.jsonio import dumps
+from blackbox_mitm.codecs.openai_responses import FRAGMENT
+from blackbox_mitm.codecs.openai_responses.response import encode_response, response_head
 from blackbox_mitm.codecs.sse import format_sse
 
-__all__ = ["aggregate_stream", "encode_response", "encode_stream", "encode_stream_error", "is_stream_end"]
+__all__ = ["aggregate_stream", "encode_stream", "encode_stream_error", "is_stream_end"]
 
-FRAGMENT = 64
 FINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
 _PROGRESS = (
     "audio.delta audio.done audio.transcript.delta audio.transcript.done code_interpreter_call.completed "
@@ -54,141 +44,6 @@ _PROGRESS = (
     "steer.failed steer.pending web_search_call.completed web_search_call.in_progress web_search_call.searching"
 )
 KNOWN_EVENTS = frozenset({f"response.{name}" for name in _PROGRESS.split()} | FINAL_EVENTS | {"keepalive"})
-
-# Request fields the API echoes in its Response object, and what it says when they were not sent.
-_ECHOED: tuple[tuple[str, Any], ...] = (
-    ("instructions", None),
-    ("max_output_tokens", None),
-    ("max_tool_calls", None),
-    ("parallel_tool_calls", True),
-    ("previous_response_id", None),
-    ("prompt_cache_key", None),
-    ("reasoning", {"effort": None, "summary": None}),
-    ("safety_identifier", None),
-    ("store", True),
-    ("temperature", 1.0),
-    ("text", {"format": {"type": "text"}, "verbosity": "medium"}),
-    ("tool_choice", "auto"),
-    ("tools", []),
-    ("top_logprobs", 0),
-    ("top_p", 1.0),
-    ("truncation", "disabled"),
-    ("user", None),
-    ("metadata", {}),
-)
-
-
-def _zero_usage() -> dict[str, Any]:
-    return {
-        "input_tokens": 0,
-        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-        "output_tokens": 0,
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": 0,
-    }
-
-
-def _digest(*parts: Any) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:24]
-
-
-def _call_item(call: dict[str, Any], kinds: dict[str, bool], ids: CallIds) -> dict[str, Any]:
-    """A function_call or custom_tool_call item: custom when the request's tool of that name is, else by the input's kind."""
-    call_id, name, tool_input = call.get("toolCallId"), call.get("toolName"), call.get("toolInput")
-    if not isinstance(call_id, str) or not isinstance(name, str):
-        raise ValueError("a tool call in the model_output has no toolCallId or toolName")
-    served = ids.served_id(call_id, "call_")
-    suffix = served.removeprefix("call_bb")
-    namespace = None
-    if "." in name:
-        namespace, name = name.rsplit(".", 1)
-    item: dict[str, Any]
-    if kinds.get(call["toolName"], isinstance(tool_input, str)):
-        item = {"id": f"ctc_bb{suffix}", "type": "custom_tool_call", "status": "completed", "call_id": served, "name": name}
-        item["input"] = tool_input if isinstance(tool_input, str) else dumps(tool_input)
-    else:
-        item = {"id": f"fc_bb{suffix}", "type": "function_call", "status": "completed", "arguments": dumps(tool_input)}
-        item |= {"call_id": served, "name": name}
-    if namespace is not None:
-        item["namespace"] = namespace
-    return item
-
-
-def output_items(output: Any, request: DecodedRequest, ids: CallIds, response_id: str) -> tuple[list[dict[str, Any]], bool]:
-    """(the Response's output items, whether it stopped at the length limit) for a neutral model_output."""
-    if not isinstance(output, dict):
-        raise ValueError(f"a model_output must be an object, not {type(output).__name__}")
-    kind, stop = output.get("type"), output.get("stop")
-    text = output.get("text")
-    length = stop == STOP_LENGTH
-    status = "incomplete" if length else "completed"
-    msg_id = f"msg_bb{_digest(response_id, 'message')}"
-    if kind == "final_answer":
-        if not isinstance(text, str):
-            raise ValueError("a final_answer model_output has no text")
-        part: dict[str, Any] = (
-            {"type": "refusal", "refusal": text}
-            if stop == STOP_REFUSAL
-            else {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
-        )
-        return [{"id": msg_id, "type": "message", "status": status, "content": [part], "role": "assistant"}], length
-    if kind not in ("tool_calls", "tool_call"):
-        raise ValueError(f"not a model_output: type {kind!r}")
-    kinds = {str(t.get("name")): is_custom(t) for t in request.model_input.get("tools") or [] if isinstance(t, dict)}
-    items: list[dict[str, Any]] = []
-    if isinstance(text, str) and text:
-        items.append(
-            {
-                "id": msg_id,
-                "type": "message",
-                "status": "completed",
-                "content": [{"type": "output_text", "annotations": [], "logprobs": [], "text": text}],
-                "role": "assistant",
-            }
-        )
-    calls = tool_calls_of(output)
-    if not calls:
-        raise ValueError("a tool_calls model_output without calls")
-    items += [_call_item(call, kinds, ids) for call in calls]
-    return items, length
-
-
-def _head(request: DecodedRequest, response_id: str, created_ms: int, status: str) -> dict[str, Any]:
-    echo = request.echo if isinstance(request, ResponsesRequest) else {}
-    head: dict[str, Any] = {
-        "id": response_id,
-        "object": "response",
-        "created_at": created_ms // 1000,
-        "status": status,
-        "background": False,
-        "error": None,
-        "incomplete_details": None,
-        "model": request.model or "",
-        "output": [],
-    }
-    for key, default in _ECHOED:
-        value = echo.get(key)
-        head[key] = default if value is None else value
-    head["usage"] = None
-    return head
-
-
-def _response_id(output: Any, request: DecodedRequest, created_ms: int) -> str:
-    return f"resp_bb{_digest(created_ms, output, len(request.model_input.get('messages') or []), getattr(request, 'previous', None))}"
-
-
-def encode_response(output: dict[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]:
-    """A neutral model_output -> a Response object with our ids, the request's settings echoed and zero usage."""
-    response_id = _response_id(output, request, created_ms)
-    items, length = output_items(output, request, ids, response_id)
-    body = _head(request, response_id, created_ms, "incomplete" if length else "completed")
-    body["completed_at"] = None if length else created_ms // 1000
-    if length:
-        body["incomplete_details"] = {"reason": "max_output_tokens"}
-    body["output"] = items
-    body["usage"] = _zero_usage()
-    remember(ids, response_id, request, items, served=True)
-    return body
 
 
 class _Events:
@@ -235,10 +90,10 @@ def _stream_item(ev: _Events, index: int, item: dict[str, Any]) -> None:
     ev.add("response.output_item.done", output_index=index, item=item)
 
 
-def encode_stream(output: dict[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> bytes:
+def encode_stream(output: Mapping[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> bytes:
     """A neutral model_output -> the Response's whole SSE event sequence (see the module docstring)."""
     final = encode_response(output, request=request, ids=ids, created_ms=created_ms)
-    start = _head(request, final["id"], created_ms, "in_progress")
+    start = response_head(request, final["id"], created_ms, "in_progress")
     ev = _Events()
     ev.add("response.created", response=start)
     ev.add("response.in_progress", response=start)

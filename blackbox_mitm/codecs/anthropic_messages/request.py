@@ -1,0 +1,169 @@
+"""Messages requests -> the neutral ``model_input``; a fork's edited tool result written back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from blackbox_mitm.cassette.payloads import Message, MessagePart, ModelInput, ToolDefinition, ToolResultPart, ToolUsePart
+from blackbox_mitm.codecs.anthropic_messages import NAME, PARAMS, PROVIDER, REFUSALS, THINKING
+from blackbox_mitm.codecs.anthropic_messages.fields import block_kind, is_server_block, server_caller, text_of
+from blackbox_mitm.codecs.base import CallIds, DecodedRequest
+from blackbox_mitm.codecs.common.jsonio import dumps_bytes, load_object, loads_or_none
+from blackbox_mitm.errors import BlackboxUnsupportedError
+
+__all__ = ["decode_request", "rewrite_tool_result"]
+
+
+def decode_request(body: bytes, ids: CallIds, *, path: str = "", query: str = "") -> DecodedRequest:
+    """A Messages request body -> ``DecodedRequest`` holding the neutral ``model_input``."""
+    data = load_object(body, "request", PROVIDER)
+    if data.get("mcp_servers"):
+        REFUSALS.refuse("anthropic.server_tool", "mcp_servers")
+    model_input: ModelInput = {
+        "messages": _decode_messages(data.get("messages"), ids),
+        "tools": _decode_tools(data.get("tools")),
+    }
+    if "system" in data and data["system"] is not None:
+        model_input["systemPrompt"] = _joined_text(data["system"], "system")
+    model = data.get("model")
+    if isinstance(model, str):
+        model_input["model"] = model
+    stream = data.get("stream") is True
+    params = {neutral: data[native] for native, neutral in PARAMS if data.get(native) is not None}
+    if stream:
+        params["stream"] = True
+    if params:
+        model_input["params"] = params
+    return DecodedRequest(NAME, model_input, model=model if isinstance(model, str) else None, stream=stream)
+
+
+def _decode_messages(messages: Any, ids: CallIds) -> list[Message]:
+    if not isinstance(messages, list):
+        raise BlackboxUnsupportedError("messages", "expected a list of messages", provider=PROVIDER)
+    names: dict[str, str] = {}  # tool_use id -> tool name, from this history
+    out: list[Message] = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise BlackboxUnsupportedError(f"messages[{i}]", "expected a message object", provider=PROVIDER)
+        content = message.get("content")
+        if isinstance(content, str):
+            decoded: str | list[MessagePart] = content
+        elif isinstance(content, list):
+            decoded = _decode_blocks(content, f"messages[{i}].content", ids, names)
+        else:
+            raise BlackboxUnsupportedError(f"messages[{i}].content", "expected a string or a list of content blocks", provider=PROVIDER)
+        role: Any = message.get("role")  # as sent (the API refuses a message without one)
+        out.append({"role": role, "content": decoded})
+    return out
+
+
+def _decode_blocks(blocks: list[Any], path: str, ids: CallIds, names: dict[str, str]) -> str | list[MessagePart]:
+    parts: list[MessagePart] = []
+    for j, block in enumerate(blocks):
+        where = f"{path}[{j}]"
+        kind = block_kind(block)
+        if kind == "text":
+            text = text_of(block, where)
+            last = parts[-1] if parts else None
+            if last is not None and last["type"] == "text":
+                last["text"] += text
+            else:
+                parts.append({"type": "text", "text": text})
+        elif kind in THINKING:
+            continue
+        elif kind == "tool_use":
+            parts.append(_decode_tool_use(block, where, ids, names))
+        elif kind == "tool_result":
+            parts.append(_decode_tool_result(block, where, ids, names))
+        elif is_server_block(kind):
+            REFUSALS.refuse("anthropic.server_tool", where)
+        else:
+            REFUSALS.refuse("anthropic.image_content", where)
+    parts = [p for p in parts if p["type"] != "text" or p["text"]]
+    if not parts:
+        return ""
+    first = parts[0]
+    if len(parts) == 1 and first["type"] == "text":
+        return first["text"]
+    return parts
+
+
+def _decode_tool_use(block: dict[str, Any], where: str, ids: CallIds, names: dict[str, str]) -> ToolUsePart:
+    native, name = block.get("id"), block.get("name")
+    if not isinstance(native, str) or not isinstance(name, str):
+        raise BlackboxUnsupportedError(where, "a tool_use block needs a string id and name", provider=PROVIDER)
+    if server_caller(block):
+        REFUSALS.refuse("anthropic.server_tool", f"{where}.caller")
+    names[native] = name
+    return {"type": "tool_use", "toolCallId": ids.neutral(native, name), "toolName": name, "toolInput": block.get("input")}
+
+
+def _decode_tool_result(block: dict[str, Any], where: str, ids: CallIds, names: dict[str, str]) -> ToolResultPart:
+    native = block.get("tool_use_id")
+    if not isinstance(native, str):
+        raise BlackboxUnsupportedError(f"{where}.tool_use_id", "a tool_result block needs a string tool_use_id", provider=PROVIDER)
+    name = names.get(native)
+    call_id = ids.neutral(native, name)
+    if name is None:
+        name = ids.name_of(call_id) or ""
+    content = block.get("content")
+    value = "" if content is None else _joined_text(content, f"{where}.content")
+    if block.get("is_error") is True:
+        return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "error": value}
+    return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": value}
+
+
+def _decode_tools(tools: Any) -> list[ToolDefinition]:
+    if tools is None:
+        return []
+    if not isinstance(tools, list):
+        raise BlackboxUnsupportedError("tools", "expected a list of tools", provider=PROVIDER)
+    out: list[ToolDefinition] = []
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise BlackboxUnsupportedError(f"tools[{i}]", "expected a tool object", provider=PROVIDER)
+        if tool.get("type") not in (None, "custom"):
+            REFUSALS.refuse("anthropic.server_tool", f"tools[{i}].type")
+        if tool.get("strict") is True:
+            REFUSALS.refuse("anthropic.strict_tool", f"tools[{i}].strict")
+        if not isinstance(tool.get("name"), str) or "input_schema" not in tool:
+            raise BlackboxUnsupportedError(f"tools[{i}]", "a client tool needs a name and an input_schema", provider=PROVIDER)
+        neutral: ToolDefinition = {"name": tool["name"], "inputSchema": tool["input_schema"]}
+        if "description" in tool:  # kept even when null: it was sent
+            neutral = {"name": tool["name"], "description": tool["description"], "inputSchema": tool["input_schema"]}
+        out.append(neutral)
+    return out
+
+
+def _joined_text(value: Any, path: str) -> str:
+    """A string, or text blocks joined with "" (how text is split into blocks is not compared)."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        raise BlackboxUnsupportedError(path, "expected a string or a list of text blocks", provider=PROVIDER)
+    texts = []
+    for k, block in enumerate(value):
+        if not isinstance(block, dict) or block.get("type") != "text":
+            REFUSALS.refuse("anthropic.image_content", f"{path}[{k}]")
+        texts.append(text_of(block, f"{path}[{k}]"))
+    return "".join(texts)
+
+
+def rewrite_tool_result(body: bytes, ids: CallIds, call_id: str, text: str) -> bytes | None:
+    """A fork's edited tool result: what the model sees for ``call_id`` becomes ``text``.
+
+    Every tool_result block answering that call in the request's history gets the
+    new content, and loses ``is_error`` (a replacement is a result). None when the
+    request carries no such block, or is not a JSON object.
+    """
+    data = loads_or_none(body)
+    messages = data.get("messages") if isinstance(data, dict) else None
+    changed = False
+    for message in messages if isinstance(messages, list) else []:
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_result" and ids.lookup(str(block.get("tool_use_id"))) == call_id:
+                block["content"] = text
+                block.pop("is_error", None)
+                changed = True
+    return dumps_bytes(data, allow_nan=False) if changed else None

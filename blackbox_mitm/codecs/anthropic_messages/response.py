@@ -1,0 +1,192 @@
+"""Messages answers: a Message -> the neutral ``model_output`` and back; errors; ``fork --response``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from blackbox_mitm.cassette.payloads import ModelOutput, ToolCall, output_text, tool_calls_of
+from blackbox_mitm.codecs.anthropic_messages import PROVIDER, REFUSALS, THINKING
+from blackbox_mitm.codecs.anthropic_messages.fields import block_kind, is_server_block, server_caller, text_of
+from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse
+from blackbox_mitm.codecs.common.ids import digest
+from blackbox_mitm.codecs.common.jsonio import dumps, dumps_bytes, load_object
+from blackbox_mitm.errors import BlackboxUnsupportedError
+
+__all__ = ["blocks_of", "decode_response", "encode_error", "encode_response", "message_head", "normalize_answer", "stop_reason_of"]
+
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+
+
+def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> ModelOutput:
+    """A Message body (or the object ``aggregate_stream`` built) -> the neutral ``model_output``."""
+    data = dict(body) if isinstance(body, Mapping) else load_object(body, "response", PROVIDER)
+    content = data.get("content")
+    if not isinstance(content, list):
+        raise BlackboxUnsupportedError("content", "expected a list of content blocks", provider=PROVIDER)
+    for i, block in enumerate(content):
+        kind = block_kind(block)
+        if is_server_block(kind):
+            REFUSALS.refuse("anthropic.server_tool_response", f"content[{i}]")
+        if kind not in ("text", "tool_use", *THINKING):
+            REFUSALS.refuse("anthropic.unknown_block", f"content[{i}]")
+    stop_reason = data.get("stop_reason")
+    if stop_reason == "refusal":
+        REFUSALS.refuse("anthropic.refusal", "stop_reason", stop_reason)
+    if stop_reason == "stop_sequence":
+        REFUSALS.refuse("anthropic.stop_sequence", "stop_reason", stop_reason)
+    if stop_reason == "model_context_window_exceeded":
+        REFUSALS.refuse("anthropic.context_window", "stop_reason", stop_reason)
+    if stop_reason not in ("end_turn", "tool_use", "max_tokens"):
+        REFUSALS.refuse("anthropic.pause_turn", "stop_reason", stop_reason)
+    for key in ("stop_details", "container"):
+        if data.get(key) is not None:
+            REFUSALS.refuse("anthropic.citations", key)
+
+    text: str | None = None
+    tool_uses: list[tuple[dict[str, Any], str]] = []
+    for i, block in enumerate(content):
+        if block["type"] == "text":
+            if block.get("citations"):
+                REFUSALS.refuse("anthropic.citations", f"content[{i}].citations")
+            value = text_of(block, f"content[{i}]")
+            if not value:
+                continue
+            if text is not None or tool_uses:
+                REFUSALS.refuse("anthropic.text_blocks", f"content[{i}]")
+            text = value
+        elif block["type"] == "tool_use":
+            if server_caller(block):
+                REFUSALS.refuse("anthropic.server_tool_response", f"content[{i}].caller")
+            name = block.get("name")
+            if not isinstance(name, str):
+                raise BlackboxUnsupportedError(f"content[{i}].name", "a tool_use block needs a string name", provider=PROVIDER)
+            tool_uses.append((block, name))
+    if (tool_uses and stop_reason == "end_turn") or (not tool_uses and stop_reason == "tool_use"):
+        REFUSALS.refuse("anthropic.tool_use_stop", "stop_reason", stop_reason)
+    # call-N ids are handed out only once nothing is refused, in the order the model emitted them.
+    output = _output(text, [_new_call(block, name, block.get("input"), ids) for block, name in tool_uses])
+    if stop_reason == "max_tokens":
+        output["stop"] = STOP_LENGTH
+    return output
+
+
+def _new_call(block: dict[str, Any], name: str, tool_input: Any, ids: CallIds) -> ToolCall:
+    """A tool call the model just made: it gets the run's next ``call-N``."""
+    native = block.get("id")
+    return {"toolCallId": ids.assign(native if isinstance(native, str) else None, name), "toolName": name, "toolInput": tool_input}
+
+
+def _output(text: str | None, calls: list[ToolCall]) -> ModelOutput:
+    if not calls:
+        return {"type": "final_answer", "text": text or ""}
+    output: ModelOutput = {"type": "tool_calls", "calls": calls}
+    if text:
+        output["text"] = text
+    return output
+
+
+def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]:
+    """A neutral ``model_output`` -> a Message body every SDK accepts."""
+    message = message_head(output, request, created_ms)
+    message["content"] = blocks_of(output, ids)
+    message["stop_reason"] = stop_reason_of(output)
+    return message
+
+
+def encode_error(message: str, *, status: int = 400, error_type: str | None = None) -> ErrorResponse:
+    """An Anthropic-shaped error the SDKs raise at once (``x-should-retry: false``)."""
+    kind = error_type or _ERROR_TYPES.get(status) or ("api_error" if status >= 500 else "invalid_request_error")
+    request_id = "req_bb" + digest(f"{status}\0{kind}\0{message}")
+    body = {"type": "error", "error": {"type": kind, "message": message}, "request_id": request_id}
+    headers = {"content-type": "application/json", "x-should-retry": "false", "request-id": request_id}
+    return ErrorResponse(status=status, headers=headers, body=dumps_bytes(body, allow_nan=False))
+
+
+def message_head(output: Mapping[str, Any], request: DecodedRequest, created_ms: int) -> dict[str, Any]:
+    return {
+        "id": f"msg_bb{digest(dumps(output, allow_nan=False) + f'\0{created_ms}')}",
+        "type": "message",
+        "role": "assistant",
+        "model": request.model or "",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "stop_details": None,
+        "container": None,
+        "usage": {"input_tokens": 0, "output_tokens": 0},
+    }
+
+
+def blocks_of(output: Mapping[str, Any], ids: CallIds) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    text = output_text(output)
+    if text:
+        blocks.append({"type": "text", "text": text})
+    for call in tool_calls_of(output):
+        call_id = str(call.get("toolCallId"))
+        served = ids.served_id(call_id, "toolu_")
+        blocks.append({"type": "tool_use", "id": served, "name": call.get("toolName"), "input": call.get("toolInput")})
+    return blocks
+
+
+def stop_reason_of(output: Mapping[str, Any]) -> str:
+    stop = output.get("stop")
+    if stop == STOP_LENGTH:
+        return "max_tokens"
+    if stop == STOP_REFUSAL:
+        return "refusal"
+    return "tool_use" if tool_calls_of(output) else "end_turn"
+
+
+def normalize_answer(answer: Any, ids: CallIds) -> ModelOutput | None:
+    """A user-written Anthropic answer -> a neutral ``model_output``; None when it is not an Anthropic shape.
+
+    Accepted: a list of content blocks, one block, ``{"content": [blocks]}`` (with or
+    without ``"role": "assistant"``), or a whole Message body. Text blocks are joined
+    and come before the tool calls; thinking blocks are dropped.
+    """
+    stop_reason = None
+    if isinstance(answer, dict) and answer.get("type") in ("text", "tool_use"):
+        blocks: Any = [answer]
+    elif isinstance(answer, dict):
+        if "choices" in answer or "tool_calls" in answer or not isinstance(answer.get("content"), list):
+            return None
+        if answer.get("role", "assistant") != "assistant":
+            return None
+        blocks = answer["content"]
+        stop_reason = answer.get("stop_reason")
+    elif isinstance(answer, list):
+        if not all(isinstance(b, dict) and "type" in b for b in answer):
+            return None  # not content blocks (another provider's list of parts)
+        blocks = answer
+    else:
+        return None
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for i, block in enumerate(blocks):
+        kind = block_kind(block)
+        if kind == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif kind == "tool_use" and isinstance(block.get("name"), str):
+            calls.append(_new_call(block, block["name"], block.get("input", {}), ids))
+        elif kind not in THINKING:
+            raise ValueError(f"content[{i}]: an answer holds text and tool_use blocks (with a string text / name), got {block!r}")
+    text = "".join(texts)
+    if not text and not calls:
+        raise ValueError("the answer holds neither text nor a tool call")
+    output = _output(text, calls)
+    if stop_reason == "max_tokens":
+        output["stop"] = STOP_LENGTH
+    return output

@@ -1,0 +1,67 @@
+"""The codecs' one JSON module: bodies read with a clear error, written the way the SDKs write them.
+
+Written JSON is compact with raw UTF-8 and the key order kept. A lone surrogate
+(``json.loads`` makes one from ``"\\ud800"``) cannot be UTF-8: a value holding
+one is written with ``\\u`` escapes instead, so a body is always valid UTF-8.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+
+from blackbox_mitm.errors import BlackboxUnsupportedError
+
+__all__ = ["dumps", "dumps_bytes", "load_object", "loads", "loads_or_none"]
+
+_KINDS: dict[type, str] = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean", type(None): "null"}
+
+
+def dumps(value: Any, *, allow_nan: bool = True, spaced: bool = False) -> str:
+    """Compact JSON text, raw UTF-8 unless a lone surrogate forces ``\\u`` escapes.
+
+    ``spaced``: with ``", "`` and ``": "`` between items, as Google's API writes its errors.
+    """
+    separators = (", ", ": ") if spaced else (",", ":")
+    text = json.dumps(value, ensure_ascii=False, separators=separators, allow_nan=allow_nan)
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=separators, allow_nan=allow_nan)
+    return text
+
+
+def dumps_bytes(value: Any, *, allow_nan: bool = True) -> bytes:
+    """``dumps`` as the UTF-8 bytes of a body."""
+    return dumps(value, allow_nan=allow_nan).encode()
+
+
+def loads(body: bytes | str, what: str, provider: str) -> Any:
+    """A request or response body parsed; a body that is not JSON is a ``BlackboxUnsupportedError`` naming it."""
+    try:
+        return orjson.loads(body)  # fast; what it refuses (lone surrogates, deep nesting, ...) gets the stdlib's say
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError; RecursionError: nested past the parser's depth
+        raise BlackboxUnsupportedError("body", f"the {what} body is not JSON ({exc})", provider=provider) from exc
+
+
+def load_object(body: bytes | str, what: str, provider: str) -> dict[str, Any]:
+    """``loads``, and the body must be a JSON object."""
+    data = loads(body, what, provider)
+    if not isinstance(data, dict):
+        found = _KINDS.get(type(data), type(data).__name__)
+        raise BlackboxUnsupportedError("body", f"the {what} body is {found}: expected a JSON object", provider=provider)
+    return data
+
+
+def loads_or_none(body: bytes | str) -> Any:
+    """The parsed body, or None when it is not JSON (a fork edit leaves such a body alone)."""
+    try:
+        return loads(body, "request", "")
+    except BlackboxUnsupportedError:
+        return None

@@ -1,0 +1,66 @@
+"""The chat-completions wire readers the request and response sides share."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from blackbox_mitm.codecs.openai_chat import REFUSALS
+
+__all__ = ["function_call", "given", "refusal_text", "text_of"]
+
+
+def given(obj: dict[str, Any], key: str) -> bool:
+    return obj.get(key) is not None
+
+
+def refusal_text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def text_of(content: Any, path: str, *, assistant: bool = False) -> str:
+    """A message's text: a string as is, text parts joined with ``""``; anything else is refused."""
+    if isinstance(content, str):
+        return content
+    if content is None and assistant:
+        return ""
+    if not isinstance(content, list):
+        REFUSALS.malformed(path, "content is neither a string nor a list of parts")
+    texts: list[str] = []
+    for j, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text" and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif kind == "refusal" and assistant:
+            REFUSALS.refuse("openai.refusal_history", f"{path}[{j}].type")
+        elif isinstance(kind, str) and kind != "text":
+            REFUSALS.refuse("openai.image_content", f"{path}[{j}].type")
+        else:
+            REFUSALS.malformed(f"{path}[{j}]", "a content part is not a text part")
+    return "".join(texts)
+
+
+def _arguments(raw: Any, path: str) -> Any:
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            pass
+    REFUSALS.refuse("openai.tool_arguments", path)
+
+
+def function_call(call: Any, path: str) -> tuple[str | None, str, Any]:
+    """(native id, name, parsed arguments) of one function tool call, in a response or the history."""
+    if not isinstance(call, dict):
+        REFUSALS.malformed(path, "a tool call is not an object")
+    if (call.get("type") or "function") != "function":
+        REFUSALS.refuse("openai.custom_tool_call", f"{path}.type")
+    fn = call.get("function")
+    if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+        REFUSALS.malformed(f"{path}.function", "a tool call without a function name")
+    native = call.get("id")
+    return (
+        (native if isinstance(native, str) and native else None),
+        fn["name"],
+        _arguments(fn.get("arguments"), f"{path}.function.arguments"),
+    )

@@ -1,0 +1,226 @@
+"""Chat-completions answers: a chat.completion -> the neutral ``model_output`` and back; errors; ``fork --response``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from blackbox_mitm.cassette.payloads import ModelOutput, tool_calls_of
+from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse
+from blackbox_mitm.codecs.common.ids import answer_key, digest
+from blackbox_mitm.codecs.common.jsonio import dumps, loads
+from blackbox_mitm.codecs.openai_chat import PROVIDER, REFUSALS
+from blackbox_mitm.codecs.openai_chat.fields import function_call, given, refusal_text
+
+__all__ = ["completion_id", "decode_response", "encode_error", "encode_response", "message_of", "normalize_answer", "zero_usage"]
+
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    409: "conflict_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+}
+
+
+def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> ModelOutput:
+    """A chat.completion body (or the object ``aggregate_stream`` built) -> its neutral ``model_output``."""
+    resp = dict(body) if isinstance(body, Mapping) else loads(body, "response", PROVIDER)
+    choices = resp.get("choices") if isinstance(resp, dict) else None
+    if not isinstance(choices, list) or not choices:
+        REFUSALS.malformed("choices", "a response without choices")
+    if len(choices) > 1:
+        REFUSALS.refuse("openai.choices", "choices")
+    choice = choices[0]
+    message = choice.get("message") if isinstance(choice, dict) else None
+    if not isinstance(message, dict):
+        REFUSALS.malformed("choices[0].message", "a choice without a message")
+    at = "choices[0].message"
+    if given(choice, "logprobs"):
+        REFUSALS.refuse("openai.logprobs_response", "choices[0].logprobs")
+    if message.get("annotations"):
+        REFUSALS.refuse("openai.logprobs_response", f"{at}.annotations")
+    if given(message, "audio"):
+        REFUSALS.refuse("openai.audio_response", f"{at}.audio")
+    if given(message, "function_call"):
+        REFUSALS.refuse("openai.function_call_message", f"{at}.function_call")
+    finish = choice.get("finish_reason")
+    if finish == "content_filter":
+        REFUSALS.refuse("openai.content_filter", "choices[0].finish_reason", finish)
+    content = message.get("content")
+    if content is not None and not isinstance(content, str):
+        REFUSALS.malformed(f"{at}.content", "content is neither a string nor null")
+    raw_calls = message.get("tool_calls") or []
+    if not isinstance(raw_calls, list):
+        REFUSALS.malformed(f"{at}.tool_calls", "tool_calls is not a list")
+    calls = [function_call(call, f"{at}.tool_calls[{j}]") for j, call in enumerate(raw_calls)]
+
+    refusal = refusal_text(message.get("refusal"))
+    if refusal is not None:
+        if content:
+            REFUSALS.refuse("openai.content_and_refusal", f"{at}.content")
+        if calls:
+            REFUSALS.refuse("openai.refusal_mixed", f"{at}.tool_calls")
+        if finish != "stop":
+            REFUSALS.refuse("openai.refusal_mixed", "choices[0].finish_reason", finish)
+        return {"type": "final_answer", "text": refusal, "stop": STOP_REFUSAL}
+
+    if calls:
+        if finish not in ("tool_calls", "length"):
+            REFUSALS.refuse("openai.tool_calls_finish", "choices[0].finish_reason", finish)
+        if content == "":
+            REFUSALS.refuse("openai.null_content", f"{at}.content")
+        out: ModelOutput = {
+            "type": "tool_calls",
+            "calls": [{"toolCallId": ids.assign(native, name), "toolName": name, "toolInput": args} for native, name, args in calls],
+        }
+        if content:
+            out["text"] = content
+    else:
+        if content is None:
+            REFUSALS.refuse("openai.null_content", f"{at}.content")
+        if finish not in ("stop", "length"):
+            REFUSALS.refuse("openai.finish_reason", "choices[0].finish_reason", finish)
+        out = {"type": "final_answer", "text": content}
+    if finish == "length":
+        out["stop"] = STOP_LENGTH
+    return out
+
+
+def completion_id(output: Mapping[str, Any], created_ms: int) -> str:
+    return f"chatcmpl-bb{digest(answer_key(output, created_ms))}"
+
+
+def message_of(output: Any, ids: CallIds) -> tuple[str | None, str | None, list[dict[str, Any]], str]:
+    """(content, refusal, wire tool calls, finish_reason) for a neutral model_output."""
+    if not isinstance(output, dict):
+        raise ValueError(f"a model_output must be an object, not {type(output).__name__}")
+    kind, stop = output.get("type"), output.get("stop")
+    if kind == "final_answer":
+        text = output.get("text")
+        if not isinstance(text, str):
+            raise ValueError("a final_answer model_output has no text")
+        if stop == STOP_REFUSAL:
+            return None, text, [], "stop"
+        return text, None, [], STOP_LENGTH if stop == STOP_LENGTH else "stop"
+    if kind in ("tool_calls", "tool_call"):
+        calls: list[dict[str, Any]] = []
+        for call in tool_calls_of(output):
+            call_id, name = call.get("toolCallId"), call.get("toolName")
+            if not isinstance(call_id, str) or not isinstance(name, str):
+                raise ValueError("a tool call in the model_output has no toolCallId or toolName")
+            served = ids.served_id(call_id, "call_")
+            calls.append({"id": served, "type": "function", "function": {"name": name, "arguments": dumps(call.get("toolInput"))}})
+        if not calls:
+            raise ValueError("a tool_calls model_output without calls")
+        text = output.get("text")
+        return (text if isinstance(text, str) and text else None), None, calls, STOP_LENGTH if stop == STOP_LENGTH else "tool_calls"
+    raise ValueError(f"not a model_output: type {kind!r}")
+
+
+def zero_usage() -> dict[str, Any]:
+    return {
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "total_tokens": 0,
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": 0,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    }
+
+
+def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]:
+    """A neutral model_output -> a chat.completion body with our ids, the request's model and zero usage."""
+    content, refusal, calls, finish = message_of(output, ids)
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal, "annotations": []}
+    if calls:
+        message["tool_calls"] = calls
+    return {
+        "id": completion_id(output, created_ms),
+        "object": "chat.completion",
+        "created": created_ms // 1000,
+        "model": request.model or "",
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+        "usage": zero_usage(),
+    }
+
+
+def encode_error(message: str, *, status: int = 400, error_type: str | None = None) -> ErrorResponse:
+    """An OpenAI-shaped error the SDKs raise as their status's error class, and never retry."""
+    kind = error_type or _ERROR_TYPES.get(status) or ("server_error" if status >= 500 else "invalid_request_error")
+    text = dumps({"error": {"message": message, "type": kind, "param": None, "code": "blackbox"}})
+    request_id = "req_bb" + digest(f"{text}\0{status}")
+    headers = {"content-type": "application/json", "x-should-retry": "false", "x-request-id": request_id}
+    return ErrorResponse(status=status, headers=headers, body=text.encode())
+
+
+def normalize_answer(answer: Any, ids: CallIds) -> ModelOutput | None:
+    """An OpenAI-shaped answer for ``fork --response`` -> a neutral model_output with fresh call-N ids.
+
+    Accepts an assistant message (``{"content", "tool_calls"}``, with or without
+    ``role``) or a whole chat.completion body. Returns None for any other shape,
+    so that another codec can try; raises ValueError when it holds neither text
+    nor a tool call. ``arguments`` may be a JSON string or the value itself.
+    """
+    if not isinstance(answer, dict) or "type" in answer:
+        return None
+    finish = None
+    if "choices" in answer:
+        choices = answer["choices"]
+        if not isinstance(choices, list) or len(choices) != 1 or not isinstance(choices[0], dict):
+            raise ValueError("an answer with choices must have exactly one choice")
+        message, finish = choices[0].get("message"), choices[0].get("finish_reason")
+        if not isinstance(message, dict):
+            raise ValueError("the answer's choice has no message")
+    elif any(key in answer for key in ("content", "tool_calls", "refusal")):
+        message = answer
+    else:
+        return None
+    if message.get("role", "assistant") != "assistant":
+        raise ValueError(f"an answer is an assistant message, not role {message.get('role')!r}")
+    content = message.get("content")
+    if isinstance(content, list):
+        if any(not isinstance(p, dict) or p.get("type") != "text" for p in content):
+            return None  # blocks such as tool_use: not an OpenAI message
+        content = "".join(str(p.get("text", "")) for p in content)
+    elif content is not None and not isinstance(content, str):
+        raise ValueError("the answer's content must be a string")
+    calls = [_answer_call(call) for call in message.get("tool_calls") or []]
+    refusal = refusal_text(message.get("refusal"))
+    out: ModelOutput
+    if calls:
+        out = {
+            "type": "tool_calls",
+            "calls": [{"toolCallId": ids.assign(None, name), "toolName": name, "toolInput": args} for name, args in calls],
+        }
+        if content:
+            out["text"] = content
+    elif refusal is not None and not content:
+        return {"type": "final_answer", "text": refusal, "stop": STOP_REFUSAL}
+    elif content is not None:
+        out = {"type": "final_answer", "text": content}
+    else:
+        raise ValueError("the answer holds neither text nor a tool call")
+    if finish == "length":
+        out["stop"] = STOP_LENGTH
+    return out
+
+
+def _answer_call(call: Any) -> tuple[str, Any]:
+    fn = call.get("function", call) if isinstance(call, dict) else None
+    if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+        raise ValueError("a tool call in the answer needs function.name")
+    args = fn.get("arguments", {})
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError as exc:
+            raise ValueError(f"the arguments of tool call {fn['name']!r} are not JSON: {exc}") from exc
+    return fn["name"], args

@@ -1,0 +1,161 @@
+"""Chat-completions streams: a model_output as ``chat.completion.chunk`` events, and a recorded stream added up."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from blackbox_mitm.codecs.base import CallIds, DecodedRequest, SseEvent, StreamIncomplete
+from blackbox_mitm.codecs.common.jsonio import dumps
+from blackbox_mitm.codecs.openai_chat import FRAGMENT
+from blackbox_mitm.codecs.openai_chat.response import completion_id, message_of, zero_usage
+from blackbox_mitm.codecs.sse import format_sse
+
+__all__ = ["aggregate_stream", "encode_stream", "encode_stream_error", "is_stream_end"]
+
+
+def _pieces(text: str) -> list[str]:
+    return [text[i : i + FRAGMENT] for i in range(0, len(text), FRAGMENT)]
+
+
+def encode_stream(output: Mapping[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> bytes:
+    """A neutral model_output -> a ``chat.completion.chunk`` SSE body ending in ``data: [DONE]``."""
+    content, refusal, calls, finish = message_of(output, ids)
+    head = {
+        "id": completion_id(output, created_ms),
+        "object": "chat.completion.chunk",
+        "created": created_ms // 1000,
+        "model": request.model or "",
+    }
+    usage: dict[str, Any] = {"usage": None} if request.include_usage else {}
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}], **usage}
+
+    # "" in the first delta, not null, is what makes an accumulator's content a string.
+    chunks = [chunk({"role": "assistant", "content": None if content is None else "", "refusal": None if refusal is None else ""})]
+    chunks += [chunk({"content": piece}) for piece in _pieces(content or "")]
+    chunks += [chunk({"refusal": piece}) for piece in _pieces(refusal or "")]
+    for k, call in enumerate(calls):
+        fn = call["function"]
+        # id, type and name exactly once: accumulators concatenate every string they see again.
+        chunks.append(
+            chunk({"tool_calls": [{"index": k, "id": call["id"], "type": "function", "function": {"name": fn["name"], "arguments": ""}}]})
+        )
+        chunks += [chunk({"tool_calls": [{"index": k, "function": {"arguments": piece}}]}) for piece in _pieces(fn["arguments"])]
+    chunks.append(chunk({}, finish))
+    if request.include_usage:
+        chunks.append({**head, "choices": [], "usage": zero_usage()})
+    return format_sse([*(SseEvent(None, dumps(c)) for c in chunks), SseEvent(None, "[DONE]")])
+
+
+def encode_stream_error(message: str) -> bytes:
+    """The in-stream error the SDK raises as an ``APIError``: a ``data:`` line carrying ``{"error": …}``."""
+    error = {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": "blackbox"}}
+    return format_sse([SseEvent(None, dumps(error))])
+
+
+def _new_choice(index: int) -> dict[str, Any]:
+    return {
+        "index": index,
+        "message": {"role": "assistant", "content": None, "refusal": None},
+        "calls": {},
+        "logprobs": None,
+        "finish_reason": None,
+    }
+
+
+def _merge_choice(state: dict[str, Any], choice: dict[str, Any]) -> None:
+    delta = choice.get("delta") or {}
+    message = state["message"]
+    for key in ("content", "refusal"):
+        if isinstance(delta.get(key), str):
+            message[key] = (message[key] or "") + delta[key]
+    for key in ("audio", "function_call"):  # kept only so that decode_response refuses them
+        if delta.get(key) is not None:
+            message.setdefault(key, delta[key])
+    if delta.get("annotations"):
+        message.setdefault("annotations", []).extend(delta["annotations"])
+    for fragment in delta.get("tool_calls") or []:
+        entry = state["calls"].setdefault(fragment.get("index", 0), {"id": None, "type": None, "function": {"name": None, "arguments": ""}})
+        for key in ("id", "type"):
+            if entry[key] is None and fragment.get(key):
+                entry[key] = fragment[key]
+        fn = fragment.get("function") or {}
+        if entry["function"]["name"] is None and fn.get("name"):
+            entry["function"]["name"] = fn["name"]
+        if isinstance(fn.get("arguments"), str):
+            entry["function"]["arguments"] += fn["arguments"]
+    logprobs = choice.get("logprobs")
+    if logprobs is not None:
+        merged = state["logprobs"] = state["logprobs"] or {}
+        for key, value in logprobs.items() if isinstance(logprobs, dict) else [("content", logprobs)]:
+            if isinstance(value, list):
+                merged[key] = (merged.get(key) or []) + value
+            else:
+                merged.setdefault(key, value)
+    if choice.get("finish_reason"):
+        state["finish_reason"] = choice["finish_reason"]
+
+
+def is_stream_end(event: SseEvent) -> bool:
+    """``data: [DONE]``, or an error chunk: no later event counts (``aggregate_stream`` names the error)."""
+    data = event.data.strip()
+    if event.event == "error" or data == "[DONE]":
+        return True
+    if not (data.startswith("{") and '"error"' in data):
+        return False
+    try:
+        return isinstance(orjson.loads(data).get("error"), dict)
+    except (orjson.JSONDecodeError, AttributeError):
+        return False
+
+
+def aggregate_stream(events: list[SseEvent]) -> dict[str, Any]:
+    """A recorded chunk stream -> the equivalent non-streaming chat.completion object."""
+    head: dict[str, Any] = {}
+    states: dict[int, dict[str, Any]] = {}
+    usage: Any = None
+    done = False
+    for n, event in enumerate(events):
+        data = event.data.strip()
+        if data.startswith("[DONE]"):
+            done = True
+            break
+        if not data:
+            continue
+        try:
+            chunk = json.loads(data)
+        except ValueError as exc:
+            raise StreamIncomplete(f"stream event {n} is not JSON: the call did not complete") from exc
+        if not isinstance(chunk, dict):
+            raise StreamIncomplete(f"stream event {n} is not a JSON object: the call did not complete")
+        if event.event == "error" or chunk.get("error"):
+            error = chunk.get("error") if isinstance(chunk.get("error"), dict) else None
+            detail = error.get("message") if error else data
+            raise StreamIncomplete(f"the stream carried an error ({detail}): the call did not complete", error=error)
+        if not head:
+            head = {key: chunk.get(key) for key in ("id", "created", "model")}
+        if chunk.get("usage") is not None:
+            usage = chunk["usage"]
+        try:
+            for choice in chunk.get("choices") or []:
+                index = choice.get("index", 0)
+                _merge_choice(states.setdefault(index, _new_choice(index)), choice)
+        except (AttributeError, TypeError) as exc:
+            raise StreamIncomplete(f"stream event {n} is malformed ({exc}): the call did not complete") from exc
+    if not done:
+        raise StreamIncomplete("the stream ended without data: [DONE]: the call did not complete")
+    if not states or any(s["finish_reason"] is None for s in states.values()):
+        raise StreamIncomplete("the stream has no finish_reason: the call did not complete")
+    choices = []
+    for index in sorted(states):
+        state = states[index]
+        message = state["message"]
+        if state["calls"]:
+            message["tool_calls"] = [{**c, "type": c["type"] or "function"} for _, c in sorted(state["calls"].items())]
+        choices.append({"index": index, "message": message, "logprobs": state["logprobs"], "finish_reason": state["finish_reason"]})
+    return {**head, "object": "chat.completion", "choices": choices, "usage": usage}

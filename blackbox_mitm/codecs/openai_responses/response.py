@@ -1,0 +1,304 @@
+"""Responses answers: a Response object -> the neutral ``model_output`` and back; errors; ``fork --response``.
+
+* Synthesized ids are our own and derived from the answer, so the same answer
+  is the same bytes: ``resp_bb…``, ``msg_bb…``, ``fc_bb<N>`` / ``ctc_bb<N>`` item
+  ids and ``call_bb<N>`` call ids (``ids.served_id``, so the agent's echo maps
+  back to ``call-N``). Every served response is put in the run's store, so a
+  later ``previous_response_id`` naming it is resolved as in the recording.
+* The request's own settings (tools, tool_choice, instructions, text, ...) are
+  echoed the way the API echoes them; usage is zero.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from blackbox_mitm.cassette.payloads import ModelOutput, tool_calls_of
+from blackbox_mitm.codecs import openai_chat
+from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse
+from blackbox_mitm.codecs.common.ids import digest
+from blackbox_mitm.codecs.common.jsonio import dumps, loads
+from blackbox_mitm.codecs.openai_responses import PROVIDER, REFUSALS
+from blackbox_mitm.codecs.openai_responses.fields import HOSTED_ITEMS, LOCAL_ITEMS, ResponsesRequest, given, is_custom, remember
+
+__all__ = ["decode_response", "encode_error", "encode_response", "normalize_answer", "response_head"]
+
+# Request fields the API echoes in its Response object, and what it says when they were not sent.
+_ECHOED: tuple[tuple[str, Any], ...] = (
+    ("instructions", None),
+    ("max_output_tokens", None),
+    ("max_tool_calls", None),
+    ("parallel_tool_calls", True),
+    ("previous_response_id", None),
+    ("prompt_cache_key", None),
+    ("reasoning", {"effort": None, "summary": None}),
+    ("safety_identifier", None),
+    ("store", True),
+    ("temperature", 1.0),
+    ("text", {"format": {"type": "text"}, "verbosity": "medium"}),
+    ("tool_choice", "auto"),
+    ("tools", []),
+    ("top_logprobs", 0),
+    ("top_p", 1.0),
+    ("truncation", "disabled"),
+    ("user", None),
+    ("metadata", {}),
+)
+
+
+def _message(item: dict[str, Any], at: str) -> tuple[str, str | None]:
+    """(text, refusal) of an output message: one output_text or refusal part."""
+    content = item.get("content")
+    if not isinstance(content, list):
+        REFUSALS.malformed(f"{at}.content", "a message without a content list")
+    if len(content) > 1:
+        REFUSALS.refuse("openai.responses.output_layout", f"{at}.content")
+    if not content:
+        return "", None
+    part = content[0]
+    kind = part.get("type") if isinstance(part, dict) else None
+    if kind == "refusal" and isinstance(part.get("refusal"), str):
+        return "", part["refusal"]
+    if kind != "output_text" or not isinstance(part.get("text"), str):
+        REFUSALS.malformed(f"{at}.content[0]", f"a message part of type {kind!r}")
+    for key in ("annotations", "logprobs"):
+        if part.get(key):
+            REFUSALS.refuse("openai.responses.annotations", f"{at}.content[0].{key}")
+    return part["text"], None
+
+
+def _call(item: dict[str, Any], kind: str, at: str) -> tuple[str | None, str, Any]:
+    name, native = item.get("name"), item.get("call_id")
+    if not isinstance(name, str) or not name:
+        REFUSALS.malformed(f"{at}.name", f"a {kind} without a name")
+    if isinstance(item.get("namespace"), str) and item["namespace"]:
+        name = f"{item['namespace']}.{name}"
+    if kind == "custom_tool_call":
+        if not isinstance(item.get("input"), str):
+            REFUSALS.malformed(f"{at}.input", "a custom_tool_call without a string input")
+        return (native if isinstance(native, str) else None), name, item["input"]
+    raw = item.get("arguments")
+    if isinstance(raw, str):
+        try:
+            return (native if isinstance(native, str) else None), name, json.loads(raw)
+        except ValueError:
+            pass
+    REFUSALS.refuse("openai.responses.tool_arguments", f"{at}.arguments")
+
+
+def _check_status(resp: dict[str, Any]) -> bool:
+    """Whether the response stopped at its length limit; any other unfinished state is refused."""
+    if given(resp, "error"):
+        REFUSALS.refuse("openai.responses.status", "error")
+    status = resp.get("status")
+    if status == "incomplete":
+        details = resp.get("incomplete_details")
+        if not isinstance(details, dict) or details.get("reason") != "max_output_tokens":
+            REFUSALS.refuse("openai.responses.status", "incomplete_details.reason")
+        return True
+    if status not in ("completed", None):
+        REFUSALS.refuse("openai.responses.status", "status", status)
+    return False
+
+
+def _model_output(resp: dict[str, Any], ids: CallIds) -> ModelOutput:
+    length = _check_status(resp)
+    output = resp.get("output")
+    if not isinstance(output, list):
+        REFUSALS.malformed("output", "a response without an output list")
+    text: str | None = None
+    refusal: str | None = None
+    calls: list[tuple[str | None, str, Any]] = []
+    for k, item in enumerate(output):
+        at = f"output[{k}]"
+        kind = item.get("type") if isinstance(item, dict) else None
+        if not isinstance(kind, str):
+            REFUSALS.malformed(f"{at}.type", "an output item's type is not a string")
+        if kind == "reasoning":
+            continue
+        if kind == "message":
+            if text is not None or refusal is not None or calls:
+                REFUSALS.refuse("openai.responses.output_layout", at)
+            text, refusal = _message(item, at)
+        elif kind in ("function_call", "custom_tool_call"):
+            calls.append(_call(item, kind, at))
+        elif kind in HOSTED_ITEMS:
+            REFUSALS.refuse("openai.responses.hosted_tool_call", f"{at}.type", kind)
+        elif kind in LOCAL_ITEMS:
+            REFUSALS.refuse("openai.responses.local_tool", f"{at}.type", kind)
+        else:
+            REFUSALS.refuse("openai.responses.unknown_item", f"{at}.type", kind)
+    out: ModelOutput
+    if refusal is not None:
+        if calls or length or text:
+            REFUSALS.refuse("openai.responses.refusal_mixed", "output")
+        return {"type": "final_answer", "text": refusal, "stop": STOP_REFUSAL}
+    if calls:
+        out = {
+            "type": "tool_calls",
+            "calls": [{"toolCallId": ids.assign(native, name), "toolName": name, "toolInput": args} for native, name, args in calls],
+        }
+        if text:
+            out["text"] = text
+    else:
+        out = {"type": "final_answer", "text": text or ""}
+    if length:
+        out["stop"] = STOP_LENGTH
+    return out
+
+
+def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> ModelOutput:
+    """A Response object (bytes, or what ``aggregate_stream`` built) -> its neutral ``model_output``."""
+    resp = dict(body) if isinstance(body, Mapping) else loads(body, "response", PROVIDER)
+    if not isinstance(resp, dict):
+        REFUSALS.malformed("body", "the response body is not a JSON object")
+    out = _model_output(resp, ids)
+    if isinstance(resp.get("id"), str):
+        remember(ids, resp["id"], request, resp["output"])
+    return out
+
+
+def _zero_usage() -> dict[str, Any]:
+    return {
+        "input_tokens": 0,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": 0,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 0,
+    }
+
+
+def _digest(*parts: Any) -> str:
+    """The served-id digest of ``parts`` (their JSON, keys sorted: the key these ids were always made from)."""
+    return digest(json.dumps(parts, sort_keys=True, default=str))
+
+
+def _call_item(call: dict[str, Any], kinds: dict[str, bool], ids: CallIds) -> dict[str, Any]:
+    """A function_call or custom_tool_call item: custom when the request's tool of that name is, else by the input's kind."""
+    call_id, name, tool_input = call.get("toolCallId"), call.get("toolName"), call.get("toolInput")
+    if not isinstance(call_id, str) or not isinstance(name, str):
+        raise ValueError("a tool call in the model_output has no toolCallId or toolName")
+    served = ids.served_id(call_id, "call_")
+    suffix = served.removeprefix("call_bb")
+    namespace = None
+    if "." in name:
+        namespace, name = name.rsplit(".", 1)
+    item: dict[str, Any]
+    if kinds.get(call["toolName"], isinstance(tool_input, str)):
+        item = {"id": f"ctc_bb{suffix}", "type": "custom_tool_call", "status": "completed", "call_id": served, "name": name}
+        item["input"] = tool_input if isinstance(tool_input, str) else dumps(tool_input)
+    else:
+        item = {"id": f"fc_bb{suffix}", "type": "function_call", "status": "completed", "arguments": dumps(tool_input)}
+        item |= {"call_id": served, "name": name}
+    if namespace is not None:
+        item["namespace"] = namespace
+    return item
+
+
+def output_items(output: Any, request: DecodedRequest, ids: CallIds, response_id: str) -> tuple[list[dict[str, Any]], bool]:
+    """(the Response's output items, whether it stopped at the length limit) for a neutral model_output."""
+    if not isinstance(output, dict):
+        raise ValueError(f"a model_output must be an object, not {type(output).__name__}")
+    kind, stop = output.get("type"), output.get("stop")
+    text = output.get("text")
+    length = stop == STOP_LENGTH
+    status = "incomplete" if length else "completed"
+    msg_id = f"msg_bb{_digest(response_id, 'message')}"
+    if kind == "final_answer":
+        if not isinstance(text, str):
+            raise ValueError("a final_answer model_output has no text")
+        part: dict[str, Any] = (
+            {"type": "refusal", "refusal": text}
+            if stop == STOP_REFUSAL
+            else {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
+        )
+        return [{"id": msg_id, "type": "message", "status": status, "content": [part], "role": "assistant"}], length
+    if kind not in ("tool_calls", "tool_call"):
+        raise ValueError(f"not a model_output: type {kind!r}")
+    kinds = {str(t.get("name")): is_custom(t) for t in request.model_input.get("tools") or [] if isinstance(t, dict)}
+    items: list[dict[str, Any]] = []
+    if isinstance(text, str) and text:
+        items.append(
+            {
+                "id": msg_id,
+                "type": "message",
+                "status": "completed",
+                "content": [{"type": "output_text", "annotations": [], "logprobs": [], "text": text}],
+                "role": "assistant",
+            }
+        )
+    calls = tool_calls_of(output)
+    if not calls:
+        raise ValueError("a tool_calls model_output without calls")
+    items += [_call_item(call, kinds, ids) for call in calls]
+    return items, length
+
+
+def response_head(request: DecodedRequest, response_id: str, created_ms: int, status: str) -> dict[str, Any]:
+    echo = request.echo if isinstance(request, ResponsesRequest) else {}
+    head: dict[str, Any] = {
+        "id": response_id,
+        "object": "response",
+        "created_at": created_ms // 1000,
+        "status": status,
+        "background": False,
+        "error": None,
+        "incomplete_details": None,
+        "model": request.model or "",
+        "output": [],
+    }
+    for key, default in _ECHOED:
+        value = echo.get(key)
+        head[key] = default if value is None else value
+    head["usage"] = None
+    return head
+
+
+def _response_id(output: Any, request: DecodedRequest, created_ms: int) -> str:
+    return f"resp_bb{_digest(created_ms, output, len(request.model_input.get('messages') or []), request.previous if isinstance(request, ResponsesRequest) else None)}"
+
+
+def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]:
+    """A neutral model_output -> a Response object with our ids, the request's settings echoed and zero usage."""
+    response_id = _response_id(output, request, created_ms)
+    items, length = output_items(output, request, ids, response_id)
+    body = response_head(request, response_id, created_ms, "incomplete" if length else "completed")
+    body["completed_at"] = None if length else created_ms // 1000
+    if length:
+        body["incomplete_details"] = {"reason": "max_output_tokens"}
+    body["output"] = items
+    body["usage"] = _zero_usage()
+    remember(ids, response_id, request, items, served=True)
+    return body
+
+
+def encode_error(message: str, *, status: int = 400, error_type: str | None = None) -> ErrorResponse:
+    """An OpenAI-shaped error (the same as chat completions'), with ``x-should-retry: false``."""
+    return openai_chat.encode_error(message, status=status, error_type=error_type)
+
+
+def normalize_answer(answer: Any, ids: CallIds) -> ModelOutput | None:
+    """A Responses-shaped answer for ``fork --response`` -> a neutral model_output with fresh call-N ids.
+
+    Accepts a Response object (``{"output": [...]}``), a list of output items, or
+    one output item (``{"type": "message" | "function_call" | "custom_tool_call", ...}``);
+    None for any other shape. Raises ValueError when it holds neither text nor a call.
+    """
+    kinds = ("message", "function_call", "custom_tool_call")
+    if isinstance(answer, dict) and isinstance(answer.get("output"), list):
+        resp = answer
+    elif isinstance(answer, list) and answer and all(isinstance(i, dict) and i.get("type") in kinds for i in answer):
+        resp = {"output": answer}
+    elif isinstance(answer, dict) and answer.get("type") in kinds:
+        resp = {"output": [answer]}
+    else:
+        return None
+    out = _model_output(resp, CallIds())  # the answer's own ids, if any, are not the run's
+    if out["type"] == "tool_calls":
+        for call in out["calls"]:
+            call["toolCallId"] = ids.assign(None, call["toolName"])
+    if out["type"] == "final_answer" and not out["text"]:
+        raise ValueError("the answer holds neither text nor a tool call")
+    return out
