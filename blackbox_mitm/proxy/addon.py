@@ -49,6 +49,7 @@ _SESSION_OPTIONS = {
     "blackbox_default_masks",
     "blackbox_redact",
     "blackbox_pace",
+    "blackbox_order_gap",
 }
 
 
@@ -98,6 +99,12 @@ class BlackboxAddon:
         loader.add_option(
             "blackbox_pace", str, "", "Replay: 'recorded' (each answer takes as long as its call did), a factor, or '' (at once)."
         )
+        loader.add_option(
+            "blackbox_order_gap",
+            str,
+            "",
+            "Replay: ms between the ends of answers to calls that overlapped when recorded (released in recorded order); 'off'; '' (150).",
+        )
 
     def configure(self, updated: set[str]) -> None:
         opts = ctx.options
@@ -141,6 +148,7 @@ class BlackboxAddon:
                 redact=list(opts.blackbox_redact),
                 match=None if opts.blackbox_match == "strict" else opts.blackbox_match,
                 pace=opts.blackbox_pace or None,
+                order_gap=opts.blackbox_order_gap or None,
             )
             self.hosts |= set(settings.host_names)
             if opts.blackbox_mode == "record":
@@ -153,6 +161,7 @@ class BlackboxAddon:
                     rules=settings.rules,
                     redactor=settings.redactor,
                     pace=settings.pace.value,
+                    order_gap_ms=settings.order_gap.value,
                 )
                 self._replaying = True
                 if "upstream_cert" in opts and opts.upstream_cert:
@@ -231,7 +240,9 @@ class BlackboxAddon:
         )
         action = session.on_request(req)
         if isinstance(action, Answer):
-            if action.delay_ms > 0 or (action.stream and self.stream_delay_ms > 0):
+            paced = action.delay_ms > 0 or (action.stream and self.stream_delay_ms > 0)
+            # An answer to a call that overlapped others waits its turn (the recorded completion order) in the pacer.
+            if paced or (action.hold is not None and not action.hold.now()):
                 self._pace(flow, action)
             else:
                 flow.response = _make_response(action)
@@ -261,7 +272,9 @@ class BlackboxAddon:
             self._pacer = StreamPacer(self.stream_delay_ms)
         self._pacer.delay_ms = self.stream_delay_ms
         total = answer.delay_ms if answer.delay_ms > 0 else None  # --pace: as long as the recorded call took
-        flow.request.url = self._pacer.register(answer.status, answer.headers, answer.body, total_ms=total, stream=answer.stream)
+        flow.request.url = self._pacer.register(
+            answer.status, answer.headers, answer.body, total_ms=total, stream=answer.stream, hold=answer.hold
+        )
         self.local_upstreams.add(("127.0.0.1", self._pacer.port))
         flow.metadata[_PACED_KEY] = True
 

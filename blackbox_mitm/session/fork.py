@@ -36,6 +36,7 @@ from blackbox_mitm.codecs.base import CallIds
 from blackbox_mitm.errors import CassetteExistsError, ForkRefused
 from blackbox_mitm.matcher import RecordedCalls
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
+from blackbox_mitm.session.release import DEFAULT_GAP_MS
 from blackbox_mitm.session.build import run_id_for
 from blackbox_mitm.session.engine import Session
 from blackbox_mitm.session.recorder import RunRecorder, secrets_from_environ
@@ -193,8 +194,9 @@ def fork_session(
     rules: CompareRules = NO_RULES,
     redactor: Redactor | None = None,
     pace: float | None = None,
+    order_gap_ms: float | None = DEFAULT_GAP_MS,
 ) -> Session:
-    """The session that serves the parent up to the cut and records the child (``rules``, ``redactor``, ``pace`` as for a replay)."""
+    """The session that serves the parent up to the cut and records the child (``rules``, ``redactor``, ``pace``, ``order_gap_ms`` as for a replay)."""
     parent = plan.parent
     out = Path(output)
     if out.exists() and not overwrite:
@@ -227,6 +229,7 @@ def fork_session(
         rules=rules,
         redactor=redactor,
         pace=pace,
+        order_gap_ms=order_gap_ms,
     )
 
 
