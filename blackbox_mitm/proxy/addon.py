@@ -39,6 +39,7 @@ _HOST_KEY = "blackbox.host"
 _TICKET_KEY = "blackbox.ticket"
 _PACED_KEY = "blackbox.paced"
 _STREAM_KEY = "blackbox.stream"
+_HOLD_KEY = "blackbox.hold"
 _SESSION_KEY = "blackbox.session"
 _SESSION_OPTIONS = {
     "blackbox_mode",
@@ -240,12 +241,12 @@ class BlackboxAddon:
         )
         action = session.on_request(req)
         if isinstance(action, Answer):
-            paced = action.delay_ms > 0 or (action.stream and self.stream_delay_ms > 0)
-            # An answer to a call that overlapped others waits its turn (the recorded completion order) in the pacer.
-            if paced or (action.hold is not None and not action.hold.now()):
-                self._pace(flow, action)
+            if action.delay_ms > 0 or (action.stream and self.stream_delay_ms > 0):
+                self._pace(flow, action)  # a held answer's end waits its turn in the pacer
             else:
                 flow.response = _make_response(action)
+                if action.hold is not None and not action.hold.now():
+                    flow.metadata[_HOLD_KEY] = action.hold  # sent once released: the response hook waits for it
                 if action.replayed:
                     flow.is_replay = "response"  # mitmweb marks it as an answer made here
         elif isinstance(action, Forward):
@@ -298,6 +299,10 @@ class BlackboxAddon:
         flow.response.stream = capture.tee
 
     async def response(self, flow: http.HTTPFlow) -> None:
+        hold = flow.metadata.pop(_HOLD_KEY, None)
+        if hold is not None:  # an answer made here for a call that overlapped others: in the recorded completion order
+            await hold.wait_async()
+            return
         ticket = flow.metadata.get(_TICKET_KEY)
         session = self._session_of(flow) if ticket is not None else None
         if ticket is None or session is None or flow.response is None:

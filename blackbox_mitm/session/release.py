@@ -33,6 +33,8 @@ thread-safe; the clock is injectable (milliseconds, monotonic).
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -40,9 +42,11 @@ from dataclasses import dataclass
 
 from blackbox_mitm.matcher.outcomes import RecordedCall
 
+log = logging.getLogger(__name__)
+
 __all__ = ["DEFAULT_GAP_MS", "DEFAULT_WAIT_MS", "Hold", "Release", "ReleaseOrder", "overlaps"]
 
-DEFAULT_GAP_MS = 150.0  # measured: Claude Code on a loaded 2-core machine (docs/replay-and-divergence.md)
+DEFAULT_GAP_MS = 25.0  # measured: Claude Code on a loaded 2-core machine (docs/replay-and-divergence.md)
 DEFAULT_WAIT_MS = 3000.0  # how long an answer waits for a predecessor the agent has not asked for
 _ASKED_CAP_MS = 60_000.0  # a predecessor asked for but never delivered (its agent hung up): not waited for past this
 _SLICE_S = 0.1  # a waiting thread looks at its cancel event this often
@@ -102,6 +106,7 @@ class ReleaseOrder:
         self._delivered: dict[int, float] = {}
         self._abandoned: set[int] = set()  # predecessors given up on
         self._log: list[Release] = []
+        self._wakers: list[Callable[[], None]] = []  # event-loop waiters (Hold.wait_async), woken by each release
 
     @property
     def releases(self) -> list[Release]:
@@ -143,9 +148,13 @@ class ReleaseOrder:
         return Release(number, now, last, not_before, tuple(j for j in preds if j in self._abandoned)), None
 
     def _mark(self, release: Release) -> Release:
+        log.debug("blackbox: released %s", release)
         self._delivered[release.call] = release.at_ms
         self._log.append(release)
         self._cond.notify_all()
+        wakers, self._wakers = self._wakers, []
+        for wake in wakers:
+            wake()
         return release
 
 
@@ -184,3 +193,28 @@ class Hold:
                 timeout = _SLICE_S if wait_ms is None else min(_SLICE_S, max(wait_ms, 0.0) / 1000.0)
                 order._cond.wait(timeout)
             return self.release
+
+    async def wait_async(self) -> Release:
+        """``wait`` for an event loop (the proxy's): never blocks it."""
+        order = self.order
+        loop = asyncio.get_running_loop()
+        while True:
+            with order._cond:
+                if self.release is not None:
+                    return self.release
+                release, wait_ms = order._decide(self.number, self.ready_ms, order._clock())
+                if release is not None:
+                    self.release = order._mark(release)
+                    return self.release
+                woken = asyncio.Event()
+                order._wakers.append(lambda: _wake(loop, woken))
+            timeout = _SLICE_S if wait_ms is None else min(_SLICE_S, max(wait_ms, 0.0) / 1000.0)
+            try:
+                await asyncio.wait_for(woken.wait(), timeout)
+            except TimeoutError:
+                pass
+
+
+def _wake(loop: asyncio.AbstractEventLoop, event: asyncio.Event) -> None:
+    if not loop.is_closed():
+        loop.call_soon_threadsafe(event.set)
