@@ -169,9 +169,7 @@ def test_the_suites_flags_come_after_a_goldens_own(tmp_path: Path) -> None:
     assert options["pace"] == 1.0 and options["redactor"].text("key sk-abc") == f"key <redacted:{rule_name('sk-[a-z]+')}>"
 
 
-@pytest.mark.parametrize(
-    ("value", "expected"), [(None, 25.0), ("off", None), (0, 0.0), ("40", 40.0), (12.5, 12.5)]
-)
+@pytest.mark.parametrize(("value", "expected"), [(None, 25.0), ("off", None), (0, 0.0), ("40", 40.0), (12.5, 12.5)])
 def test_order_gap_is_milliseconds_or_off(value: object, expected: float | None) -> None:
     from blackbox_mitm.config import parse_order_gap
 

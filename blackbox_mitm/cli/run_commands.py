@@ -202,7 +202,9 @@ def proxy(
         if report is not None:
             raise click.UsageError("--report is for one run: with --cassette-dir each replay's report is written to DIR/<run>.report.json")
         if compare != CompareOptions():
-            raise click.UsageError("--mask, --no-default-masks, --redact, --pace and --order-gap are for one run (--cassette), not --cassette-dir")
+            raise click.UsageError(
+                "--mask, --no-default-masks, --redact, --pace and --order-gap are for one run (--cassette), not --cassette-dir"
+            )
         _proxy_dir(
             mode,
             cassette_dir,

@@ -123,4 +123,9 @@ class SuiteSettings:
             pace=self.pace if self.pace is not None else values.get("pace"),
             order_gap=self.order_gap,
         )
-        return {"rules": settings.rules, "redactor": settings.redactor, "pace": settings.pace.value, "order_gap_ms": settings.order_gap.value}
+        return {
+            "rules": settings.rules,
+            "redactor": settings.redactor,
+            "pace": settings.pace.value,
+            "order_gap_ms": settings.order_gap.value,
+        }

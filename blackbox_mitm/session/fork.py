@@ -36,11 +36,11 @@ from blackbox_mitm.codecs.base import CallIds
 from blackbox_mitm.errors import CassetteExistsError, ForkRefused
 from blackbox_mitm.matcher import RecordedCalls
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
-from blackbox_mitm.session.release import DEFAULT_GAP_MS
 from blackbox_mitm.session.build import run_id_for
 from blackbox_mitm.session.engine import Session
 from blackbox_mitm.session.recorder import RunRecorder, secrets_from_environ
 from blackbox_mitm.session.redact import Redactor
+from blackbox_mitm.session.release import DEFAULT_GAP_MS
 
 __all__ = ["NO_EDIT", "ForkPlan", "ForkRefused", "discard_reason", "fork_session", "normalize_answer", "plan_fork"]
 

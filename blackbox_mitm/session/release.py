@@ -34,6 +34,7 @@ thread-safe; the clock is injectable (milliseconds, monotonic).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 import time
@@ -207,7 +208,7 @@ class Hold:
                     self.release = order._mark(release)
                     return self.release
                 woken = asyncio.Event()
-                order._wakers.append(lambda: _wake(loop, woken))
+                order._wakers.append(functools.partial(_wake, loop, woken))
             timeout = _SLICE_S if wait_ms is None else min(_SLICE_S, max(wait_ms, 0.0) / 1000.0)
             try:
                 await asyncio.wait_for(woken.wait(), timeout)

@@ -11,7 +11,7 @@ from blackbox_mitm.matcher.reorder import reordering
 
 
 def note(name: str) -> str:
-    return f"<system-reminder>\n<task-notification>\n<summary>Agent \"{name}\" finished</summary>\n</task-notification>\n</system-reminder>"
+    return f'<system-reminder>\n<task-notification>\n<summary>Agent "{name}" finished</summary>\n</task-notification>\n</system-reminder>'
 
 
 def request(*messages: Any) -> dict[str, Any]:

@@ -105,7 +105,9 @@ def test_a_held_stream_sends_its_last_event_only_once_released() -> None:
         second = p.register(200, {"content-type": "text/event-stream"}, SSE, hold=order.hold(1))
         first = p.register(200, {"content-type": "application/json"}, b'{"a": 1}', stream=False, hold=order.hold(0))
         results: dict[str, tuple[int, str, bytes]] = {}
-        threads = [threading.Thread(target=lambda k=k, u=u: results.__setitem__(k, fetch(u))) for k, u in (("second", second), ("first", first))]
+        threads = [
+            threading.Thread(target=lambda k=k, u=u: results.__setitem__(k, fetch(u))) for k, u in (("second", second), ("first", first))
+        ]
         for t in threads:
             t.start()
         for t in threads:

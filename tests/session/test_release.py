@@ -101,6 +101,7 @@ def test_threads_released_in_the_recorded_order_with_the_requested_separation() 
     order = ReleaseOrder(recorded, gap_ms=15)
     numbers = list(range(len(recorded)))
     random.Random(7).shuffle(numbers)  # asked for in any order, from many threads at once
+
     def deliver(number: int) -> None:
         hold = order.hold(number)
         if not hold.now():
