@@ -65,13 +65,15 @@ def test_sequence_mode_serves_concurrent_requests_their_own_answers() -> None:
     assert rc.status()["divergences"] == 0
 
 
-def test_sequence_mode_does_not_jump_to_a_later_identical_request() -> None:
-    # One call at a time: a request equal to a later call is still served the next recorded answer.
+def test_sequence_mode_serves_a_request_the_answer_recorded_for_it_else_the_next() -> None:
     trace = Trace.new("seq-1", created_at=0)
-    for i, (content, start) in enumerate((("first", 0), ("again", 20), ("first", 40))):
+    for i, (content, start) in enumerate((("first", 0), ("again", 20), ("third", 40))):
         trace.append("model_input", request({"role": "user", "content": content}), timestamp=start)
         trace.append("model_output", {"type": "final_answer", "text": f"answer {i}"}, timestamp=start + 5)
     rc = RecordedCalls(trace)
-    rc.match(request({"role": "user", "content": "first"}), mode="sequence")
-    second = rc.match(request({"role": "user", "content": "first"}), mode="sequence")
-    assert isinstance(second, Served) and second.output["text"] == "answer 1"
+    texts = []
+    for content in ("third", "changed", "changed"):
+        result = rc.match(request({"role": "user", "content": content}), mode="sequence")
+        assert isinstance(result, Served)
+        texts.append((result.output["text"], result.matched))
+    assert texts == [("answer 2", True), ("answer 0", False), ("answer 1", False)]
