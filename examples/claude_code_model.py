@@ -24,8 +24,8 @@ Tasks, chosen by a marker in the prompt (``claude -p "… TASK …"``):
     thinking 0.2 s and beta 1.5 s (``BACKGROUND_THINK_MS``): the turn ends
     while they run; Claude Code reports each as it finishes, and once both
     have, the answer sums up what they said. Replayed as fast as possible,
-    both finish at once and Claude Code makes one call fewer; replayed with
-    the recorded pace, it makes the same calls.
+    both finish an order gap apart and Claude Code may make one call fewer;
+    replayed with the recorded pace, it makes the same calls.
 
 ``BB-TOGETHER-2`` / ``BB-TOGETHER-3``
     Two (alpha, beta) or three (alpha, beta, gamma) background subagents whose

@@ -154,10 +154,8 @@ def test_background_subagents_replay_with_the_recorded_pace_ten_times_in_ten(
     assert calls == 6  # the launch, "waiting", two subagents, and one notification of each finishing
     for _ in range(10):
         assert_same_run(replay(cassette, prompt, "--pace", "recorded", cwd=workdir, confdir=confdir), rec, calls)
-    # As fast as possible, both agents finish at once: Claude Code reports them together and makes fewer calls.
-    fast = replay(cassette, prompt, cwd=workdir, confdir=confdir)
-    assert fast.returncode != 0
-    assert "incomplete" in fast.stderr
+    # Without --pace their ends are only the order gap apart (they overlapped), not 1.3 s: whether Claude Code then
+    # reports them in one turn or two is its own race, so the recorded pace is what this run needs.
 
 
 @pytest.mark.parametrize("agents", [2, 3])
