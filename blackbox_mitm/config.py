@@ -16,7 +16,7 @@ Keys (every one optional)::
     hosts = ["llm.internal.example"]                          # more provider hosts to intercept
     match = "strict"                                          # or "sequence"
     pace = "recorded"                                         # or a factor such as 0.1; absent: as fast as possible
-    order_gap = 150                                           # ms between overlapping answers' ends, or "off"
+    order_gap = 25                                            # ms between overlapping answers' ends, or "off"
 
 Flags add to the lists (``--mask``, ``--redact``, ``--host``) and replace the
 single values (``--match``, ``--pace``, ``--order-gap``, ``--no-default-masks``).
@@ -211,7 +211,7 @@ def parse_order_gap(value: Any) -> float | None:
         return DEFAULT_GAP_MS
     if value == "off":
         return None
-    message = f'order_gap must be "off" or a number of milliseconds such as 150, not {value!r}'
+    message = f'order_gap must be "off" or a number of milliseconds such as 25, not {value!r}'
     if isinstance(value, bool):
         raise ConfigError(message)
     try:

@@ -75,7 +75,7 @@ _order_gap = click.option(
     "--order-gap",
     default=None,
     metavar="MS|off",
-    help="answers to calls that overlapped when recorded end in the recorded order, at least MS apart (default 150); 'off': as they are ready",
+    help="answers to calls that overlapped when recorded end in the recorded order, at least MS apart (default 25); 'off': as they are ready",
 )
 _no_default_masks = click.option(
     "--no-default-masks", is_flag=True, help="compare what the built-in masks would ignore (blackbox masks lists them)"

@@ -104,7 +104,7 @@ class BlackboxAddon:
             "blackbox_order_gap",
             str,
             "",
-            "Replay: ms between the ends of answers to calls that overlapped when recorded (released in recorded order); 'off'; '' (150).",
+            "Replay: ms between the ends of answers to calls that overlapped when recorded (released in recorded order); 'off'; '' (25).",
         )
 
     def configure(self, updated: set[str]) -> None:
