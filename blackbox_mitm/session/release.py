@@ -60,16 +60,22 @@ def _monotonic_ms() -> float:
 def overlaps(calls: Sequence[RecordedCall]) -> dict[int, tuple[int, ...]]:
     """For each call number, the earlier-completed calls it overlapped in the recording (only calls that have some).
 
-    Calls are in completion order. A call without its model_input's timestamp overlaps nothing.
+    Calls are in completion order, so the walk back from each call stops at the first answer that completed before
+    its request: linear in the calls for an agent that makes one at a time. A call without its model_input's
+    timestamp overlaps nothing.
     """
     out: dict[int, tuple[int, ...]] = {}
     for i, call in enumerate(calls):
-        start = call.input_timestamp
-        if start is None:
+        if call.input_timestamp is None:
             continue
-        before = [j for j in range(i - 1, -1, -1) if float(calls[j].timestamp) >= float(start)]
+        start = float(call.input_timestamp)
+        before: list[int] = []
+        for j in range(i - 1, -1, -1):
+            if float(calls[j].timestamp) < start:
+                break
+            before.append(calls[j].number)
         if before:
-            out[call.number] = tuple(sorted(calls[j].number for j in before))
+            out[call.number] = tuple(sorted(before))
     return out
 
 
