@@ -17,9 +17,10 @@ Keys (every one optional)::
     match = "strict"                                          # or "sequence"
     pace = "recorded"                                         # or a factor such as 0.1; absent: as fast as possible
     mcp_dirs = ["nightly/runs"]                               # more folders `blackbox mcp` reads (relative to this file)
+    order_gap = 25                                            # ms between overlapping answers' ends, or "off"
 
 Flags add to the lists (``--mask``, ``--redact``, ``--host``) and replace the
-single values (``--match``, ``--pace``, ``--no-default-masks``).
+single values (``--match``, ``--pace``, ``--order-gap``, ``--no-default-masks``).
 ``effective_settings`` puts both together and says where each value came from;
 ``blackbox config`` prints it. A file that cannot be read, is not TOML, or
 holds an unknown key or a value of the wrong type raises ``ConfigError``
@@ -49,12 +50,13 @@ __all__ = [
     "effective_settings",
     "find_config",
     "load_config",
+    "parse_order_gap",
     "parse_pace",
     "project_config",
 ]
 
 CONFIG_ENV = "BLACKBOX_CONFIG"
-KEYS = ("mask", "default_masks", "redact", "hosts", "match", "pace", "mcp_dirs")
+KEYS = ("mask", "default_masks", "redact", "hosts", "match", "pace", "mcp_dirs", "order_gap")
 MATCH_MODES = ("strict", "sequence")
 
 
@@ -178,11 +180,12 @@ def _check(config: ProjectConfig) -> None:
         raise ConfigError(f'{config.where}: match must be "strict" or "sequence", not {values["match"]!r}')
     if "default_masks" in values and not isinstance(values["default_masks"], bool):
         raise ConfigError(f"{config.where}: default_masks must be true or false, not {values['default_masks']!r}")
-    if "pace" in values:
-        try:
-            parse_pace(values["pace"])
-        except ConfigError as exc:
-            raise ConfigError(f"{config.where}: {exc}") from exc
+    for key, parse in (("pace", parse_pace), ("order_gap", parse_order_gap)):
+        if key in values:
+            try:
+                parse(values[key])
+            except ConfigError as exc:
+                raise ConfigError(f"{config.where}: {exc}") from exc
 
 
 def _rules(value: Any, key: str, where: str) -> list[tuple[str | None, str]]:
@@ -221,6 +224,26 @@ def parse_pace(value: Any) -> float | None:
     return factor
 
 
+def parse_order_gap(value: Any) -> float | None:
+    """``"off"`` -> None (answers released as they are ready), a number of ms >= 0 (or its text) -> that separation."""
+    from blackbox_mitm.session.release import DEFAULT_GAP_MS
+
+    if value is None or value == "default":
+        return DEFAULT_GAP_MS
+    if value == "off":
+        return None
+    message = f'order_gap must be "off" or a number of milliseconds such as 25, not {value!r}'
+    if isinstance(value, bool):
+        raise ConfigError(message)
+    try:
+        gap = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(message) from None
+    if not gap >= 0 or gap == float("inf"):
+        raise ConfigError(message)
+    return gap
+
+
 # -- putting config and flags together ---------------------------------------------------------
 
 
@@ -243,6 +266,7 @@ class Effective:
     hosts: tuple[Setting, ...]
     match: Setting
     pace: Setting  # value: None (as fast as possible) or a factor
+    order_gap: Setting = Setting(None, "default")  # value: ms between overlapping answers' ends, None: off
 
     @property
     def rules(self) -> CompareRules:
@@ -270,6 +294,7 @@ class Effective:
             "hosts": [{"value": h.value, "source": h.source} for h in self.hosts],
             "match": {"value": self.match.value, "source": self.match.source},
             "pace": {"value": _pace_text(self.pace.value), "source": self.pace.source},
+            "order_gap": {"value": "off" if self.order_gap.value is None else f"{self.order_gap.value:g}", "source": self.order_gap.source},
         }
 
 
@@ -288,6 +313,7 @@ def effective_settings(
     hosts: Iterable[str] = (),
     match: str | None = None,
     pace: str | None = None,
+    order_gap: str | None = None,
 ) -> Effective:
     """The settings for one command: ``config`` (default: the project's) plus its flags. ``ConfigError`` when unusable."""
     config = project_config() if config is None else config
@@ -321,7 +347,11 @@ def effective_settings(
         pace_setting = Setting(parse_pace(values["pace"]), where)
     else:
         pace_setting = Setting(None, "default")
-    return Effective(config, tuple(mask_list), defaults, tuple(red_list), tuple(host_settings), match_setting, pace_setting)
+    if order_gap is not None:
+        gap_setting = Setting(parse_order_gap(order_gap), "--order-gap")
+    else:
+        gap_setting = Setting(parse_order_gap(values.get("order_gap")), where if "order_gap" in values else "default")
+    return Effective(config, tuple(mask_list), defaults, tuple(red_list), tuple(host_settings), match_setting, pace_setting, gap_setting)
 
 
 def _mask(name: str | None, pattern: str, where: str, index: int) -> Mask:

@@ -24,8 +24,16 @@ Tasks, chosen by a marker in the prompt (``claude -p "… TASK …"``):
     thinking 0.2 s and beta 1.5 s (``BACKGROUND_THINK_MS``): the turn ends
     while they run; Claude Code reports each as it finishes, and once both
     have, the answer sums up what they said. Replayed as fast as possible,
-    both finish at once and Claude Code makes one call fewer; replayed with
-    the recorded pace, it makes the same calls.
+    both finish an order gap apart and Claude Code may make one call fewer;
+    replayed with the recorded pace, it makes the same calls.
+
+``BB-TOGETHER-2`` / ``BB-TOGETHER-3``
+    Two (alpha, beta) or three (alpha, beta, gamma) background subagents whose
+    answers the provider sends within milliseconds of each other
+    (``TOGETHER_SPACING_MS`` apart, the last started first, ``TOGETHER_THINK_MS``
+    after the first of them asked): the order Claude Code sees them finish
+    in is a race on any machine. Claude Code reports them as they finish;
+    once all have, the answer sums up what they said.
 
 ``BB-FORKS``
     Call the ``list_forks`` tool of the ``blackbox`` MCP server (``blackbox mcp``,
@@ -42,6 +50,8 @@ from __future__ import annotations
 
 import random
 import re
+import threading
+import time
 from typing import Any
 
 Answer = dict[str, Any]
@@ -49,6 +59,11 @@ Json = dict[str, Any]
 
 SUBAGENTS = ("alpha", "beta")
 BACKGROUND_THINK_MS = {"alpha": 200, "beta": 1500}
+TOGETHER = ("alpha", "beta", "gamma")
+TOGETHER_THINK_MS = 800  # after the first subagent asked: every one of them has asked by then
+TOGETHER_SPACING_MS = 3
+_together_lock = threading.Lock()
+_together_start: dict[int, float] = {}  # subagents in the batch -> when the first of them asked (time.monotonic)
 _CWD = re.compile(r"Primary working directory: (\S+)")
 
 
@@ -89,10 +104,11 @@ def _turns(body: Json) -> int:
     return sum(1 for m in body.get("messages", []) if isinstance(m, dict) and m.get("role") == "assistant")
 
 
-def _agent_call(name: str, background: bool) -> Json:
+def _agent_call(name: str, background: bool, together: int = 0) -> Json:
+    where = f" (together {together})" if together else " (background)" if background else ""
     arguments: Json = {
         "description": f"Count {name}",
-        "prompt": f"BB-SUB {name}{' (background)' if background else ''}: say how many letters the word {name} has.",
+        "prompt": f"BB-SUB {name}{where}: say how many letters the word {name} has.",
         "subagent_type": "general-purpose",
     }
     if not background:
@@ -100,11 +116,28 @@ def _agent_call(name: str, background: bool) -> Json:
     return {"name": "Agent", "arguments": arguments}
 
 
+def _together_delay(name: str, count: int) -> float:
+    """When this subagent answers: the batch's start plus the think time, the last-started first, a few ms apart."""
+    now = time.monotonic()
+    with _together_lock:
+        start = _together_start.get(count)
+        if start is None or now - start > 10:  # a new batch (another run)
+            start = _together_start[count] = now
+    rank = count - 1 - TOGETHER.index(name)
+    return max(0.0, (start - now) * 1000 + TOGETHER_THINK_MS + rank * TOGETHER_SPACING_MS)
+
+
 def _subagent(name: str, body: Json) -> Answer:
     # Foreground: a random think time, so the subagents finish in a different order on every run. Background:
-    # fixed think times far apart, so Claude Code reports each in a notification of its own.
-    background = "(background)" in (_user_texts(body) or [""])[0]
-    delay = BACKGROUND_THINK_MS[name] if background else random.randint(50, 900)
+    # fixed think times far apart, so Claude Code reports each in a notification of its own. Together: a race.
+    first = (_user_texts(body) or [""])[0]
+    together = re.search(r"\(together (\d)\)", first)
+    if together:
+        delay: float = _together_delay(name, int(together.group(1)))
+    elif "(background)" in first:
+        delay = BACKGROUND_THINK_MS[name]
+    else:
+        delay = random.randint(50, 900)
     return {"text": f"The word {name} has {len(name)} letters.", "delay_ms": delay}
 
 
@@ -120,19 +153,24 @@ def _task_read(body: Json) -> Answer:
     return {"text": "The first line of notes.txt is: " + re.sub(r"^\s*\d+\s*[→\t]\s*", "", first)}
 
 
-def _task_agents(body: Json, background: bool) -> Answer:
+def _task_agents(body: Json, background: bool, together: int = 0) -> Answer:
     results = _last_results(body)
     texts = _user_texts(body)
+    names = TOGETHER[:together] if together else SUBAGENTS
     if _turns(body) == 0:
-        calls = [_agent_call(n, background) for n in SUBAGENTS]
+        calls = [_agent_call(n, background, together) for n in names]
         if not background:
             calls.append(_read(body))
-        return {"text": "Two agents and a read, at once.", "tool_calls": calls}
+        return {"text": f"{len(names)} background agents, at once." if together else "Two agents and a read, at once.", "tool_calls": calls}
     if background:
-        finished = [n for n in SUBAGENTS if any(f"The word {n} has" in t for t in texts + results)]
-        if len(finished) < len(SUBAGENTS):
+        # In the order the notifications name them: the order they finished in, as Claude Code saw it.
+        said = " ".join(texts + results)
+        finished = sorted((n for n in names if f"The word {n} has" in said), key=lambda n: said.index(f"The word {n} has"))
+        if len(finished) < len(names):
             return {"text": "Waiting for the agents: " + (", ".join(finished) or "none") + " finished so far."}
-        return {"text": "Both agents finished: alpha has 5 letters, beta has 4."}
+        if not together:
+            return {"text": "Both agents finished: alpha has 5 letters, beta has 4."}
+        return {"text": "All agents finished, in this order: " + ", ".join(f"{n} ({len(n)})" for n in finished) + "."}
     said = " ".join(sorted(line.strip() for r in results for line in r.splitlines() if line.strip().startswith("The word")))
     return {"text": f"Done. {said}"}
 
@@ -155,7 +193,7 @@ def respond(kind: str, body: Json) -> Answer:
         return {"text": "This responder only speaks for Claude Code."}
     texts = _user_texts(body)
     first = texts[0] if texts else ""
-    for name in SUBAGENTS:
+    for name in TOGETHER:
         if f"BB-SUB {name}" in first:
             return _subagent(name, body)
     if "BB-READ" in first:
@@ -166,4 +204,7 @@ def respond(kind: str, body: Json) -> Answer:
         return _task_agents(body, background=True)
     if "BB-FORKS" in first:
         return _task_forks(body)
+    together = re.search(r"BB-TOGETHER-(\d)", first)
+    if together:
+        return _task_agents(body, background=True, together=min(int(together.group(1)), len(TOGETHER)))
     return {"text": "Hello from the scripted model."}

@@ -53,7 +53,7 @@ def test_the_environment_names_the_file(tmp_path: Path) -> None:
     ("text", "message"),
     [
         ("mask = [", "not valid TOML"),
-        ("masks = []", "unknown key 'masks'; the keys are mask, default_masks, redact, hosts, match, pace"),
+        ("masks = []", "unknown key 'masks'; the keys are mask, default_masks, redact, hosts, match, pace, order_gap"),
         ('mask = "\\\\d+"', "mask must be a list of regular expressions"),
         ("mask = [3]", r"mask\[0\] must be a regular expression or a table"),
         ('mask = ["(unclosed"]', "is not a regular expression"),
@@ -167,3 +167,27 @@ def test_the_suites_flags_come_after_a_goldens_own(tmp_path: Path) -> None:
     options = suite.session_options(golden)
     assert [m.name for m in options["rules"].masks] == ["mask-1", "mask-2"]  # no built-in masks
     assert options["pace"] == 1.0 and options["redactor"].text("key sk-abc") == f"key <redacted:{rule_name('sk-[a-z]+')}>"
+
+
+@pytest.mark.parametrize(("value", "expected"), [(None, 25.0), ("off", None), (0, 0.0), ("40", 40.0), (12.5, 12.5)])
+def test_order_gap_is_milliseconds_or_off(value: object, expected: float | None) -> None:
+    from blackbox_mitm.config import parse_order_gap
+
+    assert parse_order_gap(value) == expected
+
+
+@pytest.mark.parametrize("value", [-1, "soon", True, float("inf")])
+def test_a_bad_order_gap_is_refused(value: object) -> None:
+    from blackbox_mitm.config import parse_order_gap
+
+    with pytest.raises(ConfigError, match='order_gap must be "off" or a number of milliseconds'):
+        parse_order_gap(value)
+
+
+def test_order_gap_from_the_config_and_the_flag(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path / "blackbox.toml", "order_gap = 60\n"))
+    assert (effective_settings(config).order_gap.value, effective_settings(config).order_gap.source) == (60.0, str(config.path))
+    flagged = effective_settings(config, order_gap="off")
+    assert (flagged.order_gap.value, flagged.order_gap.source) == (None, "--order-gap")
+    assert flagged.to_json()["order_gap"] == {"value": "off", "source": "--order-gap"}
+    assert effective_settings(ProjectConfig()).to_json()["order_gap"] == {"value": "25", "source": "default"}

@@ -1,6 +1,6 @@
-"""The options every replaying command shares — ``--mask``, ``--no-default-masks``, ``--redact``, ``--pace`` — and ``blackbox config`` / ``blackbox masks``.
+"""The options every replaying command shares — ``--mask``, ``--no-default-masks``, ``--redact``, ``--pace``, ``--order-gap`` — and ``blackbox config`` / ``blackbox masks``.
 
-``compare_options`` adds the four to a command, which receives them as
+``compare_options`` adds the five to a command, which receives them as
 ``compare: CompareOptions`` (``record`` takes ``--redact`` alone:
 ``record_options``; ``golden add`` all but ``--redact``: ``mask_options``).
 ``CompareOptions.settings`` puts them together with the project config
@@ -33,6 +33,7 @@ class CompareOptions:
     no_default_masks: bool = False
     redact: tuple[str, ...] = ()
     pace: str | None = None
+    order_gap: str | None = None
 
     def settings(self, *, hosts: Iterable[str] = (), match: str | None = None) -> Any:
         """The effective settings (``config.Effective``): the project config plus these flags and ``hosts`` / ``match``."""
@@ -45,6 +46,7 @@ class CompareOptions:
             hosts=hosts,
             match=match,
             pace=self.pace,
+            order_gap=self.order_gap,
         )
 
 
@@ -69,6 +71,12 @@ _pace = click.option(
     metavar="recorded|FACTOR",
     help="deliver each answer after as long as its call took when recorded ('recorded'), or that times FACTOR (0.1: ten times faster); default: at once",
 )
+_order_gap = click.option(
+    "--order-gap",
+    default=None,
+    metavar="MS|off",
+    help="answers to calls that overlapped when recorded end in the recorded order, at least MS apart (default 25); 'off': as they are ready",
+)
 _no_default_masks = click.option(
     "--no-default-masks", is_flag=True, help="compare what the built-in masks would ignore (blackbox masks lists them)"
 )
@@ -91,8 +99,9 @@ def _collecting(f: Callable[..., Any], names: tuple[str, ...]) -> Callable[..., 
 
 
 def compare_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """``--mask``, ``--no-default-masks``, ``--redact``, ``--pace`` (``replay``, ``fork``, ``test``, ``proxy``), as ``compare``."""
-    return _mask(_no_default_masks(_redact(_pace(_collecting(f, ("masks", "no_default_masks", "redact", "pace"))))))
+    """``--mask``, ``--no-default-masks``, ``--redact``, ``--pace``, ``--order-gap`` (``replay``, ``fork``, ``test``, ``proxy``), as ``compare``."""
+    names = ("masks", "no_default_masks", "redact", "pace", "order_gap")
+    return _mask(_no_default_masks(_redact(_pace(_order_gap(_collecting(f, names))))))
 
 
 def mask_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -138,6 +147,7 @@ def config_command(compare: CompareOptions, hosts: tuple[str, ...], match: str |
     click.echo(f"config: {where or 'none found (blackbox.toml, or [tool.blackbox] in pyproject.toml, from here up)'}")
     click.echo(f"match: {data['match']['value']}  ({data['match']['source']})")
     click.echo(f"pace: {data['pace']['value']}  ({data['pace']['source']})")
+    click.echo(f"order gap: {data['order_gap']['value']}  ({data['order_gap']['source']})")
     click.echo(f"default masks: {'on' if data['default_masks']['value'] else 'off'}  ({data['default_masks']['source']})")
     _rows("masks", [(m["name"], m["pattern"], m["source"]) for m in data["mask"]])
     _rows("redact", [(r["name"], r["pattern"], r["source"]) for r in data["redact"]])

@@ -129,7 +129,14 @@ def replay(
 
     setup_logging(verbose)
     found = compare.settings(hosts=hosts, match=default_or("match", match))  # the project config and the flags
-    session = replay_session(cassette, match=found.match.value, rules=found.rules, redactor=found.redactor, pace=found.pace.value)
+    session = replay_session(
+        cassette,
+        match=found.match.value,
+        rules=found.rules,
+        redactor=found.redactor,
+        pace=found.pace.value,
+        order_gap_ms=found.order_gap.value,
+    )
     settings = ProxySettings(hosts=found.host_names, confdir=run.confdir, offline=not allow_network, stream_delay_ms=stream_delay_ms)
     with proxy_run(session, replaying=True, settings=settings) as live:
         code = live.run_command(command)
@@ -195,7 +202,9 @@ def proxy(
         if report is not None:
             raise click.UsageError("--report is for one run: with --cassette-dir each replay's report is written to DIR/<run>.report.json")
         if compare != CompareOptions():
-            raise click.UsageError("--mask, --no-default-masks, --redact and --pace are for one run (--cassette), not --cassette-dir")
+            raise click.UsageError(
+                "--mask, --no-default-masks, --redact, --pace and --order-gap are for one run (--cassette), not --cassette-dir"
+            )
         _proxy_dir(
             mode,
             cassette_dir,
@@ -223,7 +232,14 @@ def proxy(
     if mode == "record":
         session = record_session(check_output_path(cassette), overwrite=overwrite, redactor=found.redactor)
     else:
-        session = replay_session(cassette, match=found.match.value, rules=found.rules, redactor=found.redactor, pace=found.pace.value)
+        session = replay_session(
+            cassette,
+            match=found.match.value,
+            rules=found.rules,
+            redactor=found.redactor,
+            pace=found.pace.value,
+            order_gap_ms=found.order_gap.value,
+        )
     hosts = found.host_names
     settings = ProxySettings(hosts=hosts, confdir=confdir, map_remote=map_remote, listen_host=listen_host, listen_port=listen_port)
     with proxy_run(session, replaying=mode == "replay", settings=settings) as live:

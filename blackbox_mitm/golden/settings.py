@@ -100,12 +100,15 @@ class SuiteSettings:
     no_default_masks: bool = False
     redact: tuple[str, ...] = ()
     pace: str | None = None
+    order_gap: str | None = None
 
     def replay_args(self, golden: Path) -> list[str]:
         """The flags of a golden's own ``blackbox replay`` (``--proxy-per-golden``): its settings, then the suite's."""
         args = replay_flags(golden) + [a for m in self.masks for a in ("--mask", m)] + [a for r in self.redact for a in ("--redact", r)]
         if self.pace is not None:
             args += ["--pace", self.pace]
+        if self.order_gap is not None:
+            args += ["--order-gap", self.order_gap]
         if self.no_default_masks and "--no-default-masks" not in args:
             args.append("--no-default-masks")
         return args
@@ -118,5 +121,11 @@ class SuiteSettings:
             no_default_masks=self.no_default_masks or values.get("default_masks") is False,
             redact=list(self.redact),
             pace=self.pace if self.pace is not None else values.get("pace"),
+            order_gap=self.order_gap,
         )
-        return {"rules": settings.rules, "redactor": settings.redactor, "pace": settings.pace.value}
+        return {
+            "rules": settings.rules,
+            "redactor": settings.redactor,
+            "pace": settings.pace.value,
+            "order_gap_ms": settings.order_gap.value,
+        }

@@ -31,6 +31,12 @@ the two quoted texts, None when one side is absent. Each quote is at most
 cut to ``ROLE_CHARS``. A comparison that finds nothing returns None — exactly
 when the two requests have the same ``request_digest`` (under the same ``rules``).
 
+When the differing message and what follows only reorder what the recording
+had (the same messages, content parts or blocks of text in another order:
+``reorder.reordering``), ``reordered`` is how many items changed places and
+``reordered_items`` what they are; the headline then says "the same N items in
+another order" instead of a character offset.
+
 With ``rules`` (``masks.CompareRules``) the masked views are compared. When the
 first differing character is in a placeholder on either side (a mask matched
 on one side and not the other, or two different masks matched), ``masks``
@@ -49,6 +55,7 @@ from typing import Any
 from blackbox_mitm.cassette.canonical import canonical_bytes
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules, placeholders_in
 from blackbox_mitm.matcher.normalize import compared_view
+from blackbox_mitm.matcher.reorder import reordering
 
 __all__ = ["MESSAGE_FIELDS", "QUOTE_CHARS", "QUOTE_CONTEXT", "ROLE_CHARS", "Difference", "first_difference"]
 
@@ -79,6 +86,8 @@ class Difference:
     masks: tuple[str, ...] = ()
     redacted: tuple[str, ...] = ()
     note: str | None = None
+    reordered: int | None = None  # the same N items in another order
+    reordered_items: str | None = None  # what they are: messages, content parts, blocks of text, paragraphs, lines
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -97,6 +106,9 @@ class Difference:
             out["redacted"] = list(self.redacted)
         if self.note:
             out["note"] = self.note
+        if self.reordered:
+            out["reordered"] = self.reordered
+            out["reordered_items"] = self.reordered_items
         return out
 
     @classmethod
@@ -113,6 +125,8 @@ class Difference:
             masks=tuple(str(m) for m in data.get("masks") or ()),
             redacted=tuple(str(m) for m in data.get("redacted") or ()),
             note=data.get("note"),
+            reordered=int(data["reordered"]) if isinstance(data.get("reordered"), int) else None,
+            reordered_items=str(data["reordered_items"]) if data.get("reordered_items") else None,
         )
 
     @property
@@ -137,6 +151,8 @@ class Difference:
                 return f"{where}: missing from the agent's request"
             if self.field == "extra":
                 return f"{where}: extra, the recording's request ends before it"
+            if self.reordered:
+                return f"{where}: the same {self.reordered} items in another order ({self.reordered_items})"
             return f"{where}: {self.field} differs{at}"
         if self.field == "tools":
             where = f"tool {self.message} ({self.role})"
@@ -228,7 +244,9 @@ def _first_difference(rec: dict[str, Any], new: dict[str, Any]) -> Difference | 
             return make("extra", (None, None, _content_text(_get(b, "content"))), i, role)
         field_found = _message_difference(a, b)
         if field_found:
-            return make(*field_found, i, role)
+            found_here = make(*field_found, i, role)
+            moved = reordering(rec_messages, got_messages, i)
+            return found_here if moved is None else replace(found_here, reordered=moved[0], reordered_items=moved[1])
 
     rec_tools: list[Any] = rec["tools"]
     got_tools: list[Any] = new["tools"]

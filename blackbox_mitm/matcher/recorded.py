@@ -15,7 +15,10 @@ a cursor on the earliest unserved call that only moves forward.
   was recorded after) is matched by its content and counted in ``out_of_order``.
   A request matching no unserved call is a ``Divergence`` against the earliest
   unserved call, and is not served.
-* ``sequence``: the earliest unserved call is served whatever the request says.
+* ``sequence``: the earliest unserved call with this very request is served,
+  as in strict mode; when there is none, the earliest unserved call whatever
+  the request says. Concurrent requests arrive in any order, so each
+  concurrent agent gets its own answer (counted in ``out_of_order``).
 
 With ``rules`` (``masks.CompareRules``) digests and differences are taken on the
 masked views: what a mask matches is not compared.
@@ -153,6 +156,9 @@ class RecordedCalls:
                 return self._exhausted_now()
             if mode == "sequence":
                 call = self._calls[expected]
+                same = self._same_request(digest, call)
+                if same is not None:
+                    return self._serve(same, expected, matched=True)
                 queue = self._index[call.digest]
                 # Every earlier call is served, so this one leads its digest's queue.
                 queue.popleft()
@@ -198,6 +204,16 @@ class RecordedCalls:
         return render_report(self.status())
 
     # --- under the lock --------------------------------------------------------------------
+
+    def _same_request(self, digest: str, expected: RecordedCall) -> int | None:
+        """Sequence mode: the earliest unserved call with this very request, when it is not ``expected`` (taken), else None."""
+        waiting = self._index.get(digest)
+        if not waiting or waiting[0] == expected.number:
+            return None
+        number = waiting.popleft()
+        if not waiting:
+            del self._index[digest]
+        return number
 
     def _earliest_unserved(self) -> int | None:
         while self._next < len(self._served) and self._served[self._next]:

@@ -39,6 +39,7 @@ _HOST_KEY = "blackbox.host"
 _TICKET_KEY = "blackbox.ticket"
 _PACED_KEY = "blackbox.paced"
 _STREAM_KEY = "blackbox.stream"
+_HOLD_KEY = "blackbox.hold"
 _SESSION_KEY = "blackbox.session"
 _SESSION_OPTIONS = {
     "blackbox_mode",
@@ -49,6 +50,7 @@ _SESSION_OPTIONS = {
     "blackbox_default_masks",
     "blackbox_redact",
     "blackbox_pace",
+    "blackbox_order_gap",
 }
 
 
@@ -98,6 +100,12 @@ class BlackboxAddon:
         loader.add_option(
             "blackbox_pace", str, "", "Replay: 'recorded' (each answer takes as long as its call did), a factor, or '' (at once)."
         )
+        loader.add_option(
+            "blackbox_order_gap",
+            str,
+            "",
+            "Replay: ms between the ends of answers to calls that overlapped when recorded (released in recorded order); 'off'; '' (25).",
+        )
 
     def configure(self, updated: set[str]) -> None:
         opts = ctx.options
@@ -141,6 +149,7 @@ class BlackboxAddon:
                 redact=list(opts.blackbox_redact),
                 match=None if opts.blackbox_match == "strict" else opts.blackbox_match,
                 pace=opts.blackbox_pace or None,
+                order_gap=opts.blackbox_order_gap or None,
             )
             self.hosts |= set(settings.host_names)
             if opts.blackbox_mode == "record":
@@ -153,6 +162,7 @@ class BlackboxAddon:
                     rules=settings.rules,
                     redactor=settings.redactor,
                     pace=settings.pace.value,
+                    order_gap_ms=settings.order_gap.value,
                 )
                 self._replaying = True
                 if "upstream_cert" in opts and opts.upstream_cert:
@@ -232,9 +242,11 @@ class BlackboxAddon:
         action = session.on_request(req)
         if isinstance(action, Answer):
             if action.delay_ms > 0 or (action.stream and self.stream_delay_ms > 0):
-                self._pace(flow, action)
+                self._pace(flow, action)  # a held answer's end waits its turn in the pacer
             else:
                 flow.response = _make_response(action)
+                if action.hold is not None and not action.hold.now():
+                    flow.metadata[_HOLD_KEY] = action.hold  # sent once released: the response hook waits for it
                 if action.replayed:
                     flow.is_replay = "response"  # mitmweb marks it as an answer made here
         elif isinstance(action, Forward):
@@ -261,7 +273,9 @@ class BlackboxAddon:
             self._pacer = StreamPacer(self.stream_delay_ms)
         self._pacer.delay_ms = self.stream_delay_ms
         total = answer.delay_ms if answer.delay_ms > 0 else None  # --pace: as long as the recorded call took
-        flow.request.url = self._pacer.register(answer.status, answer.headers, answer.body, total_ms=total, stream=answer.stream)
+        flow.request.url = self._pacer.register(
+            answer.status, answer.headers, answer.body, total_ms=total, stream=answer.stream, hold=answer.hold
+        )
         self.local_upstreams.add(("127.0.0.1", self._pacer.port))
         flow.metadata[_PACED_KEY] = True
 
@@ -285,6 +299,10 @@ class BlackboxAddon:
         flow.response.stream = capture.tee
 
     async def response(self, flow: http.HTTPFlow) -> None:
+        hold = flow.metadata.pop(_HOLD_KEY, None)
+        if hold is not None:  # an answer made here for a call that overlapped others: in the recorded completion order
+            await hold.wait_async()
+            return
         ticket = flow.metadata.get(_TICKET_KEY)
         session = self._session_of(flow) if ticket is not None else None
         if ticket is None or session is None or flow.response is None:

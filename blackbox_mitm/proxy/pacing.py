@@ -13,8 +13,11 @@ stream delay), or, for a body registered with ``total_ms`` (``--pace``: how
 long the call took when recorded, scaled), it spreads the events over that
 time — the first at once, the last ``total_ms`` after the request — and a
 body that is not a stream is sent whole after ``total_ms``. The schedule is
-kept against a monotonic clock, so slow writes do not add up. A proxy shutting
-down cuts every wait short.
+kept against a monotonic clock, so slow writes do not add up. A body registered
+with a ``hold`` (``session/release.py``: an answer to a call that overlapped
+others) sends its last event — or, whole, the body — only once the hold is
+released, after whatever ``total_ms`` asks. A proxy shutting down cuts every
+wait short.
 """
 
 from __future__ import annotations
@@ -27,7 +30,10 @@ import threading
 import time
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from blackbox_mitm.session.release import Hold
 
 __all__ = ["PATH_PREFIX", "StreamPacer", "event_offsets", "split_events"]
 
@@ -57,7 +63,7 @@ def event_offsets(n: int, total_ms: float) -> list[float]:
     return [max(0.0, total_ms) * i / (n - 1) for i in range(n)]
 
 
-_Entry = tuple[int, dict[str, str], list[bytes], float | None]
+_Entry = tuple[int, dict[str, str], list[bytes], float | None, "Hold | None"]
 
 
 class _Server(ThreadingHTTPServer):
@@ -92,11 +98,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(body)
             return
-        status, headers, events, total_ms = entry
+        status, headers, events, total_ms, hold = entry
         started = time.monotonic()
         stopping = self.server.pacer._stopping
         if total_ms is not None and len(events) == 1:
             stopping.wait(total_ms / 1000)  # a whole body: sent once the call has taken as long as it did
+        if hold is not None and len(events) == 1:
+            hold.wait(stopping)  # and once every overlapping answer recorded before it has been delivered
         self.send_response(status)
         for name, value in headers.items():
             if name.lower() not in _HOP_BY_HOP:
@@ -116,6 +124,8 @@ class _Handler(BaseHTTPRequestHandler):
                     wait = pause
                     stopping.wait(pause)  # cut short when the proxy shuts down: the rest goes at once
                 asked.append(wait)
+                if hold is not None and i == len(events) - 1 and i:
+                    hold.wait(stopping)  # the final event: in the recorded completion order
                 self.wfile.write(b"%X\r\n%s\r\n" % (len(event), event))
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
@@ -152,16 +162,26 @@ class StreamPacer:
             self._thread.start()
         return self
 
-    def register(self, status: int, headers: Mapping[str, str], body: bytes, *, total_ms: float | None = None, stream: bool = True) -> str:
+    def register(
+        self,
+        status: int,
+        headers: Mapping[str, str],
+        body: bytes,
+        *,
+        total_ms: float | None = None,
+        stream: bool = True,
+        hold: Hold | None = None,
+    ) -> str:
         """Keep a body for one request; returns the URL that plays it back.
 
-        ``total_ms``: deliver it over that long (see the module docstring); ``stream`` False: the body is one piece.
+        ``total_ms``: deliver it over that long (see the module docstring); ``stream`` False: the body is one piece;
+        ``hold``: its end waits for the hold's release.
         """
         self.start()
         token = secrets.token_hex(12)
         events = split_events(body) if stream else [body]
         with self._lock:
-            self._bodies[PATH_PREFIX + token] = (status, dict(headers), events, total_ms)
+            self._bodies[PATH_PREFIX + token] = (status, dict(headers), events, total_ms, hold)
         return f"http://127.0.0.1:{self.port}{PATH_PREFIX}{token}"
 
     def _take(self, path: str) -> _Entry | None:

@@ -11,7 +11,9 @@ it: the session, the codec and its WebSocket companion, the original path and
 headers. Every client message is turned by the companion into the equivalent
 HTTP call (``answer_message``), answered by ``Session.on_request`` exactly as
 that call over HTTP, and its events sent back as frames, one turn at a time;
-``delay_ms`` paces them like a paced SSE replay.
+``delay_ms`` paces them like a paced SSE replay. A turn answering a call that
+overlapped others waits for its release (``session/release.py``), as an HTTP
+answer does in the pacer.
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ def answer_message(target: SocketTarget, socket: Any, text: str) -> list[str]:
     if isinstance(action, Forward):  # never: only sessions that answer every call locally are served here
         target.session.on_call_failed(action.ticket, "a replayed socket cannot forward a call upstream", streamed=False)
         return [_error(target, "blackbox: this replayed socket cannot forward a model call upstream", 500)]
+    if action.hold is not None:
+        action.hold.wait()  # a call that overlapped others: its turn's frames go in the recorded completion order
     return _frames_of(target, action)
 
 

@@ -27,6 +27,7 @@ from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.session.engine import Session
 from blackbox_mitm.session.recorder import RunRecorder, scrub, secrets_from_environ
 from blackbox_mitm.session.redact import Redactor
+from blackbox_mitm.session.release import DEFAULT_GAP_MS
 
 __all__ = ["finish_proxy_session", "record_session", "replay_report", "replay_session", "run_id_for"]
 
@@ -63,11 +64,15 @@ def replay_session(
     rules: CompareRules = NO_RULES,
     redactor: Redactor | None = None,
     pace: float | None = None,
+    order_gap_ms: float | None = DEFAULT_GAP_MS,
 ) -> Session:
-    """A replay: ``rules`` masks what is compared, ``redactor`` redacts live requests as the recording was, ``pace`` keeps time."""
+    """A replay: ``rules`` masks what is compared, ``redactor`` redacts live requests as the recording was, ``pace`` keeps time,
+    ``order_gap_ms`` separates the ends of overlapping answers released in the recorded order (None: off; session/release.py)."""
     trace = load_verified(cassette)
     replay = RecordedCalls(trace, rules=rules)
-    return Session(run_id=trace.id, replay=replay, match=match, tail="refuse", rules=rules, redactor=redactor, pace=pace)
+    return Session(
+        run_id=trace.id, replay=replay, match=match, tail="refuse", rules=rules, redactor=redactor, pace=pace, order_gap_ms=order_gap_ms
+    )
 
 
 def replay_report(session: Session) -> dict[str, Any]:

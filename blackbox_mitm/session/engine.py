@@ -33,6 +33,7 @@ from blackbox_mitm.matcher.outcomes import RecordedCall
 from blackbox_mitm.session.numbers import refuse_unrepresentable_numbers
 from blackbox_mitm.session.recorder import RecordFailed, RunRecorder, SecretLeak, scrub, secrets_from_environ, secrets_from_request
 from blackbox_mitm.session.redact import Redactor
+from blackbox_mitm.session.release import DEFAULT_GAP_MS, Hold, ReleaseOrder
 from blackbox_mitm.session.transcript import order_tool_results
 
 __all__ = ["Answer", "Forward", "ModelRequest", "Session", "Ticket"]
@@ -65,6 +66,7 @@ class Answer:
     stream: bool = False  # an SSE body
     replayed: bool = False  # an answer made from the recording or a script (not an error)
     delay_ms: float = 0.0  # --pace: deliver it over this long (a stream's events spread over it)
+    hold: Hold | None = None  # a call that overlapped others: released in the recorded completion order (session/release.py)
 
 
 @dataclass(slots=True)
@@ -106,6 +108,7 @@ class Session:
         rules: CompareRules = NO_RULES,  # masks: what strict matching does not compare
         redactor: Redactor | None = None,  # applied to every request before it is matched or recorded
         pace: float | None = None,  # --pace: None as fast as possible, else the factor on each recorded call's time
+        order_gap_ms: float | None = DEFAULT_GAP_MS,  # --order-gap: overlapping answers in recorded order, this far apart; None: off
     ) -> None:
         if tail not in ("refuse", "upstream", "script"):
             raise ValueError(f"unknown tail {tail!r}")
@@ -125,6 +128,7 @@ class Session:
         self.rules = rules
         self.redactor = redactor or Redactor()
         self.pace = pace
+        self.order = ReleaseOrder(replay.calls, gap_ms=order_gap_ms) if replay is not None and order_gap_ms is not None else None
         self.in_flight = 0
         self.forwarded_calls = 0
         self.scripted_calls = 0
@@ -217,7 +221,8 @@ class Session:
                     return _error(codec, str(exc))
                 except RecordFailed as exc:
                     return self._write_failed(codec, exc)
-            return self._answer(codec, decoded, output, call.timestamp, delay_ms=self._delay(call))
+            hold = self.order.hold(call.number) if self.order is not None and self.order.concerns(call.number) else None
+            return self._answer(codec, decoded, output, call.timestamp, delay_ms=self._delay(call), hold=hold)
         if isinstance(result, Divergence):
             secrets = secrets_from_request(req.headers, req.query)
             with self._lock:
@@ -272,15 +277,22 @@ class Session:
         return max(0.0, float(call.timestamp) - float(call.input_timestamp)) * self.pace
 
     def _answer(
-        self, codec: Codec, decoded: DecodedRequest, output: dict[str, Any], timestamp: int | float, *, delay_ms: float = 0.0
+        self,
+        codec: Codec,
+        decoded: DecodedRequest,
+        output: dict[str, Any],
+        timestamp: int | float,
+        *,
+        delay_ms: float = 0.0,
+        hold: Hold | None = None,
     ) -> Answer:
         created = int(timestamp)
         if decoded.stream:
             body = codec.encode_stream(output, request=decoded, ids=self.ids, created_ms=created)
             headers = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
-            return Answer(200, headers, body, stream=True, replayed=True, delay_ms=delay_ms)
+            return Answer(200, headers, body, stream=True, replayed=True, delay_ms=delay_ms, hold=hold)
         obj = codec.encode_response(output, request=decoded, ids=self.ids, created_ms=created)
-        return Answer(200, {"content-type": "application/json"}, orjson.dumps(obj), replayed=True, delay_ms=delay_ms)
+        return Answer(200, {"content-type": "application/json"}, orjson.dumps(obj), replayed=True, delay_ms=delay_ms, hold=hold)
 
     # -- responses to forwarded calls -------------------------------------------------
 

@@ -40,6 +40,7 @@ from blackbox_mitm.session.build import run_id_for
 from blackbox_mitm.session.engine import Session
 from blackbox_mitm.session.recorder import RunRecorder, secrets_from_environ
 from blackbox_mitm.session.redact import Redactor
+from blackbox_mitm.session.release import DEFAULT_GAP_MS
 
 __all__ = ["NO_EDIT", "ForkPlan", "ForkRefused", "discard_reason", "fork_session", "normalize_answer", "plan_fork"]
 
@@ -193,8 +194,9 @@ def fork_session(
     rules: CompareRules = NO_RULES,
     redactor: Redactor | None = None,
     pace: float | None = None,
+    order_gap_ms: float | None = DEFAULT_GAP_MS,
 ) -> Session:
-    """The session that serves the parent up to the cut and records the child (``rules``, ``redactor``, ``pace`` as for a replay)."""
+    """The session that serves the parent up to the cut and records the child (``rules``, ``redactor``, ``pace``, ``order_gap_ms`` as for a replay)."""
     parent = plan.parent
     out = Path(output)
     if out.exists() and not overwrite:
@@ -227,6 +229,7 @@ def fork_session(
         rules=rules,
         redactor=redactor,
         pace=pace,
+        order_gap_ms=order_gap_ms,
     )
 
 

@@ -93,3 +93,35 @@ def test_a_body_is_played_once(pacer: StreamPacer) -> None:
     url = pacer.register(200, {"content-type": "text/event-stream"}, SSE, total_ms=10)
     assert fetch(url)[0] == 200
     assert fetch(url)[0] == 404
+
+
+def test_a_held_stream_sends_its_last_event_only_once_released() -> None:
+    """Two overlapping answers fetched at once: the one recorded second ends after the first, by the scheduler's log."""
+    from blackbox_mitm.cassette import Trace
+    from blackbox_mitm.matcher.recorded import recorded_calls_of
+    from blackbox_mitm.session.release import ReleaseOrder
+
+    trace = Trace.new("held-1", created_at=0)
+    for i, (start, end) in enumerate([(0, 100), (1, 103)]):
+        trace.append("model_input", {"messages": [{"role": "user", "content": f"call {i}"}], "tools": []}, timestamp=start)
+        trace.append("model_output", {"type": "final_answer", "text": f"answer {i}"}, timestamp=end)
+    order = ReleaseOrder(recorded_calls_of(trace), gap_ms=20)
+    p = StreamPacer(0).start()
+    try:
+        second = p.register(200, {"content-type": "text/event-stream"}, SSE, hold=order.hold(1))
+        first = p.register(200, {"content-type": "application/json"}, b'{"a": 1}', stream=False, hold=order.hold(0))
+        results: dict[str, tuple[int, str, bytes]] = {}
+        threads = [
+            threading.Thread(target=lambda k=k, u=u: results.__setitem__(k, fetch(u))) for k, u in (("second", second), ("first", first))
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+    finally:
+        p.stop()
+    assert results["second"] == (200, "text/event-stream", SSE)  # every event, the last one after the release
+    assert results["first"][2] == b'{"a": 1}'
+    releases = order.releases
+    assert [r.call for r in releases] == [0, 1]
+    assert releases[1].after == 0 and releases[1].at_ms >= releases[0].at_ms + 20

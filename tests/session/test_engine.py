@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import errno
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -215,3 +216,38 @@ def test_a_cassette_named_like_a_provider_id_gets_a_run_id_that_verifies(stem: s
     session = record_session(tmp_path / f"{stem}.json")
     assert _record_one(session, _body()) is None
     assert verify_trace(_finished(session, tmp_path / f"{stem}.json")) == []
+
+
+# --- concurrent calls: the release order --------------------------------------------------
+
+
+def _record_overlapping(tmp_path: Path) -> Path:
+    """Two calls in flight at once (the one asked second answered first), then one on its own."""
+    path = tmp_path / "overlap.json"
+    session = record_session(path, fsync=False)
+    first, second = session.on_request(_req(_body("first"))), session.on_request(_req(_body("second")))
+    assert isinstance(first, Forward) and isinstance(second, Forward)
+    assert session.on_response(second.ticket, 200, _answer("second done")) is None
+    assert session.on_response(first.ticket, 200, _answer("first done")) is None
+    time.sleep(0.005)  # asked for in a later millisecond than that answer (the same one counts as overlapping)
+    _record_one(session, _body("later"))
+    _finished(session, path)
+    return path
+
+
+def test_answers_to_overlapping_calls_carry_a_hold_and_others_do_not(tmp_path: Path) -> None:
+    path = _record_overlapping(tmp_path)
+    session = replay_session(path)
+    answers = {p: session.on_request(_req(_body(p))) for p in ("first", "second", "later")}
+    assert all(isinstance(a, Answer) and a.replayed for a in answers.values())
+    holds = {p: a.hold for p, a in answers.items() if isinstance(a, Answer)}
+    assert holds["later"] is None  # overlapped nothing: sent at once
+    assert holds["first"] is not None and holds["second"] is not None
+    assert not holds["first"].now()  # recorded completing after "second", which is not delivered yet
+    assert holds["second"].now()
+    assert session.order is not None and [r.call for r in session.order.releases] == [0]
+    # --order-gap off: no release order at all.
+    off = replay_session(path, order_gap_ms=None)
+    assert off.order is None
+    answer = off.on_request(_req(_body("first")))
+    assert isinstance(answer, Answer) and answer.hold is None

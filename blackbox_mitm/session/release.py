@@ -1,0 +1,227 @@
+"""Answers to overlapping calls released in the order the recording completed them.
+
+An agent that runs work concurrently (Claude Code's background subagents, an
+agent's side calls beside its main loop, any client with requests in flight
+at once) sees the answers in the order they *complete*, and acts on that order:
+Claude Code tells its main loop which subagent finished first. A replay answers
+from the cassette at once, so without care the order is whatever the machine's
+scheduler makes of a few milliseconds.
+
+The cassette already says what is needed. The recorder appends a call's steps
+when its answer completes, so the recorded calls are in completion order; a
+model_input's timestamp is when its request arrived and a model_output's when
+its answer completed. Call ``i`` *overlapped* an earlier-completed call ``j``
+when ``i``'s request arrived before (or in the same millisecond as) ``j``'s
+answer completed. ``overlaps`` lists, for each call, those predecessors.
+
+``ReleaseOrder`` is the rule a replay keeps: a served call's answer (a whole
+response, or a stream's final event) is released only after every predecessor
+has been delivered, and at least ``gap_ms`` after the last of them — long
+enough that the agent has handled one end before the next arrives. A call with
+no predecessors, or whose predecessors were delivered long enough ago, goes at
+once. A predecessor the agent has not asked for within ``wait_ms`` of the
+answer being ready (a replay that took another path) is not waited for again,
+nor one asked for but still not delivered a minute later (its agent hung up);
+it is listed in the release's ``skipped``. No answer ever waits for a later
+one (predecessors completed earlier), so a replay that repeats the recording
+cannot deadlock.
+
+Every release is logged (``releases``): which call, when, the predecessor it
+waited for last and the earliest time the separation allowed. Plain Python and
+thread-safe; the clock is injectable (milliseconds, monotonic).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from blackbox_mitm.matcher.outcomes import RecordedCall
+
+log = logging.getLogger(__name__)
+
+__all__ = ["DEFAULT_GAP_MS", "DEFAULT_WAIT_MS", "Hold", "Release", "ReleaseOrder", "overlaps"]
+
+DEFAULT_GAP_MS = 25.0  # measured: Claude Code on a loaded 2-core machine (docs/replay-and-divergence.md)
+DEFAULT_WAIT_MS = 3000.0  # how long an answer waits for a predecessor the agent has not asked for
+_ASKED_CAP_MS = 60_000.0  # a predecessor asked for but never delivered (its agent hung up): not waited for past this
+_SLICE_S = 0.1  # a waiting thread looks at its cancel event this often
+
+
+def _monotonic_ms() -> float:
+    return time.monotonic() * 1000.0
+
+
+def overlaps(calls: Sequence[RecordedCall]) -> dict[int, tuple[int, ...]]:
+    """For each call number, the earlier-completed calls it overlapped in the recording (only calls that have some).
+
+    Calls are in completion order, so the walk back from each call stops at the first answer that completed before
+    its request: linear in the calls for an agent that makes one at a time. A call without its model_input's
+    timestamp overlaps nothing.
+    """
+    out: dict[int, tuple[int, ...]] = {}
+    for i, call in enumerate(calls):
+        if call.input_timestamp is None:
+            continue
+        start = float(call.input_timestamp)
+        before: list[int] = []
+        for j in range(i - 1, -1, -1):
+            if float(calls[j].timestamp) < start:
+                break
+            before.append(calls[j].number)
+        if before:
+            out[call.number] = tuple(sorted(before))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """One answer let go: ``at_ms`` on the scheduler's clock, after ``after`` (None: it waited for nobody)."""
+
+    call: int
+    at_ms: float
+    after: int | None = None  # the predecessor delivered last
+    not_before_ms: float = 0.0  # that delivery plus the separation
+    skipped: tuple[int, ...] = ()  # predecessors never asked for in time: not waited for
+
+
+class ReleaseOrder:
+    """When each served answer may be released (see the module docstring)."""
+
+    def __init__(
+        self,
+        calls: Sequence[RecordedCall],
+        *,
+        gap_ms: float = DEFAULT_GAP_MS,
+        wait_ms: float = DEFAULT_WAIT_MS,
+        clock: Callable[[], float] = _monotonic_ms,
+    ) -> None:
+        if gap_ms < 0 or wait_ms < 0:
+            raise ValueError("gap_ms and wait_ms must be 0 or more")
+        self.gap_ms = float(gap_ms)
+        self.wait_ms = float(wait_ms)
+        self.predecessors = overlaps(calls)
+        self._concerned = {*self.predecessors, *(j for preds in self.predecessors.values() for j in preds)}
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._asked: set[int] = set()
+        self._delivered: dict[int, float] = {}
+        self._abandoned: set[int] = set()  # predecessors given up on
+        self._log: list[Release] = []
+        self._wakers: list[Callable[[], None]] = []  # event-loop waiters (Hold.wait_async), woken by each release
+
+    @property
+    def releases(self) -> list[Release]:
+        """What was released so far, in release order."""
+        with self._cond:
+            return list(self._log)
+
+    def concerns(self, number: int) -> bool:
+        """Whether call ``number`` overlapped another in the recording (else its answer is simply sent)."""
+        return number in self._concerned
+
+    def hold(self, number: int) -> Hold:
+        """Call ``number`` was served: its answer's hold (``Hold.now`` or ``Hold.wait`` releases it)."""
+        with self._cond:
+            self._asked.add(number)
+            self._cond.notify_all()
+        return Hold(self, number, self._clock())
+
+    # -- under the lock ------------------------------------------------------------------
+
+    def _decide(self, number: int, ready_ms: float, now: float) -> tuple[Release | None, float | None]:
+        """(the release, None) when ``number`` may go at ``now``; else (None, how long to wait at most, ms)."""
+        preds = self.predecessors.get(number, ())
+        waiting = [j for j in preds if j not in self._delivered and j not in self._abandoned]
+        if waiting:
+            unasked = [j for j in waiting if j not in self._asked]
+            deadline = ready_ms + (self.wait_ms if unasked else self.wait_ms + _ASKED_CAP_MS)
+            if now >= deadline:
+                self._abandoned.update(unasked or waiting)
+                return self._decide(number, ready_ms, now)
+            return None, deadline - now
+        delivered = [(self._delivered[j], j) for j in preds if j in self._delivered]
+        if not delivered:
+            return Release(number, now, skipped=tuple(j for j in preds if j in self._abandoned)), None
+        last_ms, last = max(delivered)
+        not_before = last_ms + self.gap_ms
+        if now < not_before:
+            return None, not_before - now
+        return Release(number, now, last, not_before, tuple(j for j in preds if j in self._abandoned)), None
+
+    def _mark(self, release: Release) -> Release:
+        log.debug("blackbox: released %s", release)
+        self._delivered[release.call] = release.at_ms
+        self._log.append(release)
+        self._cond.notify_all()
+        wakers, self._wakers = self._wakers, []
+        for wake in wakers:
+            wake()
+        return release
+
+
+class Hold:
+    """One served answer, not yet released."""
+
+    def __init__(self, order: ReleaseOrder, number: int, ready_ms: float) -> None:
+        self.order = order
+        self.number = number
+        self.ready_ms = ready_ms
+        self.release: Release | None = None
+
+    def now(self) -> bool:
+        """Release it now if the rule allows (True), else leave it held (False) for ``wait``. Never blocks."""
+        order = self.order
+        with order._cond:
+            if self.release is not None:
+                return True
+            release, _ = order._decide(self.number, self.ready_ms, order._clock())
+            if release is None:
+                return False
+            self.release = order._mark(release)
+            return True
+
+    def wait(self, cancel: threading.Event | None = None) -> Release | None:
+        """Block until the rule allows, then release it. ``cancel`` set: stop waiting (None: not released)."""
+        order = self.order
+        with order._cond:
+            while self.release is None:
+                if cancel is not None and cancel.is_set():
+                    return None
+                release, wait_ms = order._decide(self.number, self.ready_ms, order._clock())
+                if release is not None:
+                    self.release = order._mark(release)
+                    break
+                timeout = _SLICE_S if wait_ms is None else min(_SLICE_S, max(wait_ms, 0.0) / 1000.0)
+                order._cond.wait(timeout)
+            return self.release
+
+    async def wait_async(self) -> Release:
+        """``wait`` for an event loop (the proxy's): never blocks it."""
+        order = self.order
+        loop = asyncio.get_running_loop()
+        while True:
+            with order._cond:
+                if self.release is not None:
+                    return self.release
+                release, wait_ms = order._decide(self.number, self.ready_ms, order._clock())
+                if release is not None:
+                    self.release = order._mark(release)
+                    return self.release
+                woken = asyncio.Event()
+                order._wakers.append(functools.partial(_wake, loop, woken))
+            timeout = _SLICE_S if wait_ms is None else min(_SLICE_S, max(wait_ms, 0.0) / 1000.0)
+            try:
+                await asyncio.wait_for(woken.wait(), timeout)
+            except TimeoutError:
+                pass
+
+
+def _wake(loop: asyncio.AbstractEventLoop, event: asyncio.Event) -> None:
+    if not loop.is_closed():
+        loop.call_soon_threadsafe(event.set)

@@ -1,0 +1,156 @@
+"""The release scheduler: which recorded calls overlapped, and the order and separations it keeps.
+
+Every check reads what the scheduler itself scheduled (``ReleaseOrder.releases``:
+when each answer was let go, after which predecessor, and the earliest time
+the separation allowed), never the wall clock of the test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+
+import pytest
+
+from blackbox_mitm.cassette import Trace
+from blackbox_mitm.matcher.recorded import recorded_calls_of
+from blackbox_mitm.session.release import Release, ReleaseOrder, overlaps
+
+
+def calls(*spans: tuple[int, int]) -> list:  # type: ignore[type-arg]
+    """Recorded calls from (request ms, answer ms) spans, in completion order, the way the recorder appends them."""
+    trace = Trace.new("release-1", created_at=0)
+    for i, (start, end) in enumerate(spans):
+        trace.append("model_input", {"messages": [{"role": "user", "content": f"call {i}"}], "tools": []}, timestamp=start)
+        trace.append("model_output", {"type": "final_answer", "text": f"answer {i}"}, timestamp=end)
+    return recorded_calls_of(trace)
+
+
+# Three background subagents asked at once and answered 3 ms apart, between a main call before and one after.
+SUBAGENTS = calls((0, 10), (20, 800), (21, 803), (20, 806), (900, 905))
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_overlaps_are_the_earlier_completed_calls_in_flight_when_a_call_was_asked() -> None:
+    assert overlaps(SUBAGENTS) == {2: (1,), 3: (1, 2)}
+    # One call at a time overlaps nothing; a request in the same millisecond as an answer counts as overlapping.
+    assert overlaps(calls((0, 5), (6, 9), (10, 20))) == {}
+    assert overlaps(calls((0, 5), (5, 9))) == {1: (0,)}
+
+
+def test_a_call_that_overlapped_nothing_goes_at_once() -> None:
+    order = ReleaseOrder(SUBAGENTS, gap_ms=25, clock=FakeClock())
+    assert not order.concerns(0) and not order.concerns(4)
+    assert order.concerns(1) and order.concerns(3)
+    hold = order.hold(0)
+    assert hold.now()
+    assert order.releases == [Release(0, 1000.0)]
+
+
+def test_answers_wait_for_earlier_completed_overlapping_ones_and_keep_the_separation() -> None:
+    clock = FakeClock()
+    order = ReleaseOrder(SUBAGENTS, gap_ms=25, clock=clock)
+    alpha, beta, gamma = order.hold(3), order.hold(2), order.hold(1)  # asked for in start order; recorded the other way
+    assert not alpha.now() and not beta.now()
+    assert gamma.now()
+    assert not beta.now()  # 25 ms after gamma at the earliest
+    clock.now += 24.9
+    assert not beta.now()
+    clock.now += 0.1
+    assert beta.now()
+    clock.now += 30
+    assert alpha.now()
+    assert order.releases == [
+        Release(1, 1000.0),
+        Release(2, 1025.0, after=1, not_before_ms=1025.0),
+        Release(3, 1055.0, after=2, not_before_ms=1050.0),
+    ]
+
+
+def test_a_predecessor_never_asked_for_is_skipped_after_the_wait() -> None:
+    clock = FakeClock()
+    order = ReleaseOrder(SUBAGENTS, gap_ms=25, wait_ms=500, clock=clock)
+    alpha = order.hold(3)
+    beta = order.hold(2)  # gamma (1) is never asked for: the replay took another path
+    clock.now += 499
+    assert not beta.now()
+    clock.now += 1
+    assert beta.now()
+    assert order.releases[0] == Release(2, 1500.0, skipped=(1,))
+    assert not alpha.now()  # waits for beta's separation; gamma is not waited for again
+    clock.now += 25
+    assert alpha.now()
+    assert order.releases[1] == Release(3, 1525.0, after=2, not_before_ms=1525.0, skipped=(1,))
+
+
+def test_threads_released_in_the_recorded_order_with_the_requested_separation() -> None:
+    # Twelve calls: four groups of three overlapping ones, each group answered in reverse start order.
+    spans = []
+    for g in range(4):
+        base = g * 1000
+        spans += [(base + 2, base + 500), (base + 1, base + 501), (base, base + 502)]
+    recorded = calls(*spans)
+    order = ReleaseOrder(recorded, gap_ms=15)
+    numbers = list(range(len(recorded)))
+    random.Random(7).shuffle(numbers)  # asked for in any order, from many threads at once
+
+    def deliver(number: int) -> None:
+        hold = order.hold(number)
+        if not hold.now():
+            hold.wait()
+
+    threads = [threading.Thread(target=deliver, args=(n,)) for n in numbers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    releases = order.releases
+    by_call = {r.call: r for r in releases}
+    assert sorted(by_call) == sorted(numbers) and len(releases) == len(numbers)
+    for call, preds in order.predecessors.items():
+        r = by_call[call]
+        assert all(by_call[p].at_ms <= r.at_ms for p in preds)  # every earlier-completed overlapping answer went first
+        assert r.after == max(preds, key=lambda p: by_call[p].at_ms)
+        assert r.not_before_ms == by_call[r.after].at_ms + 15
+        assert r.at_ms >= r.not_before_ms  # the separation the scheduler was asked for
+    for group in range(4):
+        assert [r.call for r in releases if r.call // 3 == group] == [3 * group, 3 * group + 1, 3 * group + 2]
+
+
+def test_the_event_loop_waiter_keeps_the_same_order() -> None:
+    order = ReleaseOrder(SUBAGENTS, gap_ms=5)
+
+    async def main() -> list[int]:
+        holds = [order.hold(n) for n in (3, 2, 1)]
+        done: list[int] = []
+
+        async def one(hold: object) -> None:
+            await hold.wait_async()  # type: ignore[attr-defined]
+            done.append(hold.number)  # type: ignore[attr-defined]
+
+        await asyncio.wait_for(asyncio.gather(*(one(h) for h in holds)), 30)
+        return done
+
+    assert asyncio.run(main()) == [1, 2, 3]
+    assert [r.call for r in order.releases] == [1, 2, 3]
+
+
+def test_wait_stops_when_cancelled() -> None:
+    order = ReleaseOrder(SUBAGENTS, gap_ms=5)
+    cancel = threading.Event()
+    cancel.set()
+    assert order.hold(3).wait(cancel) is None
+    assert order.releases == []
+
+
+def test_negative_settings_are_refused() -> None:
+    with pytest.raises(ValueError, match="0 or more"):
+        ReleaseOrder(SUBAGENTS, gap_ms=-1)
