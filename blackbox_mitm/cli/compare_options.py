@@ -34,7 +34,7 @@ class CompareOptions:
     redact: tuple[str, ...] = ()
     pace: str | None = None
 
-    def settings(self, *, hosts: Iterable[str] = (), match: str | None = None) -> Any:
+    def settings(self, *, hosts: Iterable[str] = (), match: str | None = None, **exchange_flags: Any) -> Any:
         """The effective settings (``config.Effective``): the project config plus these flags and ``hosts`` / ``match``."""
         from blackbox_mitm.config import effective_settings
 
@@ -45,6 +45,7 @@ class CompareOptions:
             hosts=hosts,
             match=match,
             pace=self.pace,
+            **exchange_flags,
         )
 
 

@@ -22,6 +22,7 @@ from mitmproxy.proxy import server_hooks
 from blackbox_mitm.cassette.trace import now_ms
 from blackbox_mitm.codecs import codec_for, default_hosts, error_codec_for
 from blackbox_mitm.errors import BlackboxError
+from blackbox_mitm.proxy.exchanges import URL_KEY, ExchangeTransport
 from blackbox_mitm.proxy.pacing import StreamPacer
 from blackbox_mitm.proxy.websocket import WebSocketTransport
 from blackbox_mitm.session.engine import Answer, Forward, ModelRequest, Session
@@ -49,6 +50,7 @@ _SESSION_OPTIONS = {
     "blackbox_default_masks",
     "blackbox_redact",
     "blackbox_pace",
+    "blackbox_exchanges",
 }
 
 
@@ -76,6 +78,7 @@ class BlackboxAddon:
         # Loopback servers of our own that an offline replay may connect to (the pacer, a WebSocket replayer).
         self.local_upstreams: set[tuple[str, int]] = set()
         self._ws = WebSocketTransport()  # model calls over WebSockets (proxy/websocket.py)
+        self._exchanges = ExchangeTransport()  # every other HTTP exchange, kept and served (proxy/exchanges.py)
 
     # -- options ----------------------------------------------------------------------
 
@@ -94,6 +97,9 @@ class BlackboxAddon:
         loader.add_option("blackbox_default_masks", bool, True, "Replay: use the built-in masks for known agents (blackbox masks).")
         loader.add_option(
             "blackbox_redact", Sequence[str], [], "A regular expression replaced in every payload before hashing (repeatable)."
+        )
+        loader.add_option(
+            "blackbox_exchanges", str, "", "Record: other HTTP exchanges kept: all | model-hosts | none (empty: the config's, else all)."
         )
         loader.add_option(
             "blackbox_pace", str, "", "Replay: 'recorded' (each answer takes as long as its call did), a factor, or '' (at once)."
@@ -141,10 +147,16 @@ class BlackboxAddon:
                 redact=list(opts.blackbox_redact),
                 match=None if opts.blackbox_match == "strict" else opts.blackbox_match,
                 pace=opts.blackbox_pace or None,
+                exchanges=opts.blackbox_exchanges or None,
             )
             self.hosts |= set(settings.host_names)
             if opts.blackbox_mode == "record":
-                self.session = record_session(opts.blackbox_cassette, overwrite=opts.blackbox_overwrite, redactor=settings.redactor)
+                self.session = record_session(
+                    opts.blackbox_cassette,
+                    overwrite=opts.blackbox_overwrite,
+                    redactor=settings.redactor,
+                    **{k: v.value for k, v in settings.exchange_settings().items()},
+                )
                 self._replaying = False
             else:
                 self.session = replay_session(
@@ -171,6 +183,7 @@ class BlackboxAddon:
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         # Before map_remote rewrites the destination in its request hook.
         flow.metadata[_HOST_KEY] = flow.request.pretty_host.lower()
+        flow.metadata[URL_KEY] = flow.request.pretty_url
 
     def _session_of(self, flow: http.HTTPFlow) -> Session | None:
         """The session a flow belongs to: the one run, or the run its client named (None: answered here)."""
@@ -201,14 +214,7 @@ class BlackboxAddon:
             return
         host = flow.metadata.get(_HOST_KEY) or flow.request.pretty_host.lower()
         if host not in self.hosts:
-            if self._replaying and self.offline:
-                self._note(f"offline: refused {flow.request.method} {host}{flow.request.path} (replay never contacts other hosts)")
-                flow.response = http.Response.make(
-                    502,
-                    f"blackbox replay is offline: {host} was not contacted. Only model calls to {', '.join(sorted(self.hosts))} are "
-                    "answered (from the cassette). To let other traffic through: blackbox replay --allow-network, or blackbox_offline=false.\n",
-                    {"content-type": "text/plain; charset=utf-8", "x-should-retry": "false"},
-                )
+            self._other_host(flow, session, host)
             return
         if self._ws.upgrade(flow, session, delay_ms=self.stream_delay_ms):
             if self._ws.local_upstream is not None:
@@ -242,15 +248,43 @@ class BlackboxAddon:
             if action.body is not None:
                 flow.request.content = action.body
 
+    def _other_host(self, flow: http.HTTPFlow, session: Session, host: str) -> None:
+        """A request to a host that is not a model API: kept (record), served or refused (offline replay)."""
+        if not self._replaying:
+            self._exchanges.record(flow, session, model_host=False)
+            return
+        found = self._exchanges.serve(flow, session)
+        if flow.response is not None:
+            self._note(f"answered from the recording: {flow.request.method} {host}{flow.request.path}")
+            return
+        if self.offline:
+            why = f" ({found})" if isinstance(found, str) else ""
+            self._note(f"offline: refused {flow.request.method} {host}{flow.request.path}{why} (replay never contacts other hosts)")
+            flow.response = http.Response.make(
+                502,
+                f"blackbox replay is offline: {host} was not contacted{why}. Only model calls to {', '.join(sorted(self.hosts))} and "
+                "the exchanges the recording holds are answered (from the cassette). To let other traffic through: "
+                "blackbox replay --allow-network, or blackbox_offline=false.\n",
+                {"content-type": "text/plain; charset=utf-8", "x-should-retry": "false"},
+            )
+
     def _non_model(self, flow: http.HTTPFlow, host: str, path: str) -> None:
         codec = error_codec_for(path, host)
         bare = path.split("?", 1)[0].rstrip("/")
+        session = self._session_of(flow)
+        if self._replaying and session is not None:
+            self._exchanges.serve(flow, session)
+            if flow.response is not None:
+                self._note(f"answered from the recording: non-model endpoint {flow.request.method} {host}{path}")
+                return
         if self._replaying:
             err = codec.encode_error(
                 f"blackbox replay: {flow.request.method} {bare} is not a model call and is not in the recording", status=404
             )
             self._note(f"answered 404 to non-model endpoint {flow.request.method} {host}{path}")
             flow.response = http.Response.make(err.status, err.body, err.headers)
+        elif session is not None and self._exchanges.record(flow, session, model_host=True):
+            self._note(f"passed through non-model endpoint {flow.request.method} {host}{path} (kept as an exchange)")
         else:
             self._note(f"passed through non-model endpoint {flow.request.method} {host}{path} (not recorded)")
 
@@ -266,6 +300,7 @@ class BlackboxAddon:
         flow.metadata[_PACED_KEY] = True
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
+        self._exchanges.responseheaders(flow)
         if flow.metadata.get(_PACED_KEY) and flow.response is not None:
             flow.response.stream = True  # pass each paced event on as it comes
             flow.is_replay = "response"  # made here from the recording (mitmweb marks it)
@@ -285,6 +320,7 @@ class BlackboxAddon:
         flow.response.stream = capture.tee
 
     async def response(self, flow: http.HTTPFlow) -> None:
+        self._exchanges.response(flow)
         ticket = flow.metadata.get(_TICKET_KEY)
         session = self._session_of(flow) if ticket is not None else None
         if ticket is None or session is None or flow.response is None:
@@ -307,6 +343,7 @@ class BlackboxAddon:
             flow.response = _make_response(answer)
 
     def error(self, flow: http.HTTPFlow) -> None:
+        self._exchanges.error(flow)
         ticket = flow.metadata.get(_TICKET_KEY)
         session = self._session_of(flow) if ticket is not None else None
         if ticket is None or session is None:
