@@ -184,3 +184,45 @@ def stored_body(data: bytes) -> dict[str, str]:
         return {"encoding": "utf-8", "data": data.decode("utf-8")}
     except UnicodeDecodeError:
         return {"encoding": "base64", "data": base64.b64encode(data).decode("ascii")}
+
+
+# -- listing (``blackbox show``, ``blackbox view``) --------------------------------------------
+
+
+def exchange_rows(document: Mapping[str, Any], origin: int | float) -> list[dict[str, Any]]:
+    """One row per exchange: index, method, host, path, status, size, time since the run started, what was not kept."""
+    rows = []
+    for ex in document.get("exchanges") or []:
+        response = ex.get("response") or {}
+        rows.append(
+            {
+                "index": ex.get("index"),
+                "method": ex.get("method"),
+                "host": ex.get("host"),
+                "path": ex.get("path"),
+                "status": response.get("status"),
+                "bytes": response.get("bytes", 0),
+                "offsetMs": max(0, (ex.get("timestamp") or origin) - origin),
+                "durationMs": ex.get("durationMs"),
+                "notKept": response.get("notKept"),
+            }
+        )
+    return rows
+
+
+def render_exchanges(rows: list[dict[str, Any]], not_kept: list[str]) -> str:
+    """The exchanges as text, apart from the model steps."""
+    from blackbox_mitm.cassette.timeline import format_offset
+
+    lines = [f"\nother HTTP exchanges: {len(rows)} (served by an offline replay)\n"]
+    if rows:
+        lines.append("#  method  status      size      time  where")
+        for r in rows:
+            size = f"{r['bytes']:,}"
+            gone = "  [body not kept]" if r.get("notKept") else ""
+            lines.append(
+                f"{r['index']:<2} {r['method']:<7} {r['status']!s:>6} {size:>9} {format_offset(r['offsetMs']):>9}  {r['host']}{r['path']}{gone}"
+            )
+    for line in not_kept:
+        lines.append(f"not kept: {line}")
+    return "\n".join(lines) + "\n"

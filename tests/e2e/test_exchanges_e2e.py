@@ -1,0 +1,127 @@
+"""End to end: the agent's own HTTP(S) traffic recorded beside the cassette and served by an offline replay.
+
+A real proxy (``blackbox record`` / ``replay``), real clients (curl, Claude
+Code), and a stand-in web server on 127.0.0.1 reached as ``docs.example.com``
+through ``--map-remote``, stopped before every replay: what the replay's agent
+gets comes from the cassette, and the stand-in's request log proves nothing
+reached it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from web_standin import PAGES, WebStandIn
+
+from blackbox_mitm.cassette.exchanges import exchanges_path
+
+pytestmark = pytest.mark.e2e
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+def blackbox(args: list[str], *, cwd: Path, timeout: float = 240, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    base["BLACKBOX_CONFIG"] = ""
+    base.update(env or {})
+    return subprocess.run([sys.executable, "-m", "blackbox_mitm", *args], cwd=cwd, env=base, capture_output=True, text=True, timeout=timeout)
+
+
+def test_curl_is_recorded_then_served_offline_three_times_with_nothing_reaching_the_web(tmp_path: Path, confdir: Path) -> None:
+    cassette = tmp_path / "curl.json"
+    command = ["curl", "-sS", "https://docs.example.com/page.html", "https://docs.example.com/page.html"]
+    with WebStandIn() as web:
+        rec = blackbox(["record", "-o", str(cassette), "--confdir", str(confdir), *web.map_remote(), "--", *command], cwd=tmp_path)
+    assert rec.returncode == 0, rec.stderr
+    assert rec.stdout == PAGES["/page.html"] * 2
+    assert web.requests == [("GET", "/page.html"), ("GET", "/page.html")]
+    assert "kept 2 other HTTP exchanges" in rec.stderr
+    document = json.loads(exchanges_path(cassette).read_text())
+    assert len(document["exchanges"]) == 2 and len(document["bodies"]) == 1  # the same page twice is stored once
+    verify = blackbox(["verify", str(cassette)], cwd=tmp_path)
+    assert verify.returncode == 0 and verify.stdout.startswith("OK"), verify.stdout
+    show = blackbox(["show", str(cassette)], cwd=tmp_path)
+    assert "other HTTP exchanges: 2" in show.stdout and "docs.example.com/page.html" in show.stdout
+    seen = len(web.requests)
+    for _ in range(3):
+        rep = blackbox(["replay", str(cassette), "--confdir", str(confdir), "--", *command], cwd=tmp_path)
+        assert rep.returncode == 0, rep.stderr
+        assert rep.stdout == rec.stdout
+    assert len(web.requests) == seen  # stopped, and nothing reached it anyway
+
+
+def test_a_page_never_asked_for_is_refused_listed_and_fails_the_verdict(tmp_path: Path, confdir: Path) -> None:
+    cassette = tmp_path / "once.json"
+    with WebStandIn() as web:
+        rec = blackbox(
+            ["record", "-o", str(cassette), "--confdir", str(confdir), *web.map_remote(), "--", "curl", "-sS", "https://docs.example.com/page.html"],
+            cwd=tmp_path,
+        )
+        assert rec.returncode == 0, rec.stderr
+        seen = len(web.requests)
+        # The stand-in is left running here, to prove an offline replay does not reach it.
+        report = tmp_path / "report.json"
+        rep = blackbox(
+            ["replay", str(cassette), "--confdir", str(confdir), "--report", str(report), "--", "curl", "-sS", "https://docs.example.com/other.html"],
+            cwd=tmp_path,
+        )
+        assert len(web.requests) == seen
+    assert rep.returncode != 0
+    assert "blackbox replay is offline: docs.example.com was not contacted (it is not in the recording)" in rep.stdout
+    status = json.loads(report.read_text())
+    assert status["verdict"] == "unmatched"
+    assert status["unmatched_exchanges"] == [{"method": "GET", "host": "docs.example.com", "path": "/other.html"}]
+    assert "unmatched exchanges: 1 (refused offline)" in rep.stderr and "GET docs.example.com/other.html" in rep.stderr
+
+
+def test_a_200_mb_download_passes_through_but_only_its_size_is_kept(tmp_path: Path, confdir: Path) -> None:
+    cassette = tmp_path / "big.json"
+    size = 200 * 1024 * 1024
+    url = f"https://docs.example.com/big?bytes={size}"
+    with WebStandIn() as web:
+        rec = blackbox(
+            ["record", "-o", str(cassette), "--confdir", str(confdir), *web.map_remote(), "--", "curl", "-sS", "-o", "/dev/null", "-w", "%{size_download}", url],
+            cwd=tmp_path,
+            timeout=600,
+        )
+    assert rec.returncode == 0, rec.stderr
+    assert rec.stdout == str(size)  # the agent got all of it
+    assert f"not kept: GET {url}: the response body (209,715,200 bytes) was not kept: larger than the 16,777,216-byte cap" in rec.stderr
+    side = exchanges_path(cassette)
+    assert side.stat().st_size < 10_000 and cassette.stat().st_size < 10_000
+    document = json.loads(side.read_text())
+    assert document["exchanges"][0]["response"]["bytes"] == size and "notKept" in document["exchanges"][0]["response"]
+    # A replay that needs it says why it cannot have it.
+    report = tmp_path / "report.json"
+    rep = blackbox(["replay", str(cassette), "--confdir", str(confdir), "--report", str(report), "--", "curl", "-sS", url], cwd=tmp_path)
+    assert "its response was not kept at recording (larger than the 16,777,216-byte cap per exchange" in rep.stdout
+    assert json.loads(report.read_text())["verdict"] == "unmatched"
+
+
+def test_set_cookie_authorization_and_a_query_key_never_reach_the_cassette(tmp_path: Path, confdir: Path) -> None:
+    cassette = tmp_path / "secrets.json"
+    bearer = "tok-9f8e7d6c5b4a39281706f5e4d3c2b1a0"
+    query_key = "qk-1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d"
+    url = f"https://docs.example.com/secret.html?api_key={query_key}&page=1"
+    command = ["curl", "-sS", "-H", f"Authorization: Bearer {bearer}", "-H", "Cookie: sid=client-cookie-123456789", url]
+    with WebStandIn() as web:
+        rec = blackbox(["record", "-o", str(cassette), "--confdir", str(confdir), *web.map_remote(), "--", *command], cwd=tmp_path)
+    assert rec.returncode == 0, rec.stderr
+    assert rec.stdout == PAGES["/secret.html"]
+    stored = cassette.read_text() + exchanges_path(cassette).read_text()
+    for secret in (bearer, query_key, "s3cr3t-cookie-value-0001", "client-cookie-123456789", "Set-Cookie", "set-cookie"):
+        assert secret not in stored
+    document = json.loads(exchanges_path(cassette).read_text())
+    assert document["exchanges"][0]["url"] == "https://docs.example.com/secret.html?api_key=[credential]&page=1"
+    # The replay matches with whatever key the agent sends now, and serves the page (without the cookie).
+    rep = blackbox(
+        ["replay", str(cassette), "--confdir", str(confdir), "--", "curl", "-sS", "-D", "-", url.replace(query_key, "another-key-000000000000")],
+        cwd=tmp_path,
+    )
+    assert rep.returncode == 0, rep.stderr
+    assert PAGES["/secret.html"] in rep.stdout and "set-cookie" not in rep.stdout.lower()
