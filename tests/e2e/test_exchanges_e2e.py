@@ -125,3 +125,50 @@ def test_set_cookie_authorization_and_a_query_key_never_reach_the_cassette(tmp_p
     )
     assert rep.returncode == 0, rep.stderr
     assert PAGES["/secret.html"] in rep.stdout and "set-cookie" not in rep.stdout.lower()
+
+
+CLAUDE = Path(__file__).resolve().parent / "clients" / "claude-code" / "node_modules" / ".bin" / "claude"
+
+
+def _claude_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "ANTHROPIC"))}
+    env.update(HOME=str(home), ANTHROPIC_API_KEY="sk-ant-test-not-a-real-key-0000")
+    return env
+
+
+def test_claude_code_bash_curl_and_webfetch_replay_offline_with_the_web_stopped(tmp_path: Path, confdir: Path) -> None:
+    from claude_code_model import respond
+    from conftest import remote_args
+    from fake_provider import FakeProvider
+
+    if not CLAUDE.exists():
+        pytest.fail(f"Claude Code is not installed at {CLAUDE}; scripts/setup-test-clients installs it")
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    home.mkdir()
+    cassette = tmp_path / "fetch.json"
+    prompt = ["-p", "BB-FETCH: fetch two pages", "--allowedTools", "Bash", "WebFetch"]
+    env = _claude_env(home)
+    with WebStandIn() as web, FakeProvider(responder=respond) as provider:
+        maps = [*web.domain_check(), *remote_args(provider.url), *web.map_remote()]
+        rec = blackbox(["record", "-o", str(cassette), "--confdir", str(confdir), "-v", *maps, "--", str(CLAUDE), *prompt], cwd=work, env=env)
+    assert rec.returncode == 0, rec.stderr
+    assert rec.stdout.startswith("Fetched: <html><body><h1>Blackbox page</h1><p>The answer is 42.</p></body></html> | ")
+    assert "Unable to verify" not in rec.stdout  # WebFetch's domain check went through the proxy and was answered
+    assert web.requests == [("GET", "/page.html"), ("GET", "/api/web/domain_info?domain=docs.example.com"), ("GET", "/other.html")]
+    document = json.loads(exchanges_path(cassette).read_text())
+    hosts_paths = [(e["host"], e["path"]) for e in document["exchanges"]]
+    assert ("docs.example.com", "/page.html") in hosts_paths and ("docs.example.com", "/other.html") in hosts_paths
+    assert ("api.anthropic.com", "/api/web/domain_info") in hosts_paths  # a non-model request to the model host
+    for _ in range(3):
+        report = tmp_path / "report.json"
+        rep = blackbox(
+            ["replay", str(cassette), "--confdir", str(confdir), "--report", str(report), "-v", "--", str(CLAUDE), *prompt], cwd=work, env=env
+        )
+        assert rep.returncode == 0, rep.stderr
+        assert rep.stdout == rec.stdout
+        assert "4 of 4 model calls served from the recording, no divergence" in rep.stderr
+        assert "offline: refused" not in rep.stderr
+        status = json.loads(report.read_text())
+        assert status["verdict"] == "ok" and status["unmatched_exchanges"] == []
+    assert len(web.requests) == 3  # the stand-in was stopped, and saw nothing of the replays

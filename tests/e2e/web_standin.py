@@ -36,6 +36,10 @@ class WebStandIn:
     def map_remote(self, host: str = "docs.example.com") -> list[str]:
         return ["--map-remote", f"|https://{host.replace('.', chr(92) + '.')}|{self.url}"]
 
+    def domain_check(self) -> list[str]:
+        """Claude Code's WebFetch domain check (``api.anthropic.com/api/web/domain_info``) sent here; before the provider's rule."""
+        return ["--map-remote", rf"|https://api\.anthropic\.com/api/web/|{self.url}/api/web/"]
+
     def __enter__(self) -> WebStandIn:
         self._thread.start()
         return self
@@ -60,6 +64,9 @@ def _handler(seen: Callable[[tuple[str, str]], Any]) -> type[BaseHTTPRequestHand
             path, _, query = self.path.partition("?")
             if path == "/big":
                 self._big(int(dict(p.split("=", 1) for p in query.split("&") if "=" in p).get("bytes", "0")))
+                return
+            if path == "/api/web/domain_info":  # Claude Code's WebFetch asks api.anthropic.com first
+                self._send(200, b'{"domain": "docs.example.com", "can_fetch": true}', "application/json")
                 return
             page = PAGES.get(path)
             if page is None:
