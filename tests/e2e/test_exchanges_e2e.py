@@ -172,3 +172,45 @@ def test_claude_code_bash_curl_and_webfetch_replay_offline_with_the_web_stopped(
         status = json.loads(report.read_text())
         assert status["verdict"] == "ok" and status["unmatched_exchanges"] == []
     assert len(web.requests) == 3  # the stand-in was stopped, and saw nothing of the replays
+
+
+def test_claude_code_with_an_mcp_server_over_streamable_http_replays_with_the_server_stopped(tmp_path: Path, confdir: Path) -> None:
+    from claude_code_model import respond
+    from conftest import free_port, remote_args, wait_for_port
+    from fake_provider import FakeProvider
+
+    if not CLAUDE.exists():
+        pytest.fail(f"Claude Code is not installed at {CLAUDE}; scripts/setup-test-clients installs it")
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    home.mkdir()
+    cassette = tmp_path / "mcp.json"
+    config = json.dumps({"mcpServers": {"notes": {"type": "http", "url": "https://mcp.example.com/mcp"}}})
+    prompt = ["-p", "BB-MCP: ask the notes", "--mcp-config", config, "--strict-mcp-config", "--allowedTools", "mcp__notes__lookup"]
+    env = _claude_env(home)
+    port = free_port()
+    script = Path(__file__).resolve().parents[2] / "examples" / "mcp_notes_server.py"
+    server = subprocess.Popen([sys.executable, str(script), str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_port(server, port, "the MCP server")
+        with FakeProvider(responder=respond) as provider:
+            maps = [*remote_args(provider.url), "--map-remote", rf"|https://mcp\.example\.com|http://127.0.0.1:{port}"]
+            rec = blackbox(["record", "-o", str(cassette), "--confdir", str(confdir), "-v", *maps, "--", str(CLAUDE), *prompt], cwd=work, env=env)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert rec.returncode == 0, rec.stderr
+    assert rec.stdout.strip() == 'The notes server said: {"result":"alpha is the first letter of the Greek alphabet"}'
+    document = json.loads(exchanges_path(cassette).read_text())
+    mcp = [e for e in document["exchanges"] if e["host"] == "mcp.example.com"]
+    assert mcp and all(e["method"] == "POST" for e in mcp)
+    kinds = {e["response"]["headers"].get("content-type", "").split(";")[0] for e in mcp}
+    assert "text/event-stream" in kinds  # a tools/call answered as SSE is kept, and served whole
+    for _ in range(3):
+        report = tmp_path / "report.json"
+        rep = blackbox(
+            ["replay", str(cassette), "--confdir", str(confdir), "--report", str(report), "--", str(CLAUDE), *prompt], cwd=work, env=env
+        )
+        assert rep.returncode == 0, rep.stderr
+        assert rep.stdout == rec.stdout
+        assert json.loads(report.read_text())["verdict"] == "ok"
