@@ -22,7 +22,6 @@ from blackbox_mitm.cassette.exchanges import exchanges_path
 
 pytestmark = pytest.mark.e2e
 
-sys.path.insert(0, str(Path(__file__).parent))
 
 
 def blackbox(args: list[str], *, cwd: Path, timeout: float = 240, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -214,3 +213,36 @@ def test_claude_code_with_an_mcp_server_over_streamable_http_replays_with_the_se
         assert rep.returncode == 0, rep.stderr
         assert rep.stdout == rec.stdout
         assert json.loads(report.read_text())["verdict"] == "ok"
+
+
+CODEX_CURL: list[dict[str, object]] = [
+    {
+        "custom_tool": "exec",
+        "input": 'const r = await tools.exec_command({cmd: "curl -sS https://docs.example.com/page.html", login: false});\ntext(r.output);',
+    },
+    {"text": "The page says the answer is 42."},
+]
+
+
+@pytest.mark.parametrize("transport", ["https"])
+def test_codex_shell_curl_replays_offline_three_times_with_the_web_stopped(transport: str, tmp_path: Path, confdir: Path) -> None:
+    from fake_responses_ws import FakeResponsesWs
+    from test_codex import KEY, Codex, _blackbox, _to_the_fake
+
+    codex = Codex(tmp_path, confdir)
+    cassette = tmp_path / "codex-curl.json"
+    prompt = "Fetch https://docs.example.com/page.html with curl and tell me the answer."
+    command = [*codex.command(transport, prompt)[:-1], "-s", "danger-full-access", prompt]
+    with WebStandIn() as web, FakeResponsesWs(CODEX_CURL) as fake:
+        args = ["record", "-o", str(cassette), "--confdir", str(confdir), *web.map_remote(), *_to_the_fake(fake)]
+        rec = _blackbox(*args, "--", *command, env={**codex.env, "OPENAI_API_KEY": KEY})
+        tool_output = json.dumps([r for r in fake.requests if r["call"]][-1]["body"]["input"][-1])
+    assert rec.returncode == 0, rec.stderr[-3000:]
+    assert "The answer is 42." in tool_output  # Codex's shell ran curl, through the proxy, to the stand-in
+    assert ("GET", "/page.html") in web.requests
+    seen = len(web.requests)
+    for _ in range(3):
+        rep = _blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *command, env=codex.env)
+        assert rep.returncode == 0, rep.stderr[-3000:]
+        assert rep.stdout == rec.stdout
+    assert len(web.requests) == seen
