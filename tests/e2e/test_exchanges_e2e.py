@@ -246,3 +246,45 @@ def test_codex_shell_curl_replays_offline_three_times_with_the_web_stopped(trans
         assert rep.returncode == 0, rep.stderr[-3000:]
         assert rep.stdout == rec.stdout
     assert len(web.requests) == seen
+
+
+def _gemini_curl_model(body: dict[str, object]) -> dict[str, object]:
+    """Gemini CLI's model: JSON side calls answered, then one run_shell_command of curl, then the answer."""
+    config: dict[str, object] = body.get("generationConfig") or {}  # type: ignore[assignment]
+    if config.get("responseMimeType") == "application/json":
+        props = (config.get("responseJsonSchema") or {}).get("properties", {})  # type: ignore[attr-defined]
+        if "complexity_score" in props:
+            return {"text": json.dumps({"complexity_reasoning": "one fetch", "complexity_score": 10})}
+        return {"text": json.dumps({"next_speaker": "user", "reasoning": "answered"})}
+    last = (body.get("contents") or [{}])[-1]  # type: ignore[index]
+    for part in last.get("parts") or []:
+        if "functionResponse" in part:
+            output = json.dumps(part["functionResponse"].get("response"))
+            return {"text": "The page says 42." if "The answer is 42." in output else f"The fetch failed: {output[:200]}"}
+    return {"function_calls": [{"name": "run_shell_command", "args": {"command": "curl -sS https://docs.example.com/page.html"}}]}
+
+
+def test_gemini_cli_shell_curl_replays_offline_three_times_with_the_web_stopped(tmp_path: Path, confdir: Path) -> None:
+    from fake_gemini import FakeGemini
+    from test_gemini_e2e import CLI_SETTINGS, GEMINI_CLI, _env, _remote
+
+    if not GEMINI_CLI.exists():
+        pytest.fail(f"Gemini CLI is not installed at {GEMINI_CLI}; scripts/setup-test-clients installs it")
+    home, work = tmp_path / "home", tmp_path / "work"
+    (home / ".gemini").mkdir(parents=True)
+    (home / ".gemini" / "settings.json").write_text(json.dumps(CLI_SETTINGS))
+    work.mkdir()
+    cli = ["env", "-C", str(work), "node", str(GEMINI_CLI), "--yolo", "--skip-trust", "-p", "What does https://docs.example.com/page.html say?"]
+    cassette = tmp_path / "gemini-curl.json"
+    with WebStandIn() as web, FakeGemini(responder=_gemini_curl_model) as fake:
+        args = ["record", "-o", str(cassette), "--confdir", str(confdir), *web.map_remote(), *_remote(fake), "--", *cli]
+        rec = blackbox(args, cwd=tmp_path, env={"HOME": str(home), **_env()})
+    assert rec.returncode == 0, rec.stderr
+    assert rec.stdout.strip() == "The page says 42."
+    assert ("GET", "/page.html") in web.requests
+    seen = len(web.requests)
+    for _ in range(3):
+        rep = blackbox(["replay", str(cassette), "--confdir", str(confdir), "--", *cli], cwd=tmp_path, env={"HOME": str(home)})
+        assert rep.returncode == 0, rep.stderr
+        assert rep.stdout == rec.stdout
+    assert len(web.requests) == seen
