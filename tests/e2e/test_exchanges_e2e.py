@@ -288,3 +288,22 @@ def test_gemini_cli_shell_curl_replays_offline_three_times_with_the_web_stopped(
         assert rep.returncode == 0, rep.stderr
         assert rep.stdout == rec.stdout
     assert len(web.requests) == seen
+
+
+NODE_HTTPS_GET = (
+    "require('node:https').get(process.argv[1], (res) => { let b = ''; res.on('data', (c) => (b += c));"
+    " res.on('end', () => process.stdout.write(`${res.statusCode} ${b}`)); }).on('error', (e) => { console.error(e.message); process.exit(3); });"
+)
+
+
+def test_node_https_get_goes_through_the_preload_and_replays_offline(tmp_path: Path, confdir: Path) -> None:
+    """node:https ignores HTTPS_PROXY; the preload's global agent tunnels it through the proxy (docs/limitations.md)."""
+    cassette = tmp_path / "node.json"
+    command = ["node", "-e", NODE_HTTPS_GET, "https://docs.example.com/page.html"]
+    with WebStandIn() as web:
+        rec = blackbox(["record", "-o", str(cassette), "--confdir", str(confdir), *web.map_remote(), "--", *command], cwd=tmp_path)
+    assert rec.returncode == 0, rec.stderr
+    assert rec.stdout == "200 " + PAGES["/page.html"]
+    rep = blackbox(["replay", str(cassette), "--confdir", str(confdir), "--", *command], cwd=tmp_path)
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout == rec.stdout
