@@ -140,6 +140,9 @@ def config_command(compare: CompareOptions, hosts: tuple[str, ...], match: str |
     click.echo(f"match: {data['match']['value']}  ({data['match']['source']})")
     click.echo(f"pace: {data['pace']['value']}  ({data['pace']['source']})")
     click.echo(f"default masks: {'on' if data['default_masks']['value'] else 'off'}  ({data['default_masks']['source']})")
+    for key in ("exchanges", "exchange_max_bytes", "exchanges_max_bytes"):
+        if key in data:
+            click.echo(f"{key.replace('_', ' ')}: {data[key]['value']}  ({data[key]['source']})")
     _rows("masks", [(m["name"], m["pattern"], m["source"]) for m in data["mask"]])
     _rows("redact", [(r["name"], r["pattern"], r["source"]) for r in data["redact"]])
     _rows("hosts", [(h["value"], "", h["source"]) for h in data["hosts"]], extra="(besides the providers' own)")

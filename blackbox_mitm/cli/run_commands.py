@@ -145,8 +145,9 @@ def replay(
         click.echo(render_report(status), err=True)
         sys.exit(code or 1)
     served = status.get("model_calls_served", 0)
+    others = f"; {status['exchanges_served']} other HTTP exchanges served" if status.get("exchanges_served") else ""
     click.echo(
-        f"blackbox: replayed {cassette} — {served} of {len(session.replay.calls)} model calls served from the recording, no divergence",
+        f"blackbox: replayed {cassette} — {served} of {len(session.replay.calls)} model calls served from the recording, no divergence{others}",
         err=True,
     )
     sys.exit(code)
