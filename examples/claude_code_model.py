@@ -146,9 +146,15 @@ FETCH_OTHER = "https://docs.example.com/other.html"
 def _task_fetch(body: Json) -> Answer:
     turns, results = _turns(body), _last_results(body)
     if turns == 0:
-        return {"text": "Fetching the page.", "tool_calls": [{"name": "Bash", "arguments": {"command": f"curl -s {FETCH_PAGE}", "description": "Fetch the page"}}]}
+        return {
+            "text": "Fetching the page.",
+            "tool_calls": [{"name": "Bash", "arguments": {"command": f"curl -s {FETCH_PAGE}", "description": "Fetch the page"}}],
+        }
     if turns == 1:
-        return {"text": "Now the other page.", "tool_calls": [{"name": "WebFetch", "arguments": {"url": FETCH_OTHER, "prompt": "What does the page say?"}}]}
+        return {
+            "text": "Now the other page.",
+            "tool_calls": [{"name": "WebFetch", "arguments": {"url": FETCH_OTHER, "prompt": "What does the page say?"}}],
+        }
     seen = " | ".join(" ".join(r.split()) for r in _all_results(body))
     return {"text": f"Fetched: {seen}"}
 

@@ -17,15 +17,26 @@ from blackbox_mitm.errors import CassetteError
 from blackbox_mitm.session.exchanges import ExchangeBook
 
 
-
 def _run_with_exchanges(tmp_path: Path, name: str = "run.json") -> Path:
     cassette = tmp_path / name
     book = ExchangeBook()
-    book.add(method="GET", url="https://docs.example.com/a", request_body=b"", status=200, headers={"content-type": "text/plain"}, body=b"hi", started_ms=1)
+    book.add(
+        method="GET",
+        url="https://docs.example.com/a",
+        request_body=b"",
+        status=200,
+        headers={"content-type": "text/plain"},
+        body=b"hi",
+        started_ms=1,
+    )
     document = book.document("run-1")
     write_exchanges(cassette, document)
     trace = Trace.new("run-1", created_at=1_700_000_000_000)
-    trace.append("metadata", {"event": "run_completed", "status": "success", "result": "", "exchanges": exchanges_ref(cassette, document)}, timestamp=1_700_000_000_001)
+    trace.append(
+        "metadata",
+        {"event": "run_completed", "status": "success", "result": "", "exchanges": exchanges_ref(cassette, document)},
+        timestamp=1_700_000_000_001,
+    )
     save_trace(trace, cassette)
     return cassette
 

@@ -23,12 +23,13 @@ from blackbox_mitm.cassette.exchanges import exchanges_path
 pytestmark = pytest.mark.e2e
 
 
-
 def blackbox(args: list[str], *, cwd: Path, timeout: float = 240, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
     base["BLACKBOX_CONFIG"] = ""
     base.update(env or {})
-    return subprocess.run([sys.executable, "-m", "blackbox_mitm", *args], cwd=cwd, env=base, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "blackbox_mitm", *args], cwd=cwd, env=base, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_curl_is_recorded_then_served_offline_three_times_with_nothing_reaching_the_web(tmp_path: Path, confdir: Path) -> None:
@@ -58,7 +59,18 @@ def test_a_page_never_asked_for_is_refused_listed_and_fails_the_verdict(tmp_path
     cassette = tmp_path / "once.json"
     with WebStandIn() as web:
         rec = blackbox(
-            ["record", "-o", str(cassette), "--confdir", str(confdir), *web.map_remote(), "--", "curl", "-sS", "https://docs.example.com/page.html"],
+            [
+                "record",
+                "-o",
+                str(cassette),
+                "--confdir",
+                str(confdir),
+                *web.map_remote(),
+                "--",
+                "curl",
+                "-sS",
+                "https://docs.example.com/page.html",
+            ],
             cwd=tmp_path,
         )
         assert rec.returncode == 0, rec.stderr
@@ -66,7 +78,18 @@ def test_a_page_never_asked_for_is_refused_listed_and_fails_the_verdict(tmp_path
         # The stand-in is left running here, to prove an offline replay does not reach it.
         report = tmp_path / "report.json"
         rep = blackbox(
-            ["replay", str(cassette), "--confdir", str(confdir), "--report", str(report), "--", "curl", "-sS", "https://docs.example.com/other.html"],
+            [
+                "replay",
+                str(cassette),
+                "--confdir",
+                str(confdir),
+                "--report",
+                str(report),
+                "--",
+                "curl",
+                "-sS",
+                "https://docs.example.com/other.html",
+            ],
             cwd=tmp_path,
         )
         assert len(web.requests) == seen
@@ -84,7 +107,22 @@ def test_a_200_mb_download_passes_through_but_only_its_size_is_kept(tmp_path: Pa
     url = f"https://docs.example.com/big?bytes={size}"
     with WebStandIn() as web:
         rec = blackbox(
-            ["record", "-o", str(cassette), "--confdir", str(confdir), *web.map_remote(), "--", "curl", "-sS", "-o", "/dev/null", "-w", "%{size_download}", url],
+            [
+                "record",
+                "-o",
+                str(cassette),
+                "--confdir",
+                str(confdir),
+                *web.map_remote(),
+                "--",
+                "curl",
+                "-sS",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{size_download}",
+                url,
+            ],
             cwd=tmp_path,
             timeout=600,
         )
@@ -119,7 +157,18 @@ def test_set_cookie_authorization_and_a_query_key_never_reach_the_cassette(tmp_p
     assert document["exchanges"][0]["url"] == "https://docs.example.com/secret.html?api_key=[credential]&page=1"
     # The replay matches with whatever key the agent sends now, and serves the page (without the cookie).
     rep = blackbox(
-        ["replay", str(cassette), "--confdir", str(confdir), "--", "curl", "-sS", "-D", "-", url.replace(query_key, "another-key-000000000000")],
+        [
+            "replay",
+            str(cassette),
+            "--confdir",
+            str(confdir),
+            "--",
+            "curl",
+            "-sS",
+            "-D",
+            "-",
+            url.replace(query_key, "another-key-000000000000"),
+        ],
         cwd=tmp_path,
     )
     assert rep.returncode == 0, rep.stderr
@@ -150,7 +199,9 @@ def test_claude_code_bash_curl_and_webfetch_replay_offline_with_the_web_stopped(
     env = _claude_env(home)
     with WebStandIn() as web, FakeProvider(responder=respond) as provider:
         maps = [*web.domain_check(), *remote_args(provider.url), *web.map_remote()]
-        rec = blackbox(["record", "-o", str(cassette), "--confdir", str(confdir), "-v", *maps, "--", str(CLAUDE), *prompt], cwd=work, env=env)
+        rec = blackbox(
+            ["record", "-o", str(cassette), "--confdir", str(confdir), "-v", *maps, "--", str(CLAUDE), *prompt], cwd=work, env=env
+        )
     assert rec.returncode == 0, rec.stderr
     assert rec.stdout.startswith("Fetched: <html><body><h1>Blackbox page</h1><p>The answer is 42.</p></body></html> | ")
     assert "Unable to verify" not in rec.stdout  # WebFetch's domain check went through the proxy and was answered
@@ -162,7 +213,9 @@ def test_claude_code_bash_curl_and_webfetch_replay_offline_with_the_web_stopped(
     for _ in range(3):
         report = tmp_path / "report.json"
         rep = blackbox(
-            ["replay", str(cassette), "--confdir", str(confdir), "--report", str(report), "-v", "--", str(CLAUDE), *prompt], cwd=work, env=env
+            ["replay", str(cassette), "--confdir", str(confdir), "--report", str(report), "-v", "--", str(CLAUDE), *prompt],
+            cwd=work,
+            env=env,
         )
         assert rep.returncode == 0, rep.stderr
         assert rep.stdout == rec.stdout
@@ -194,7 +247,9 @@ def test_claude_code_with_an_mcp_server_over_streamable_http_replays_with_the_se
         wait_for_port(server, port, "the MCP server")
         with FakeProvider(responder=respond) as provider:
             maps = [*remote_args(provider.url), "--map-remote", rf"|https://mcp\.example\.com|http://127.0.0.1:{port}"]
-            rec = blackbox(["record", "-o", str(cassette), "--confdir", str(confdir), "-v", *maps, "--", str(CLAUDE), *prompt], cwd=work, env=env)
+            rec = blackbox(
+                ["record", "-o", str(cassette), "--confdir", str(confdir), "-v", *maps, "--", str(CLAUDE), *prompt], cwd=work, env=env
+            )
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -274,7 +329,17 @@ def test_gemini_cli_shell_curl_replays_offline_three_times_with_the_web_stopped(
     (home / ".gemini").mkdir(parents=True)
     (home / ".gemini" / "settings.json").write_text(json.dumps(CLI_SETTINGS))
     work.mkdir()
-    cli = ["env", "-C", str(work), "node", str(GEMINI_CLI), "--yolo", "--skip-trust", "-p", "What does https://docs.example.com/page.html say?"]
+    cli = [
+        "env",
+        "-C",
+        str(work),
+        "node",
+        str(GEMINI_CLI),
+        "--yolo",
+        "--skip-trust",
+        "-p",
+        "What does https://docs.example.com/page.html say?",
+    ]
     cassette = tmp_path / "gemini-curl.json"
     with WebStandIn() as web, FakeGemini(responder=_gemini_curl_model) as fake:
         args = ["record", "-o", str(cassette), "--confdir", str(confdir), *web.map_remote(), *_remote(fake), "--", *cli]

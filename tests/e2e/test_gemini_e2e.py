@@ -247,7 +247,18 @@ def test_a_non_model_endpoint_is_kept_and_served_in_replay_and_a_gemini_404_when
     cassette = tmp_path / "run.json"
     with FakeGemini([{"text": "Hello."}]) as fake:
         rec = blackbox(
-            "record", "-o", str(cassette), "--confdir", str(confdir), "--exchanges", "none", *_remote(fake), "--", sys.executable, str(script), env=_env()
+            "record",
+            "-o",
+            str(cassette),
+            "--confdir",
+            str(confdir),
+            "--exchanges",
+            "none",
+            *_remote(fake),
+            "--",
+            sys.executable,
+            str(script),
+            env=_env(),
         )
         assert rec.returncode == 0, rec.stderr
         assert [r["path"].rsplit(":", 1)[1] for r in fake.requests] == ["countTokens", "generateContent"]

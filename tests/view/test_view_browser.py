@@ -277,12 +277,33 @@ def test_the_runs_other_http_exchanges_are_listed_apart_from_the_steps(browser: 
 
     cassette = tmp_path / "fetch.json"
     book = ExchangeBook(exchange_max_bytes=100)
-    book.add(method="GET", url="https://docs.example.com/page.html", request_body=b"", status=200, headers={}, body=b"<h1>page</h1>", started_ms=1_700_000_000_100)
-    book.add(method="GET", url="https://docs.example.com/big", request_body=b"", status=200, headers={}, body=None, body_size=5_000_000, started_ms=1_700_000_000_200)
+    book.add(
+        method="GET",
+        url="https://docs.example.com/page.html",
+        request_body=b"",
+        status=200,
+        headers={},
+        body=b"<h1>page</h1>",
+        started_ms=1_700_000_000_100,
+    )
+    book.add(
+        method="GET",
+        url="https://docs.example.com/big",
+        request_body=b"",
+        status=200,
+        headers={},
+        body=None,
+        body_size=5_000_000,
+        started_ms=1_700_000_000_200,
+    )
     document = book.document("fetch-1")
     write_exchanges(cassette, document)
     trace = Trace.new("fetch-1", created_at=1_700_000_000_000)
-    trace.append("metadata", {"event": "run_completed", "status": "success", "result": "", "exchanges": exchanges_ref(cassette, document)}, timestamp=1_700_000_000_300)
+    trace.append(
+        "metadata",
+        {"event": "run_completed", "status": "success", "result": "", "exchanges": exchanges_ref(cassette, document)},
+        timestamp=1_700_000_000_300,
+    )
     save_trace(trace, cassette)
     loaded = _open(browser, write_page(cassette))
     panel = loaded.page.inner_text("#exchanges")
