@@ -144,7 +144,7 @@ FETCH_OTHER = "https://docs.example.com/other.html"
 
 
 def _task_fetch(body: Json) -> Answer:
-    turns, results = _turns(body), _last_results(body)
+    turns = _turns(body)
     if turns == 0:
         return {
             "text": "Fetching the page.",
