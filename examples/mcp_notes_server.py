@@ -5,6 +5,7 @@ The end-to-end tests run it on 127.0.0.1 and let the agent reach it as
 stopped, and the MCP exchanges come from the cassette::
 
     python examples/mcp_notes_server.py PORT [--json]   # --json: JSON responses instead of SSE
+    python examples/mcp_notes_server.py PORT --sse      # the older HTTP+SSE transport (GET /sse, POST /messages/)
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ def main() -> None:
     port = int(sys.argv[1])
     json_response = "--json" in sys.argv
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # reached as mcp.example.com through the proxy
+    if "--sse" in sys.argv:
+        server.run("sse", host="127.0.0.1", port=port, transport_security=security)
+        return
     server.run("streamable-http", host="127.0.0.1", port=port, json_response=json_response, transport_security=security)
 
 

@@ -26,6 +26,7 @@ from blackbox_mitm.proxy.exchanges import URL_KEY, ExchangeTransport
 from blackbox_mitm.proxy.pacing import StreamPacer
 from blackbox_mitm.proxy.websocket import WebSocketTransport
 from blackbox_mitm.session.engine import Answer, Forward, ModelRequest, Session
+from blackbox_mitm.session.exchanges import Served
 from blackbox_mitm.session.router import RouteRefused, RunRouter, run_from_proxy_authorization
 from blackbox_mitm.session.stream import StreamCapture
 
@@ -78,7 +79,7 @@ class BlackboxAddon:
         # Loopback servers of our own that an offline replay may connect to (the pacer, a WebSocket replayer).
         self.local_upstreams: set[tuple[str, int]] = set()
         self._ws = WebSocketTransport()  # model calls over WebSockets (proxy/websocket.py)
-        self._exchanges = ExchangeTransport()  # every other HTTP exchange, kept and served (proxy/exchanges.py)
+        self._exchanges = ExchangeTransport(self.local_upstreams)  # every other HTTP exchange, kept and served (proxy/exchanges.py)
 
     # -- options ----------------------------------------------------------------------
 
@@ -254,7 +255,7 @@ class BlackboxAddon:
             self._exchanges.record(flow, session, model_host=False)
             return
         found = self._exchanges.serve(flow, session)
-        if flow.response is not None:
+        if isinstance(found, Served):
             self._note(f"answered from the recording: {flow.request.method} {host}{flow.request.path}")
             return
         if self.offline:
@@ -273,8 +274,7 @@ class BlackboxAddon:
         bare = path.split("?", 1)[0].rstrip("/")
         session = self._session_of(flow)
         if self._replaying and session is not None:
-            self._exchanges.serve(flow, session)
-            if flow.response is not None:
+            if isinstance(self._exchanges.serve(flow, session), Served):
                 self._note(f"answered from the recording: non-model endpoint {flow.request.method} {host}{path}")
                 return
         if self._replaying:
@@ -390,6 +390,7 @@ class BlackboxAddon:
 
     def done(self) -> None:
         self._ws.stop()
+        self._exchanges.stop()
         if self._pacer is not None:
             self._pacer.stop()
         if self._on_done is not None:

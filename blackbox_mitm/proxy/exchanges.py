@@ -16,6 +16,7 @@ from typing import Any
 from mitmproxy import http
 
 from blackbox_mitm.cassette.trace import now_ms
+from blackbox_mitm.proxy.sse_hold import SseHold
 from blackbox_mitm.session.engine import Session
 from blackbox_mitm.session.exchanges import ExchangeBook, Served
 from blackbox_mitm.session.recorder import secrets_from_request
@@ -26,6 +27,7 @@ log = logging.getLogger(__name__)
 
 URL_KEY = "blackbox.url"  # the URL the client asked for, before map_remote
 _KEEP_KEY = "blackbox.exchange"
+_HELD_KEY = "blackbox.held"
 
 
 class _Tee:
@@ -64,7 +66,14 @@ def _headers(flow_headers: http.Headers) -> dict[str, str]:
 
 
 class ExchangeTransport:
-    """Keeps and serves the flows that are not model calls."""
+    """Keeps and serves the flows that are not model calls.
+
+    ``local_upstreams``: the addon's set of loopback servers an offline replay may reach (the SSE hold joins it).
+    """
+
+    def __init__(self, local_upstreams: set[tuple[str, int]]) -> None:
+        self.local_upstreams = local_upstreams
+        self._hold: SseHold | None = None
 
     def record(self, flow: http.HTTPFlow, session: Session, *, model_host: bool) -> bool:
         """Mark a request to be kept (True) when the session's policy wants it."""
@@ -81,8 +90,13 @@ class ExchangeTransport:
             return None
         url = flow.metadata.get(URL_KEY) or flow.request.pretty_url
         secrets = secrets_from_request(_headers(flow.request.headers), url.partition("?")[2])
-        found = server.answer(flow.request.method, url, _request_body(flow), secrets=secrets)
-        if isinstance(found, Served):
+        body = _request_body(flow)
+        found = server.answer(flow.request.method, url, body, secrets=secrets)
+        if isinstance(found, Served) and found.held:
+            self._held(flow, found)
+        elif isinstance(found, Served):
+            if self._hold is not None:
+                self._hold.release(body)  # an MCP HTTP+SSE request answered: its response event may go
             response = http.Response.make(found.status, b"", found.headers)
             response.raw_content = found.body  # as recorded: still in its content-encoding, if it had one
             response.headers["content-length"] = str(len(found.body))
@@ -90,7 +104,24 @@ class ExchangeTransport:
             flow.is_replay = "response"
         return found
 
+    def _held(self, flow: http.HTTPFlow, found: Served) -> None:
+        """A stream that was open when the recording ended: played back from a loopback server, event by event."""
+        if self._hold is None:
+            self._hold = SseHold()
+            self.local_upstreams.add(("127.0.0.1", self._hold.port))
+        flow.request.url = self._hold.register(found.status, found.headers, found.body)
+        flow.metadata[_HELD_KEY] = True
+        flow.is_replay = "response"
+
+    def stop(self) -> None:
+        if self._hold is not None:
+            self._hold.stop()
+            self._hold = None
+
     def responseheaders(self, flow: http.HTTPFlow) -> None:
+        if flow.metadata.get(_HELD_KEY) and flow.response is not None:
+            flow.response.stream = True  # each event as it is released
+            return
         kept = flow.metadata.get(_KEEP_KEY)
         if kept is None or flow.response is None:
             return

@@ -220,6 +220,7 @@ class Served:
     headers: dict[str, str]
     body: bytes
     index: int
+    held: bool = False  # a long-lived SSE stream (open when the run ended): played back event by event
 
 
 @dataclass(slots=True)
@@ -263,7 +264,9 @@ class ExchangeServer:
             self.served += 1
         ref = response.get("body")
         data = body_bytes(self.bodies[ref]) if ref else b""
-        return Served(int(response["status"]), dict(response.get("headers") or {}), data, int(entry["index"]))
+        headers = dict(response.get("headers") or {})
+        held = bool(response.get("incomplete")) and headers.get("content-type", "").lower().startswith("text/event-stream")
+        return Served(int(response["status"]), headers, data, int(entry["index"]), held=held)
 
     def _pick(self, group: _Group, digest: str, kept: bytes) -> dict[str, Any] | None:
         same = [e for e in group.entries if e["request"]["digest"] == digest]

@@ -372,3 +372,31 @@ def test_node_https_get_goes_through_the_preload_and_replays_offline(tmp_path: P
     rep = blackbox(["replay", str(cassette), "--confdir", str(confdir), "--", *command], cwd=tmp_path)
     assert rep.returncode == 0, rep.stderr
     assert rep.stdout == rec.stdout
+
+
+def test_mcp_over_the_older_http_sse_transport_replays_with_the_server_stopped(tmp_path: Path, confdir: Path) -> None:
+    """The answers come as events on a GET /sse stream held open: a replay releases each once its request is answered."""
+    from conftest import free_port, wait_for_port
+
+    root = Path(__file__).resolve().parents[2]
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, str(root / "examples" / "mcp_notes_server.py"), str(port), "--sse"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    cassette = tmp_path / "sse.json"
+    client = [sys.executable, str(root / "tests" / "e2e" / "agents" / "mcp_sse_client.py"), "https://mcp.example.com/sse"]
+    try:
+        wait_for_port(server, port, "the MCP server")
+        maps = ["--map-remote", rf"|https://mcp\.example\.com|http://127.0.0.1:{port}"]
+        rec = blackbox(["record", "-o", str(cassette), "--confdir", str(confdir), *maps, "--", *client], cwd=tmp_path)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert rec.returncode == 0, rec.stderr
+    assert rec.stdout.strip() == "tools: ['lookup']; lookup(alpha): alpha is the first letter of the Greek alphabet"
+    stream = [e for e in json.loads(exchanges_path(cassette).read_text())["exchanges"] if e["path"] == "/sse"]
+    assert len(stream) == 1 and stream[0]["response"].get("incomplete") is True  # open until the client left
+    for _ in range(2):
+        rep = blackbox(["replay", str(cassette), "--confdir", str(confdir), "--", *client], cwd=tmp_path, timeout=120)
+        assert rep.returncode == 0, rep.stderr
+        assert rep.stdout == rec.stdout
