@@ -147,8 +147,6 @@ class ExchangeTransport:
             size = len(body or b"")
         else:
             body, size = tee.body(), tee.size
-        if incomplete and not size:
-            return  # no answer came at all: nothing to serve
         headers = _headers(flow.response.headers)
         url = flow.metadata.get(URL_KEY) or flow.request.pretty_url
         query = url.partition("?")[2]

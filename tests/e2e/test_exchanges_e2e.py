@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from web_standin import PAGES, WebStandIn
@@ -398,5 +399,55 @@ def test_mcp_over_the_older_http_sse_transport_replays_with_the_server_stopped(t
     assert len(stream) == 1 and stream[0]["response"].get("incomplete") is True  # open until the client left
     for _ in range(2):
         rep = blackbox(["replay", str(cassette), "--confdir", str(confdir), "--", *client], cwd=tmp_path, timeout=120)
+        assert rep.returncode == 0, rep.stderr
+        assert rep.stdout == rec.stdout
+
+
+def _gemini_mcp_model(body: dict[str, Any]) -> dict[str, Any]:
+    """Gemini CLI's model: the JSON side calls, then the MCP server's lookup tool (by whatever name it was given), then the answer."""
+    config = body.get("generationConfig") or {}
+    if config.get("responseMimeType") == "application/json":
+        props = (config.get("responseJsonSchema") or {}).get("properties", {})
+        if "complexity_score" in props:
+            return {"text": json.dumps({"complexity_reasoning": "one lookup", "complexity_score": 10})}
+        return {"text": json.dumps({"next_speaker": "user", "reasoning": "answered"})}
+    last = (body.get("contents") or [{}])[-1]
+    for part in last.get("parts") or []:
+        if "functionResponse" in part:
+            return {"text": "The notes server said: " + json.dumps(part["functionResponse"].get("response"))}
+    names = [d.get("name", "") for t in body.get("tools") or [] for d in t.get("functionDeclarations") or []]
+    lookup = next((n for n in names if "lookup" in n), "lookup-missing")
+    return {"function_calls": [{"name": lookup, "args": {"word": "alpha"}}]}
+
+
+def test_gemini_cli_with_an_mcp_server_over_streamable_http_replays_with_the_server_stopped(tmp_path: Path, confdir: Path) -> None:
+    from conftest import free_port, wait_for_port
+    from fake_gemini import FakeGemini
+    from test_gemini_e2e import CLI_SETTINGS, GEMINI_CLI, _env, _remote
+
+    if not GEMINI_CLI.exists():
+        pytest.fail(f"Gemini CLI is not installed at {GEMINI_CLI}; scripts/setup-test-clients installs it")
+    home, work = tmp_path / "home", tmp_path / "work"
+    (home / ".gemini").mkdir(parents=True)
+    settings = {**CLI_SETTINGS, "mcpServers": {"notes": {"httpUrl": "https://mcp.example.com/mcp"}}}
+    (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
+    work.mkdir()
+    cli = ["env", "-C", str(work), "node", str(GEMINI_CLI), "--yolo", "--skip-trust", "-p", "Ask the notes server about alpha."]
+    cassette = tmp_path / "gemini-mcp.json"
+    port = free_port()
+    script = Path(__file__).resolve().parents[2] / "examples" / "mcp_notes_server.py"
+    server = subprocess.Popen([sys.executable, str(script), str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_port(server, port, "the MCP server")
+        with FakeGemini(responder=_gemini_mcp_model) as fake:
+            maps = [*_remote(fake), "--map-remote", rf"|https://mcp\.example\.com|http://127.0.0.1:{port}"]
+            rec = blackbox(["record", "-o", str(cassette), "--confdir", str(confdir), *maps, "--", *cli], cwd=tmp_path, env={"HOME": str(home), **_env()})
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert rec.returncode == 0, rec.stderr
+    assert "alpha is the first letter of the Greek alphabet" in rec.stdout
+    for _ in range(3):
+        rep = blackbox(["replay", str(cassette), "--confdir", str(confdir), "--", *cli], cwd=tmp_path, env={"HOME": str(home)})
         assert rep.returncode == 0, rep.stderr
         assert rep.stdout == rec.stdout
