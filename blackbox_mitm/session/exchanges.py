@@ -265,7 +265,10 @@ class ExchangeServer:
         ref = response.get("body")
         data = body_bytes(self.bodies[ref]) if ref else b""
         headers = dict(response.get("headers") or {})
-        held = bool(response.get("incomplete")) and headers.get("content-type", "").lower().startswith("text/event-stream")
+        # A GET stream still open when the run ended is held open (MCP's GET /sse); a POST's answer is served whole.
+        held = (
+            method == "GET" and bool(response.get("incomplete")) and headers.get("content-type", "").lower().startswith("text/event-stream")
+        )
         return Served(int(response["status"]), headers, data, int(entry["index"]), held=held)
 
     def _pick(self, group: _Group, digest: str, kept: bytes) -> dict[str, Any] | None:

@@ -382,7 +382,10 @@ def test_mcp_over_the_older_http_sse_transport_replays_with_the_server_stopped(t
     root = Path(__file__).resolve().parents[2]
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, str(root / "examples" / "mcp_notes_server.py"), str(port), "--sse"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, str(root / "examples" / "mcp_notes_server.py"), str(port), "--sse"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     cassette = tmp_path / "sse.json"
     client = [sys.executable, str(root / "tests" / "e2e" / "agents" / "mcp_sse_client.py"), "https://mcp.example.com/sse"]
@@ -441,7 +444,11 @@ def test_gemini_cli_with_an_mcp_server_over_streamable_http_replays_with_the_ser
         wait_for_port(server, port, "the MCP server")
         with FakeGemini(responder=_gemini_mcp_model) as fake:
             maps = [*_remote(fake), "--map-remote", rf"|https://mcp\.example\.com|http://127.0.0.1:{port}"]
-            rec = blackbox(["record", "-o", str(cassette), "--confdir", str(confdir), *maps, "--", *cli], cwd=tmp_path, env={"HOME": str(home), **_env()})
+            rec = blackbox(
+                ["record", "-o", str(cassette), "--confdir", str(confdir), *maps, "--", *cli],
+                cwd=tmp_path,
+                env={"HOME": str(home), **_env()},
+            )
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -451,3 +458,41 @@ def test_gemini_cli_with_an_mcp_server_over_streamable_http_replays_with_the_ser
         rep = blackbox(["replay", str(cassette), "--confdir", str(confdir), "--", *cli], cwd=tmp_path, env={"HOME": str(home)})
         assert rep.returncode == 0, rep.stderr
         assert rep.stdout == rec.stdout
+
+
+def test_codex_with_an_mcp_server_over_streamable_http_replays_its_tool_list_with_the_server_stopped(tmp_path: Path, confdir: Path) -> None:
+    """Codex lists the MCP server's tools to the model (a deferred namespace, mcp__notes); offline, that list must come back.
+
+    (Codex's model loads a deferred namespace before calling into it; the fake model here answers at once, so the
+    run checks the handshake and the tool list, which is where a replay without the server diverged.)
+    """
+    from conftest import free_port, wait_for_port
+    from fake_responses_ws import FakeResponsesWs
+    from test_codex import HTTPS_ONLY, KEY, Codex, _blackbox, _to_the_fake
+
+    codex = Codex(tmp_path, confdir)
+    cassette = tmp_path / "codex-mcp.json"
+    mcp = ["-c", 'mcp_servers.notes.url="https://mcp.example.com/mcp"']
+    command = [*codex.command("https", "Say ok.")[:-1], *mcp, "Say ok."]
+    assert HTTPS_ONLY[0] in command
+    port = free_port()
+    script = Path(__file__).resolve().parents[2] / "examples" / "mcp_notes_server.py"
+    server = subprocess.Popen([sys.executable, str(script), str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_port(server, port, "the MCP server")
+        with FakeResponsesWs([{"text": "ok"}]) as fake:
+            maps = [*_to_the_fake(fake), "--map-remote", rf"|https://mcp\.example\.com|http://127.0.0.1:{port}"]
+            rec = _blackbox(
+                "record", "-o", str(cassette), "--confdir", str(confdir), *maps, "--", *command, env={**codex.env, "OPENAI_API_KEY": KEY}
+            )
+            first = json.dumps([r for r in fake.requests if r["call"]][0]["body"])
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert rec.returncode == 0, rec.stderr[-3000:]
+    assert "mcp__notes" in first  # the server's tools reached the model's request
+    hosts = {(e["host"], e["method"]) for e in json.loads(exchanges_path(cassette).read_text())["exchanges"]}
+    assert ("mcp.example.com", "POST") in hosts
+    rep = _blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *command, env=codex.env)
+    assert rep.returncode == 0, rep.stderr[-3000:]
+    assert rep.stdout == rec.stdout

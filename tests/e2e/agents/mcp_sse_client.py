@@ -1,6 +1,6 @@
 """An MCP client over the older HTTP+SSE transport (the ``mcp`` package): initialize, list the tools, call ``lookup``.
 
-    python tests/e2e/agents/mcp_sse_client.py https://mcp.example.com/sse
+python tests/e2e/agents/mcp_sse_client.py https://mcp.example.com/sse
 """
 
 from __future__ import annotations
