@@ -273,10 +273,9 @@ class BlackboxAddon:
         codec = error_codec_for(path, host)
         bare = path.split("?", 1)[0].rstrip("/")
         session = self._session_of(flow)
-        if self._replaying and session is not None:
-            if isinstance(self._exchanges.serve(flow, session), Served):
-                self._note(f"answered from the recording: non-model endpoint {flow.request.method} {host}{path}")
-                return
+        if self._replaying and session is not None and isinstance(self._exchanges.serve(flow, session), Served):
+            self._note(f"answered from the recording: non-model endpoint {flow.request.method} {host}{path}")
+            return
         if self._replaying:
             err = codec.encode_error(
                 f"blackbox replay: {flow.request.method} {bare} is not a model call and is not in the recording", status=404

@@ -485,7 +485,7 @@ def test_codex_with_an_mcp_server_over_streamable_http_replays_its_tool_list_wit
             rec = _blackbox(
                 "record", "-o", str(cassette), "--confdir", str(confdir), *maps, "--", *command, env={**codex.env, "OPENAI_API_KEY": KEY}
             )
-            first = json.dumps([r for r in fake.requests if r["call"]][0]["body"])
+            first = json.dumps(next(r for r in fake.requests if r["call"])["body"])
     finally:
         server.terminate()
         server.wait(timeout=30)
