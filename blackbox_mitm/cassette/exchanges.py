@@ -44,6 +44,7 @@ __all__ = [
     "exchanges_path",
     "exchanges_ref",
     "exchanges_ref_of",
+    "is_exchanges_file",
     "load_exchanges",
     "verify_exchanges",
     "write_exchanges",
@@ -68,6 +69,11 @@ def exchanges_path(cassette: str | os.PathLike[str]) -> Path:
     suffix = p.name[len(plain.name) :]  # "", ".gz" or ".zst"
     stem = plain.name.removesuffix(".json")
     return p.with_name(f"{stem}.exchanges.json{suffix}")
+
+
+def is_exchanges_file(name: str) -> bool:
+    """``RUN.exchanges.json`` (``.gz``, ``.zst``): a run's exchanges, not a cassette (goldens, listings skip it)."""
+    return compression.plain_name(Path(name)).name.endswith(".exchanges.json")
 
 
 def document_digest(document: Mapping[str, Any]) -> str:

@@ -93,3 +93,16 @@ def test_load_exchanges_returns_the_document(tmp_path: Path) -> None:
     ref = json.loads(cassette.read_text())["steps"][-1]["payload"]["exchanges"]
     assert ref["count"] == 1 and ref["file"] == "run.exchanges.json"
     assert load_exchanges(cassette, ref)["exchanges"][0]["path"] == "/a"
+
+
+def test_a_golden_takes_its_exchanges_along_and_they_are_not_a_golden_themselves(tmp_path: Path) -> None:
+    from blackbox_mitm.golden.suite import add_golden, collect, golden_paths
+
+    cassette = _run_with_exchanges(tmp_path)
+    goldens = tmp_path / "goldens"
+    info = add_golden(cassette, goldens, name="fetch")
+    assert (goldens / "run.exchanges.json").is_file()
+    assert [p.name for p in golden_paths(goldens)] == ["fetch.json"]
+    assert verify_file(goldens / "fetch.json").ok
+    cases = collect(goldens)
+    assert [(c.name, c.error) for c in cases] == [(info.name, None)]
