@@ -226,7 +226,8 @@ def proxy(
     signal.signal(signal.SIGTERM, lambda *_: stop.set())  # from the start: a SIGTERM always ends the run cleanly
     found = compare.settings(hosts=hosts, match=default_or("match", match))  # the project config and the flags
     if mode == "record":
-        session = record_session(check_output_path(cassette), overwrite=overwrite, redactor=found.redactor)
+        exchanges = {k: v.value for k, v in found.exchange_settings().items()}  # the project config's (or the defaults)
+        session = record_session(check_output_path(cassette), overwrite=overwrite, redactor=found.redactor, **exchanges)
     else:
         session = replay_session(cassette, match=found.match.value, rules=found.rules, redactor=found.redactor, pace=found.pace.value)
     hosts = found.host_names
