@@ -22,7 +22,7 @@ from mitmproxy.proxy import server_hooks
 from blackbox_mitm.cassette.trace import now_ms
 from blackbox_mitm.codecs import codec_for, default_hosts, error_codec_for
 from blackbox_mitm.errors import BlackboxError
-from blackbox_mitm.proxy.exchanges import URL_KEY, ExchangeTransport
+from blackbox_mitm.proxy.exchanges import URL_KEY, ExchangeTransport, offline_refusal
 from blackbox_mitm.proxy.pacing import StreamPacer
 from blackbox_mitm.proxy.websocket import WebSocketTransport
 from blackbox_mitm.session.engine import Answer, Forward, ModelRequest, Session
@@ -261,13 +261,7 @@ class BlackboxAddon:
         if self.offline:
             why = f" ({found})" if isinstance(found, str) else ""
             self._note(f"offline: refused {flow.request.method} {host}{flow.request.path}{why} (replay never contacts other hosts)")
-            flow.response = http.Response.make(
-                502,
-                f"blackbox replay is offline: {host} was not contacted{why}. Only model calls to {', '.join(sorted(self.hosts))} and "
-                "the exchanges the recording holds are answered (from the cassette). To let other traffic through: "
-                "blackbox replay --allow-network, or blackbox_offline=false.\n",
-                {"content-type": "text/plain; charset=utf-8", "x-should-retry": "false"},
-            )
+            flow.response = offline_refusal(host, why, self.hosts)
 
     def _non_model(self, flow: http.HTTPFlow, host: str, path: str) -> None:
         codec = error_codec_for(path, host)

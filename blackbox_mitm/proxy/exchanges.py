@@ -21,7 +21,7 @@ from blackbox_mitm.session.engine import Session
 from blackbox_mitm.session.exchanges import ExchangeBook, Served
 from blackbox_mitm.session.recorder import secrets_from_request
 
-__all__ = ["URL_KEY", "ExchangeTransport"]
+__all__ = ["URL_KEY", "ExchangeTransport", "offline_refusal"]
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +175,17 @@ class ExchangeTransport:
             entry["path"],
             entry["response"]["status"],
         )
+
+
+def offline_refusal(host: str, why: str, hosts: set[str]) -> http.Response:
+    """The 502 an offline replay answers a request it does not hold with (``why``: " (the reason)" or "")."""
+    return http.Response.make(
+        502,
+        f"blackbox replay is offline: {host} was not contacted{why}. Only model calls to {', '.join(sorted(hosts))} and "
+        "the exchanges the recording holds are answered (from the cassette). To let other traffic through: "
+        "blackbox replay --allow-network, or blackbox_offline=false.\n",
+        {"content-type": "text/plain; charset=utf-8", "x-should-retry": "false"},
+    )
 
 
 def _book(session: Session) -> ExchangeBook | None:
