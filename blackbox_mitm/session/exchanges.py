@@ -23,6 +23,7 @@ from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 from blackbox_mitm.cassette.exchanges import KEPT_HEADERS, KIND, VERSION, body_bytes, digest_of, stored_body
 from blackbox_mitm.cassette.trace import now_ms
+from blackbox_mitm.codecs import credential_query
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.session.recorder import scrub
 from blackbox_mitm.session.redact import Redactor
@@ -50,10 +51,9 @@ def _clean_url(url: str, secrets: set[str]) -> str:
     """The URL with credential query values replaced and known secrets scrubbed: what is stored and matched."""
     parts = urlsplit(url)
     if parts.query:
+        names = _CREDENTIAL_QUERY | {n.lower() for n in credential_query()}  # and the providers' own key parameters
         pairs = parse_qsl(parts.query, keep_blank_values=True)
-        query = "&".join(
-            f"{quote(k, safe='')}={_CREDENTIAL if k.lower() in _CREDENTIAL_QUERY and v else quote(v, safe='')}" for k, v in pairs
-        )
+        query = "&".join(f"{quote(k, safe='')}={_CREDENTIAL if k.lower() in names and v else quote(v, safe='')}" for k, v in pairs)
         parts = parts._replace(query=query)
     return str(scrub(urlunsplit(parts._replace(fragment="")), secrets))
 
