@@ -93,7 +93,7 @@ class ExchangeTransport:
         body = _request_body(flow)
         found = server.answer(flow.request.method, url, body, secrets=secrets)
         if isinstance(found, Served) and found.held:
-            self._held(flow, found)
+            self._held(flow, found, body)
         elif isinstance(found, Served):
             if self._hold is not None:
                 self._hold.release(body)  # an MCP HTTP+SSE request answered: its response event may go
@@ -104,11 +104,12 @@ class ExchangeTransport:
             flow.is_replay = "response"
         return found
 
-    def _held(self, flow: http.HTTPFlow, found: Served) -> None:
+    def _held(self, flow: http.HTTPFlow, found: Served, body: bytes) -> None:
         """A stream that was open when the recording ended: played back from a loopback server, event by event."""
         if self._hold is None:
             self._hold = SseHold()
             self.local_upstreams.add(("127.0.0.1", self._hold.port))
+        self._hold.release(body)  # a POST answered by its own stream: the events answering it may go
         flow.request.url = self._hold.register(found.status, found.headers, found.body)
         flow.metadata[_HELD_KEY] = True
         flow.is_replay = "response"

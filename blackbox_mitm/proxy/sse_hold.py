@@ -1,6 +1,9 @@
 """A recorded long-lived SSE stream played back as a stream: each event when the agent has asked for it.
 
-MCP's older HTTP+SSE transport answers ``POST /messages`` with ``202`` and sends
+A stream that was still open when the recording ended (the agent left it open:
+MCP's ``GET /sse``, a streamable-HTTP client's standalone ``GET`` stream, a
+``subscriptions/listen`` POST) must not end at replay either: the client would
+open it again, and again. And MCP's older HTTP+SSE transport answers ``POST /messages`` with ``202`` and sends
 the JSON-RPC response as an event on a ``GET /sse`` stream that stays open for
 the whole run. Served whole at once, the answers would arrive before the
 requests they answer. Here the stream is held open on a loopback server (the
@@ -115,6 +118,10 @@ def _handler(hold: SseHold) -> type[BaseHTTPRequestHandler]:
 
         def log_message(self, *args: Any) -> None:
             pass
+
+        def do_POST(self) -> None:  # a POST answered with a stream (MCP's subscriptions/listen): its body was matched already
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.do_GET()
 
         def do_GET(self) -> None:
             _, _, key = self.path.rpartition("/")

@@ -220,7 +220,7 @@ class Served:
     headers: dict[str, str]
     body: bytes
     index: int
-    held: bool = False  # a long-lived SSE stream (open when the run ended): played back event by event
+    held: bool = False  # an SSE stream still open when the run ended: played back event by event, then held open
 
 
 @dataclass(slots=True)
@@ -265,10 +265,8 @@ class ExchangeServer:
         ref = response.get("body")
         data = body_bytes(self.bodies[ref]) if ref else b""
         headers = dict(response.get("headers") or {})
-        # A GET stream still open when the run ended is held open (MCP's GET /sse); a POST's answer is served whole.
-        held = (
-            method == "GET" and bool(response.get("incomplete")) and headers.get("content-type", "").lower().startswith("text/event-stream")
-        )
+        # A stream still open when the run ended is held open: MCP's GET /sse, a standalone GET stream, subscriptions/listen.
+        held = bool(response.get("incomplete")) and headers.get("content-type", "").lower().startswith("text/event-stream")
         return Served(int(response["status"]), headers, data, int(entry["index"]), held=held)
 
     def _pick(self, group: _Group, digest: str, kept: bytes) -> dict[str, Any] | None:
