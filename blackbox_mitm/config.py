@@ -18,6 +18,9 @@ Keys (every one optional)::
     pace = "recorded"                                         # or a factor such as 0.1; absent: as fast as possible
     mcp_dirs = ["nightly/runs"]                               # more folders `blackbox mcp` reads (relative to this file)
     order_gap = 25                                            # ms between overlapping answers' ends, or "off"
+    exchanges = "all"                                         # other HTTP exchanges kept: "all", "model-hosts", "none"
+    exchange_max_bytes = 16777216                             # the cap on one kept response body
+    exchanges_max_bytes = 67108864                            # the cap on all kept bodies of a run
 
 Flags add to the lists (``--mask``, ``--redact``, ``--host``) and replace the
 single values (``--match``, ``--pace``, ``--order-gap``, ``--no-default-masks``).
@@ -56,7 +59,21 @@ __all__ = [
 ]
 
 CONFIG_ENV = "BLACKBOX_CONFIG"
-KEYS = ("mask", "default_masks", "redact", "hosts", "match", "pace", "mcp_dirs", "order_gap")
+KEYS = (
+    "mask",
+    "default_masks",
+    "redact",
+    "hosts",
+    "match",
+    "pace",
+    "mcp_dirs",
+    "order_gap",
+    "exchanges",
+    "exchange_max_bytes",
+    "exchanges_max_bytes",
+)
+EXCHANGE_POLICIES = ("all", "model-hosts", "none")
+_EXCHANGE_DEFAULTS: dict[str, Any] = {"exchanges": "all", "exchange_max_bytes": 16 * 1024 * 1024, "exchanges_max_bytes": 64 * 1024 * 1024}
 MATCH_MODES = ("strict", "sequence")
 
 
@@ -186,6 +203,11 @@ def _check(config: ProjectConfig) -> None:
                 parse(values[key])
             except ConfigError as exc:
                 raise ConfigError(f"{config.where}: {exc}") from exc
+    if "exchanges" in values and values["exchanges"] not in EXCHANGE_POLICIES:
+        raise ConfigError(f'{config.where}: exchanges must be "all", "model-hosts" or "none", not {values["exchanges"]!r}')
+    for key in ("exchange_max_bytes", "exchanges_max_bytes"):
+        if key in values and (isinstance(values[key], bool) or not isinstance(values[key], int) or values[key] < 0):
+            raise ConfigError(f"{config.where}: {key} must be a number of bytes (0 or more), not {values[key]!r}")
 
 
 def _rules(value: Any, key: str, where: str) -> list[tuple[str | None, str]]:
@@ -267,6 +289,9 @@ class Effective:
     match: Setting
     pace: Setting  # value: None (as fast as possible) or a factor
     order_gap: Setting = Setting(None, "default")  # value: ms between overlapping answers' ends, None: off
+    exchanges: Setting = Setting(_EXCHANGE_DEFAULTS["exchanges"], "default")  # which other HTTP exchanges a recording keeps
+    exchange_max_bytes: Setting = Setting(_EXCHANGE_DEFAULTS["exchange_max_bytes"], "default")
+    exchanges_max_bytes: Setting = Setting(_EXCHANGE_DEFAULTS["exchanges_max_bytes"], "default")
 
     @property
     def rules(self) -> CompareRules:
@@ -295,7 +320,11 @@ class Effective:
             "match": {"value": self.match.value, "source": self.match.source},
             "pace": {"value": _pace_text(self.pace.value), "source": self.pace.source},
             "order_gap": {"value": "off" if self.order_gap.value is None else f"{self.order_gap.value:g}", "source": self.order_gap.source},
+            **{k: {"value": v.value, "source": v.source} for k, v in self.exchange_settings().items()},
         }
+
+    def exchange_settings(self) -> dict[str, Setting]:
+        return {"exchanges": self.exchanges, "exchange_max_bytes": self.exchange_max_bytes, "exchanges_max_bytes": self.exchanges_max_bytes}
 
 
 def _pace_text(factor: float | None) -> str:
@@ -314,6 +343,9 @@ def effective_settings(
     match: str | None = None,
     pace: str | None = None,
     order_gap: str | None = None,
+    exchanges: str | None = None,
+    exchange_max_bytes: int | None = None,
+    exchanges_max_bytes: int | None = None,
 ) -> Effective:
     """The settings for one command: ``config`` (default: the project's) plus its flags. ``ConfigError`` when unusable."""
     config = project_config() if config is None else config
@@ -351,7 +383,20 @@ def effective_settings(
         gap_setting = Setting(parse_order_gap(order_gap), "--order-gap")
     else:
         gap_setting = Setting(parse_order_gap(values.get("order_gap")), where if "order_gap" in values else "default")
-    return Effective(config, tuple(mask_list), defaults, tuple(red_list), tuple(host_settings), match_setting, pace_setting, gap_setting)
+    flags = {"exchanges": exchanges, "exchange_max_bytes": exchange_max_bytes, "exchanges_max_bytes": exchanges_max_bytes}
+    found = {k: _setting(k, flag, values, where) for k, flag in flags.items()}
+    return Effective(
+        config, tuple(mask_list), defaults, tuple(red_list), tuple(host_settings), match_setting, pace_setting, gap_setting, **found
+    )
+
+
+def _setting(key: str, flag: Any, values: Mapping[str, Any], where: str) -> Setting:
+    """A single value: the flag, else the config file, else the default."""
+    if flag is not None:
+        return Setting(flag, "--" + key.replace("_", "-"))
+    if key in values:
+        return Setting(values[key], where)
+    return Setting(_EXCHANGE_DEFAULTS[key], "default")
 
 
 def _mask(name: str | None, pattern: str, where: str, index: int) -> Mask:

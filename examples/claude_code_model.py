@@ -41,6 +41,14 @@ Tasks, chosen by a marker in the prompt (``claude -p "… TASK …"``):
     then answer with the lines of its result that say where each fork was cut and
     where it first parted from its parent.
 
+``BB-FETCH``
+    A Bash ``curl -s https://docs.example.com/page.html``, then a WebFetch of
+    ``https://docs.example.com/other.html``, then an answer quoting both
+    results (the web is a local stand-in reached through ``--map-remote``).
+``BB-MCP``
+    Calls the MCP tool ``mcp__notes__lookup`` (an MCP server named ``notes``)
+    with ``{"word": "alpha"}``, then answers with what it returned.
+
 Subagents are told apart by their prompt (``BB-SUB alpha`` / ``BB-SUB beta``).
 Anything else gets a short text answer (Claude Code's side calls, such as a
 title for the session).
@@ -187,6 +195,40 @@ def _task_forks(body: Json) -> Answer:
     return {"text": "The forks of runs/weather.json, as blackbox lists them:\n" + "\n".join(said)}
 
 
+FETCH_PAGE = "https://docs.example.com/page.html"
+FETCH_OTHER = "https://docs.example.com/other.html"
+
+
+def _task_fetch(body: Json) -> Answer:
+    turns = _turns(body)
+    if turns == 0:
+        return {
+            "text": "Fetching the page.",
+            "tool_calls": [{"name": "Bash", "arguments": {"command": f"curl -s {FETCH_PAGE}", "description": "Fetch the page"}}],
+        }
+    if turns == 1:
+        return {
+            "text": "Now the other page.",
+            "tool_calls": [{"name": "WebFetch", "arguments": {"url": FETCH_OTHER, "prompt": "What does the page say?"}}],
+        }
+    seen = " | ".join(" ".join(r.split()) for r in _all_results(body))
+    return {"text": f"Fetched: {seen}"}
+
+
+def _all_results(body: Json) -> list[str]:
+    out = []
+    for m in body.get("messages", []):
+        if isinstance(m, dict) and m.get("role") == "user":
+            out += [_result_text(b) for b in _blocks(m.get("content")) if b.get("type") == "tool_result"]
+    return out
+
+
+def _task_mcp(body: Json) -> Answer:
+    if _turns(body) == 0:
+        return {"text": "Asking the notes server.", "tool_calls": [{"name": "mcp__notes__lookup", "arguments": {"word": "alpha"}}]}
+    return {"text": "The notes server said: " + " ".join(" ".join(r.split()) for r in _last_results(body))}
+
+
 def respond(kind: str, body: Json) -> Answer:
     """The answer to one request (``kind`` is the provider: only "anthropic" is scripted)."""
     if kind != "anthropic":
@@ -200,6 +242,10 @@ def respond(kind: str, body: Json) -> Answer:
         return _task_read(body)
     if "BB-AGENTS" in first:
         return _task_agents(body, background=False)
+    if "BB-FETCH" in first:
+        return _task_fetch(body)
+    if "BB-MCP" in first:
+        return _task_mcp(body)
     if "BB-BACKGROUND" in first:
         return _task_agents(body, background=True)
     if "BB-FORKS" in first:

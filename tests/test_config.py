@@ -53,7 +53,10 @@ def test_the_environment_names_the_file(tmp_path: Path) -> None:
     ("text", "message"),
     [
         ("mask = [", "not valid TOML"),
-        ("masks = []", "unknown key 'masks'; the keys are mask, default_masks, redact, hosts, match, pace, order_gap"),
+        (
+            "masks = []",
+            "unknown key 'masks'; the keys are mask, default_masks, redact, hosts, match, pace, mcp_dirs, order_gap, exchanges, exchange_max_bytes, exchanges_max_bytes",
+        ),
         ('mask = "\\\\d+"', "mask must be a list of regular expressions"),
         ("mask = [3]", r"mask\[0\] must be a regular expression or a table"),
         ('mask = ["(unclosed"]', "is not a regular expression"),

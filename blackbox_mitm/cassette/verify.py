@@ -190,7 +190,7 @@ class Problem:
 
     Codes: ``version``, ``format`` (a file the loader refuses), ``index``, ``id``,
     ``type``, ``shape``, ``prev_hash``, ``hash``, ``provider_id``, ``provider_field``,
-    ``param``, ``tool_call_id``, ``credential_name``, ``credential``.
+    ``param``, ``tool_call_id``, ``credential_name``, ``credential``, ``exchanges`` (the exchanges file beside the cassette).
     """
 
     step: int | None
@@ -227,6 +227,7 @@ def load_verified(path: str | os.PathLike[str], *, recover: bool = True, facts: 
     trace, raw = load_trace_bytes(path, recover=recover)
     problems = verify_trace(trace, source=raw, facts=facts)
     del raw
+    problems += exchange_problems(path, trace)
     if problems:
         raise UnverifiedCassetteError(str(path), problems)
     return trace
@@ -249,14 +250,25 @@ def verify_file(path: str | os.PathLike[str], *, facts: ProviderFacts | None = N
     read = load_stepwise(p)  # never recovers a journal: a read-only look
     if read is not None:
         trace, source = read
-        return VerifyResult(p, len(trace.steps), verify_trace(trace, source=source), trace)
+        return VerifyResult(p, len(trace.steps), verify_trace(trace, source=source, facts=facts) + exchange_problems(p, trace), trace)
     raw = compression.decode(p, read_file(p))  # RUN.json.gz / RUN.json.zst: the plain bytes
     data = parse_document(raw, path=str(p))
     try:
         trace = trace_from_json(data, path=str(p))
     except CassetteError as exc:
         return VerifyResult(p, _count_steps(data), [_load_problem(exc)])
-    return VerifyResult(p, len(trace.steps), verify_trace(trace, source=raw, facts=facts), trace)
+    return VerifyResult(p, len(trace.steps), verify_trace(trace, source=raw, facts=facts) + exchange_problems(p, trace), trace)
+
+
+def exchange_problems(path: str | os.PathLike[str], trace: Trace) -> list[Problem]:
+    """The run's other HTTP exchanges (the file its terminal event seals, ``cassette/exchanges.py``) checked."""
+    from blackbox_mitm.cassette.exchanges import exchanges_ref_of, verify_exchanges
+
+    ref = exchanges_ref_of(trace)
+    if ref is None:
+        return []
+    last = len(trace.steps) - 1
+    return [Problem(last, "exchanges", reason, "payload.exchanges") for reason in verify_exchanges(path, ref)]
 
 
 def verify_trace(trace: Trace, *, source: bytes | None = None, facts: ProviderFacts | None = None) -> list[Problem]:

@@ -62,11 +62,32 @@ def show(file: Path, as_json: bool) -> None:
     \b
     blackbox show runs/weather.json
     """
-    timeline = build_timeline(_load(file))
+    trace = _load(file)
+    timeline = build_timeline(trace)
+    listed = _exchanges_of(file, trace)
     if as_json:
-        _echo_json(timeline.to_json())
+        _echo_json({**timeline.to_json(), **({"exchanges": listed[0], "notKept": listed[1]} if listed else {})})
     else:
         click.echo(render_timeline(timeline), nl=False)
+        if listed:
+            from blackbox_mitm.cassette.exchanges import render_exchanges
+
+            click.echo(render_exchanges(*listed), nl=False)
+
+
+def _exchanges_of(file: Path, trace: Trace) -> tuple[list[dict[str, Any]], list[str]] | None:
+    """The run's other HTTP exchanges as rows (None: it kept none); a file that does not verify is a usage problem."""
+    from blackbox_mitm.cassette.exchanges import exchange_rows, exchanges_ref_of, load_exchanges
+
+    ref = exchanges_ref_of(trace)
+    if ref is None:
+        return None
+    try:
+        document = load_exchanges(file, ref)
+    except CassetteError as exc:
+        raise UsageProblem(str(exc)) from exc
+    origin = min([trace.createdAt, *(s.timestamp for s in trace.steps[:1])])
+    return exchange_rows(document, origin), [str(n) for n in document.get("notKept") or []]
 
 
 @command()

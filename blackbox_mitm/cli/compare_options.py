@@ -35,7 +35,7 @@ class CompareOptions:
     pace: str | None = None
     order_gap: str | None = None
 
-    def settings(self, *, hosts: Iterable[str] = (), match: str | None = None) -> Any:
+    def settings(self, *, hosts: Iterable[str] = (), match: str | None = None, **exchange_flags: Any) -> Any:
         """The effective settings (``config.Effective``): the project config plus these flags and ``hosts`` / ``match``."""
         from blackbox_mitm.config import effective_settings
 
@@ -47,6 +47,7 @@ class CompareOptions:
             match=match,
             pace=self.pace,
             order_gap=self.order_gap,
+            **exchange_flags,
         )
 
 
@@ -149,6 +150,9 @@ def config_command(compare: CompareOptions, hosts: tuple[str, ...], match: str |
     click.echo(f"pace: {data['pace']['value']}  ({data['pace']['source']})")
     click.echo(f"order gap: {data['order_gap']['value']}  ({data['order_gap']['source']})")
     click.echo(f"default masks: {'on' if data['default_masks']['value'] else 'off'}  ({data['default_masks']['source']})")
+    for key in ("exchanges", "exchange_max_bytes", "exchanges_max_bytes"):
+        if key in data:
+            click.echo(f"{key.replace('_', ' ')}: {data[key]['value']}  ({data[key]['source']})")
     _rows("masks", [(m["name"], m["pattern"], m["source"]) for m in data["mask"]])
     _rows("redact", [(r["name"], r["pattern"], r["source"]) for r in data["redact"]])
     _rows("hosts", [(h["value"], "", h["source"]) for h in data["hosts"]], extra="(besides the providers' own)")

@@ -16,6 +16,7 @@ import click
 
 from blackbox_mitm.cli.base import command, setup_logging
 from blackbox_mitm.cli.compare_options import CompareOptions, compare_options, default_or, record_options
+from blackbox_mitm.cli.exchange_options import ExchangeOptions, exchange_options
 from blackbox_mitm.cli.options import (
     RunOptions,
     compact_option,
@@ -41,6 +42,7 @@ __all__ = ["certs", "proxy", "record", "replay", "write_report"]
 @overwrite_option()
 @compact_option
 @record_options
+@exchange_options
 @run_options
 @proxy_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
@@ -50,6 +52,7 @@ def record(
     overwrite: bool,
     compact: bool,
     compare: CompareOptions,
+    exchange: ExchangeOptions,
     run: RunOptions,
     hosts: tuple[str, ...],
     verbose: bool,
@@ -64,8 +67,8 @@ def record(
     from blackbox_mitm.session.build import record_session
 
     setup_logging(verbose)
-    found = compare.settings(hosts=hosts)  # the project config and --redact
-    session = record_session(output, overwrite=overwrite, compact=compact, redactor=found.redactor)
+    found = compare.settings(hosts=hosts, **exchange.flags())  # the project config, --redact and --exchanges
+    session = record_session(output, overwrite=overwrite, compact=compact, redactor=found.redactor, **exchange.session_kwargs(found))
     settings = ProxySettings(hosts=found.host_names, confdir=run.confdir, map_remote=map_remote)
     with proxy_run(session, replaying=False, settings=settings) as live:
         code = live.run_command(command)
@@ -79,6 +82,7 @@ def record(
         err=True,
     )
     _notes(session)
+    _exchange_notes(rec.exchanges, live.cassette)
     for problem in (*session.failed_writes, *session.unrecorded):
         click.echo(f"blackbox: error: {problem}", err=True)
     if code == 0 and problems:
@@ -148,8 +152,9 @@ def replay(
         click.echo(render_report(status), err=True)
         sys.exit(code or 1)
     served = status.get("model_calls_served", 0)
+    others = f"; {status['exchanges_served']} other HTTP exchanges served" if status.get("exchanges_served") else ""
     click.echo(
-        f"blackbox: replayed {cassette} — {served} of {len(session.replay.calls)} model calls served from the recording, no divergence",
+        f"blackbox: replayed {cassette} — {served} of {len(session.replay.calls)} model calls served from the recording, no divergence{others}",
         err=True,
     )
     sys.exit(code)
@@ -230,7 +235,8 @@ def proxy(
     signal.signal(signal.SIGTERM, lambda *_: stop.set())  # from the start: a SIGTERM always ends the run cleanly
     found = compare.settings(hosts=hosts, match=default_or("match", match))  # the project config and the flags
     if mode == "record":
-        session = record_session(check_output_path(cassette), overwrite=overwrite, redactor=found.redactor)
+        exchanges = {k: v.value for k, v in found.exchange_settings().items()}  # the project config's (or the defaults)
+        session = record_session(check_output_path(cassette), overwrite=overwrite, redactor=found.redactor, **exchanges)
     else:
         session = replay_session(
             cassette,
@@ -321,6 +327,20 @@ def write_report(path: Path, status: dict[str, Any]) -> None:
     from blackbox_mitm.cassette.store import write_atomic
 
     write_atomic(path, orjson.dumps(status, option=orjson.OPT_INDENT_2) + b"\n", overwrite=True)
+
+
+def _exchange_notes(book: Any, cassette: Path | None) -> None:
+    """What the recording kept of the other HTTP traffic, and what it did not keep (and why)."""
+    if book is None or cassette is None or not (book.entries or book.not_kept):
+        return
+    from blackbox_mitm.cassette.exchanges import exchanges_path
+
+    click.echo(
+        f"blackbox: kept {len(book.entries)} other HTTP exchanges ({book.kept_bytes:,} bytes of bodies) in {exchanges_path(cassette)}",
+        err=True,
+    )
+    for line in book.not_kept:
+        click.echo(f"blackbox: note: not kept: {line}", err=True)
 
 
 def _notes(session: Session) -> None:

@@ -219,8 +219,25 @@ def add_golden(source: str | os.PathLike[str], folder: Path, *, name: str | None
         data = src.read_bytes()
     except OSError as exc:
         raise CassetteError(f"cannot read the file ({exc.strerror})", path=str(src)) from exc
+    _copy_exchanges(src, trace, folder, overwrite=overwrite)  # the file the terminal event seals goes with it
     write_atomic(dest, data, overwrite=overwrite)
     return golden_info(dest)
+
+
+def _copy_exchanges(src: Path, trace: Trace, folder: Path, *, overwrite: bool) -> None:
+    from blackbox_mitm.cassette.exchanges import exchanges_ref_of
+
+    ref = exchanges_ref_of(trace)
+    if ref is None:
+        return
+    name = str(ref["file"])
+    try:
+        data = src.with_name(name).read_bytes()
+    except OSError as exc:
+        raise CassetteError(f"cannot read the run's exchanges {name} ({exc.strerror})", path=str(src)) from exc
+    dest = folder / name
+    same = dest.is_file() and dest.read_bytes() == data
+    write_atomic(dest, data, overwrite=overwrite or same)  # another run's exchanges under that name: refused
 
 
 def _failure_of(trace: Trace) -> str | None:
@@ -270,4 +287,6 @@ def _name_of(path: Path) -> str:
 
 def _is_golden(name: str) -> bool:
     """``NAME.json``, or compressed: ``NAME.json.gz`` / ``NAME.json.zst``."""
-    return compression.plain_name(Path(name)).suffix == SUFFIX
+    from blackbox_mitm.cassette.exchanges import is_exchanges_file
+
+    return compression.plain_name(Path(name)).suffix == SUFFIX and not is_exchanges_file(name)

@@ -189,6 +189,13 @@ BUILT_IN_MASKS: tuple[Mask, ...] = (
         about="how long a command took, in the result of Codex CLI's exec tool (Wall time 0.2 seconds)",
     ),
     Mask(
+        "gemini-cli.pgid",
+        r"Process Group PGID: (?P<mask>\d+)",
+        source="built-in",
+        needs=("Process Group PGID: ",),
+        about="the process group id Gemini CLI's run_shell_command reports with a command's output (Process Group PGID: 27348)",
+    ),
+    Mask(
         "claude-code.date",
         r"Today's date is (?P<mask>\d{4}-\d{2}-\d{2})",
         source="built-in",

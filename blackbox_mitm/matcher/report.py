@@ -7,7 +7,9 @@ Verdicts, first that applies: ``diverged`` (a request was refused), ``overran``
 (a request came after every recorded call had been served), ``incomplete``
 (a recorded call was never asked for), ``refused`` (a request or answer was
 refused, or an answer could not be recorded: the status's ``refused`` /
-``unrecorded`` lists name them), ``ok``. Requests past an ``upto`` cut
+``unrecorded`` lists name them), ``unmatched`` (in strict mode: an HTTP
+request that is not a model call matched no recorded exchange and was refused;
+``unmatched_exchanges`` names each), ``ok``. Requests past an ``upto`` cut
 (``past_cut_calls``) are the caller's to answer and do not change the verdict.
 """
 
@@ -20,7 +22,7 @@ from blackbox_mitm.matcher.outcomes import Divergence
 
 __all__ = ["INCOMPLETE_LISTED", "VERDICTS", "render_report", "verdict"]
 
-VERDICTS = ("ok", "diverged", "overran", "incomplete", "refused")
+VERDICTS = ("ok", "diverged", "overran", "incomplete", "refused", "unmatched")
 INCOMPLETE_LISTED = 10  # steps named in the report; the rest are counted
 
 
@@ -34,6 +36,8 @@ def verdict(status: Mapping[str, Any]) -> str:
         return "incomplete"
     if status.get("refused") or status.get("unrecorded"):
         return "refused"
+    if status.get("unmatched_exchanges") and status.get("exchanges_strict", True):
+        return "unmatched"
     return "ok"
 
 
@@ -68,6 +72,17 @@ def render_report(status: Mapping[str, Any]) -> str:
         if items:
             lines.append(f"  {what}: {len(items)}")
             lines += [f"    {r}" for r in items[:INCOMPLETE_LISTED]]
+    if status.get("exchanges") is not None:
+        lines.append(
+            f"  other exchanges served: {status.get('exchanges_served', 0)} (of {status.get('exchanges', 0)} recorded; "
+            f"{status.get('exchanges_reused', 0)} repeated, {status.get('exchanges_other_body', 0)} with another body)"
+        )
+    unmatched = list(status.get("unmatched_exchanges") or [])
+    if unmatched:
+        lines.append(f"  unmatched exchanges: {len(unmatched)} (refused offline)")
+        for u in unmatched[:INCOMPLETE_LISTED]:
+            why = f" — {u['why']}" if isinstance(u, Mapping) and u.get("why") else ""
+            lines.append(f"    {u.get('method')} {u.get('host')}{u.get('path')}{why}" if isinstance(u, Mapping) else f"    {u}")
     first = status.get("first_divergence")
     if isinstance(first, Mapping):
         lines.append("")
@@ -81,4 +96,5 @@ _SAYS = {
     "overran": "the agent made more model calls than the recording holds",
     "incomplete": "the agent stopped before making every recorded model call",
     "refused": "some model calls were refused, or their answers could not be recorded",
+    "unmatched": "the agent made HTTP requests the recording does not hold (refused: nothing left the machine)",
 }

@@ -22,9 +22,11 @@ from mitmproxy.proxy import server_hooks
 from blackbox_mitm.cassette.trace import now_ms
 from blackbox_mitm.codecs import codec_for, default_hosts, error_codec_for
 from blackbox_mitm.errors import BlackboxError
+from blackbox_mitm.proxy.exchanges import URL_KEY, ExchangeTransport, offline_refusal
 from blackbox_mitm.proxy.pacing import StreamPacer
 from blackbox_mitm.proxy.websocket import WebSocketTransport
 from blackbox_mitm.session.engine import Answer, Forward, ModelRequest, Session
+from blackbox_mitm.session.exchanges import Served
 from blackbox_mitm.session.router import RouteRefused, RunRouter, run_from_proxy_authorization
 from blackbox_mitm.session.stream import StreamCapture
 
@@ -51,6 +53,7 @@ _SESSION_OPTIONS = {
     "blackbox_redact",
     "blackbox_pace",
     "blackbox_order_gap",
+    "blackbox_exchanges",
 }
 
 
@@ -78,6 +81,7 @@ class BlackboxAddon:
         # Loopback servers of our own that an offline replay may connect to (the pacer, a WebSocket replayer).
         self.local_upstreams: set[tuple[str, int]] = set()
         self._ws = WebSocketTransport()  # model calls over WebSockets (proxy/websocket.py)
+        self._exchanges = ExchangeTransport(self.local_upstreams)  # every other HTTP exchange, kept and served (proxy/exchanges.py)
 
     # -- options ----------------------------------------------------------------------
 
@@ -96,6 +100,9 @@ class BlackboxAddon:
         loader.add_option("blackbox_default_masks", bool, True, "Replay: use the built-in masks for known agents (blackbox masks).")
         loader.add_option(
             "blackbox_redact", Sequence[str], [], "A regular expression replaced in every payload before hashing (repeatable)."
+        )
+        loader.add_option(
+            "blackbox_exchanges", str, "", "Record: other HTTP exchanges kept: all | model-hosts | none (empty: the config's, else all)."
         )
         loader.add_option(
             "blackbox_pace", str, "", "Replay: 'recorded' (each answer takes as long as its call did), a factor, or '' (at once)."
@@ -150,10 +157,16 @@ class BlackboxAddon:
                 match=None if opts.blackbox_match == "strict" else opts.blackbox_match,
                 pace=opts.blackbox_pace or None,
                 order_gap=opts.blackbox_order_gap or None,
+                exchanges=opts.blackbox_exchanges or None,
             )
             self.hosts |= set(settings.host_names)
             if opts.blackbox_mode == "record":
-                self.session = record_session(opts.blackbox_cassette, overwrite=opts.blackbox_overwrite, redactor=settings.redactor)
+                self.session = record_session(
+                    opts.blackbox_cassette,
+                    overwrite=opts.blackbox_overwrite,
+                    redactor=settings.redactor,
+                    **{k: v.value for k, v in settings.exchange_settings().items()},
+                )
                 self._replaying = False
             else:
                 self.session = replay_session(
@@ -181,6 +194,7 @@ class BlackboxAddon:
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         # Before map_remote rewrites the destination in its request hook.
         flow.metadata[_HOST_KEY] = flow.request.pretty_host.lower()
+        flow.metadata[URL_KEY] = flow.request.pretty_url
 
     def _session_of(self, flow: http.HTTPFlow) -> Session | None:
         """The session a flow belongs to: the one run, or the run its client named (None: answered here)."""
@@ -211,14 +225,7 @@ class BlackboxAddon:
             return
         host = flow.metadata.get(_HOST_KEY) or flow.request.pretty_host.lower()
         if host not in self.hosts:
-            if self._replaying and self.offline:
-                self._note(f"offline: refused {flow.request.method} {host}{flow.request.path} (replay never contacts other hosts)")
-                flow.response = http.Response.make(
-                    502,
-                    f"blackbox replay is offline: {host} was not contacted. Only model calls to {', '.join(sorted(self.hosts))} are "
-                    "answered (from the cassette). To let other traffic through: blackbox replay --allow-network, or blackbox_offline=false.\n",
-                    {"content-type": "text/plain; charset=utf-8", "x-should-retry": "false"},
-                )
+            self._other_host(flow, session, host)
             return
         if self._ws.upgrade(flow, session, delay_ms=self.stream_delay_ms):
             if self._ws.local_upstream is not None:
@@ -254,15 +261,35 @@ class BlackboxAddon:
             if action.body is not None:
                 flow.request.content = action.body
 
+    def _other_host(self, flow: http.HTTPFlow, session: Session, host: str) -> None:
+        """A request to a host that is not a model API: kept (record), served or refused (offline replay)."""
+        if not self._replaying:
+            self._exchanges.record(flow, session, model_host=False)
+            return
+        found = self._exchanges.serve(flow, session)
+        if isinstance(found, Served):
+            self._note(f"answered from the recording: {flow.request.method} {host}{flow.request.path}")
+            return
+        if self.offline:
+            why = f" ({found})" if isinstance(found, str) else ""
+            self._note(f"offline: refused {flow.request.method} {host}{flow.request.path}{why} (replay never contacts other hosts)")
+            flow.response = offline_refusal(host, why, self.hosts)
+
     def _non_model(self, flow: http.HTTPFlow, host: str, path: str) -> None:
         codec = error_codec_for(path, host)
         bare = path.split("?", 1)[0].rstrip("/")
+        session = self._session_of(flow)
+        if self._replaying and session is not None and isinstance(self._exchanges.serve(flow, session), Served):
+            self._note(f"answered from the recording: non-model endpoint {flow.request.method} {host}{path}")
+            return
         if self._replaying:
             err = codec.encode_error(
                 f"blackbox replay: {flow.request.method} {bare} is not a model call and is not in the recording", status=404
             )
             self._note(f"answered 404 to non-model endpoint {flow.request.method} {host}{path}")
             flow.response = http.Response.make(err.status, err.body, err.headers)
+        elif session is not None and self._exchanges.record(flow, session, model_host=True):
+            self._note(f"passed through non-model endpoint {flow.request.method} {host}{path} (kept as an exchange)")
         else:
             self._note(f"passed through non-model endpoint {flow.request.method} {host}{path} (not recorded)")
 
@@ -280,6 +307,7 @@ class BlackboxAddon:
         flow.metadata[_PACED_KEY] = True
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
+        self._exchanges.responseheaders(flow)
         if flow.metadata.get(_PACED_KEY) and flow.response is not None:
             flow.response.stream = True  # pass each paced event on as it comes
             flow.is_replay = "response"  # made here from the recording (mitmweb marks it)
@@ -299,6 +327,7 @@ class BlackboxAddon:
         flow.response.stream = capture.tee
 
     async def response(self, flow: http.HTTPFlow) -> None:
+        self._exchanges.response(flow)
         hold = flow.metadata.pop(_HOLD_KEY, None)
         if hold is not None:  # an answer made here for a call that overlapped others: in the recorded completion order
             await hold.wait_async()
@@ -325,6 +354,7 @@ class BlackboxAddon:
             flow.response = _make_response(answer)
 
     def error(self, flow: http.HTTPFlow) -> None:
+        self._exchanges.error(flow)
         ticket = flow.metadata.get(_TICKET_KEY)
         session = self._session_of(flow) if ticket is not None else None
         if ticket is None or session is None:
@@ -371,6 +401,7 @@ class BlackboxAddon:
 
     def done(self) -> None:
         self._ws.stop()
+        self._exchanges.stop()
         if self._pacer is not None:
             self._pacer.stop()
         if self._on_done is not None:

@@ -1,4 +1,5 @@
-// node_preload.cjs: make Node's built-in fetch (undici) tunnel through HTTPS_PROXY / HTTP_PROXY, honouring NO_PROXY.
+// node_preload.cjs: make Node's built-in fetch (undici) and node:https's global agent tunnel through
+// HTTPS_PROXY / HTTP_PROXY, honouring NO_PROXY.
 //
 // Loaded by blackbox with NODE_OPTIONS="--require /abs/path/node_preload.cjs" into
 // programs nobody adapted. Node 20's global fetch ignores the proxy variables
@@ -18,9 +19,10 @@
 // NO_PROXY entries separated by commas or spaces: "*", exact host or IP,
 // domain suffix ("example.com" also matches "api.example.com"), leading "." or "*.",
 // optional ":port". Not supported: https:// or socks proxies (left alone), CIDR
-// ranges in NO_PROXY, HTTP/2 to the origin, and clients that do not use the global
-// fetch (node:http/https agents, axios, node-fetch, an npm undici with its own
-// dispatcher).
+// ranges in NO_PROXY, HTTP/2 to the origin, plain node:http (its global agent is
+// left alone), and clients with an agent or dispatcher of their own (an npm undici,
+// axios or node-fetch given an agent). node:https requests that use the global agent
+// (axios and node-fetch by default, https.get) go through the proxy.
 //
 // It is a no-op without a proxy variable, when fetch is absent, or when Node's own
 // NODE_USE_ENV_PROXY is set. It never writes to stdout; only a failure to install
@@ -86,7 +88,6 @@
   const noProxy = parseNoProxy(first('no_proxy', 'NO_PROXY'));
   if (!httpsProxy && !httpProxy) return;
   if (env.NODE_USE_ENV_PROXY && env.NODE_USE_ENV_PROXY !== '0') return;
-  if (typeof globalThis.fetch !== 'function') return;
 
   function bypass(hostname, port) {
     const host = hostname.toLowerCase().replace(/\.$/, '');
@@ -184,6 +185,23 @@
     });
   }
 
+  // node:https: a global agent whose sockets are tunnels through the proxy (the same connect). Requests that
+  // pass their own agent (axios with an agent, https-proxy-agent) are left alone.
+  try {
+    const https = require('node:https');
+    class ProxyTunnelAgent extends https.Agent {
+      createConnection(options, oncreate) {
+        const hostname = options.hostname || options.host || 'localhost';
+        connect({ hostname, port: options.port, protocol: 'https:', servername: options.servername }, oncreate);
+        return undefined;
+      }
+    }
+    if (httpsProxy) https.globalAgent = new ProxyTunnelAgent({ keepAlive: true });
+  } catch (err) {
+    process.stderr.write(`blackbox node_preload: node:https will not use the proxy: ${err && err.message}\n`);
+  }
+
+  if (typeof globalThis.fetch !== 'function') return;
   try {
     const key = Symbol.for('undici.globalDispatcher.1');
     // The first fetch call loads the bundled undici, which installs its Agent at `key`.

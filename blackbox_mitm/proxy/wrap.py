@@ -47,11 +47,17 @@ def proxy_for(
         listen_port=listen_port,
         confdir=confdir,
         map_remote=map_remote,
-        # Recording intercepts only provider hosts; an offline replay intercepts everything to refuse it.
-        intercept_only=None if (replaying and offline) else all_hosts,
+        # An offline replay intercepts everything to serve or refuse it; a recording that keeps every exchange
+        # intercepts everything to keep it; otherwise only provider hosts are intercepted.
+        intercept_only=None if (replaying and offline) or _keeps_all(session) else all_hosts,
         offline=replaying and offline,
         extra_options={"blackbox_stream_delay_ms": stream_delay_ms} if stream_delay_ms else None,
     )
+
+
+def _keeps_all(session: Session) -> bool:
+    book = session.recorder.exchanges if session.recorder is not None else None
+    return book is not None and book.policy == "all"
 
 
 def run_command(

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from blackbox_mitm.cassette import compression
+from blackbox_mitm.cassette.exchanges import exchanges_ref_of, load_exchanges
 from blackbox_mitm.cassette.journal import Journal
 from blackbox_mitm.cassette.store import write_atomic
 from blackbox_mitm.cassette.trace import Trace, new_trace_id
@@ -25,6 +26,7 @@ from blackbox_mitm.errors import CassetteError
 from blackbox_mitm.matcher import RecordedCalls, verdict
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.session.engine import Session
+from blackbox_mitm.session.exchanges import DEFAULT_EXCHANGE_MAX_BYTES, DEFAULT_RUN_MAX_BYTES, ExchangeBook, ExchangeServer
 from blackbox_mitm.session.recorder import RunRecorder, scrub, secrets_from_environ
 from blackbox_mitm.session.redact import Redactor
 from blackbox_mitm.session.release import DEFAULT_GAP_MS
@@ -48,12 +50,26 @@ def record_session(
     run_id: str | None = None,
     compact: bool = False,
     redactor: Redactor | None = None,
+    exchanges: str = "all",
+    exchange_max_bytes: int = DEFAULT_EXCHANGE_MAX_BYTES,
+    exchanges_max_bytes: int = DEFAULT_RUN_MAX_BYTES,
 ) -> Session:
-    """A recording; ``redactor``: rules applied to every payload before it is hashed or written."""
+    """A recording; ``redactor``: rules applied to every payload before it is hashed or written.
+
+    ``exchanges``: which other HTTP exchanges are kept (``all``, ``model-hosts``, ``none``), within the caps.
+    """
     path = Path(cassette)
     trace = Trace.new(run_id or run_id_for(compression.plain_name(path).stem))  # run.json.zst: run-…
     journal = Journal(path, trace, overwrite=overwrite, fsync=fsync, compact=compact)  # refuses an existing cassette
     recorder = RunRecorder(trace, journal, secrets=secrets_from_environ(), redactor=redactor)
+    if exchanges != "none":
+        recorder.exchanges = ExchangeBook(
+            policy=exchanges,
+            exchange_max_bytes=exchange_max_bytes,
+            run_max_bytes=exchanges_max_bytes,
+            redactor=redactor,
+            secrets=set(recorder.secrets),
+        )
     return Session(run_id=trace.id, recorder=recorder, tail="upstream", cassette_path=path, redactor=redactor)
 
 
@@ -70,9 +86,13 @@ def replay_session(
     ``order_gap_ms`` separates the ends of overlapping answers released in the recorded order (None: off; session/release.py)."""
     trace = load_verified(cassette)
     replay = RecordedCalls(trace, rules=rules)
-    return Session(
+    session = Session(
         run_id=trace.id, replay=replay, match=match, tail="refuse", rules=rules, redactor=redactor, pace=pace, order_gap_ms=order_gap_ms
     )
+    ref = exchanges_ref_of(trace)
+    if ref is not None:  # load_verified checked the file against the terminal event's seal
+        session.exchange_server = ExchangeServer(load_exchanges(cassette, ref), rules=rules, redactor=redactor)
+    return session
 
 
 def replay_report(session: Session) -> dict[str, Any]:
@@ -82,6 +102,9 @@ def replay_report(session: Session) -> dict[str, Any]:
     status["run"] = session.run_id
     status["refused"] = list(session.refused)
     status["unrecorded"] = [*session.failed_writes, *session.unrecorded]
+    if session.exchange_server is not None:
+        status.update(session.exchange_server.status())
+        status["exchanges_strict"] = session.match_mode == "strict"
     status["verdict"] = verdict(status)
     return dict(scrub(status, session.secrets))  # a report never quotes a credential
 

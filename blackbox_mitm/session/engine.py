@@ -30,6 +30,7 @@ from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
 from blackbox_mitm.matcher import Divergence, Exhausted, RecordedCalls, Served
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.matcher.outcomes import RecordedCall
+from blackbox_mitm.session.exchanges import ExchangeServer
 from blackbox_mitm.session.numbers import refuse_unrepresentable_numbers
 from blackbox_mitm.session.recorder import RecordFailed, RunRecorder, SecretLeak, scrub, secrets_from_environ, secrets_from_request
 from blackbox_mitm.session.redact import Redactor
@@ -138,6 +139,7 @@ class Session:
         self.notes: list[str] = []
         self.diverged_in_prefix = False
         self.secrets: set[str] = secrets_from_environ()  # never quoted in a report
+        self.exchange_server: ExchangeServer | None = None  # a replay's other HTTP exchanges (session/exchanges.py ExchangeServer)
         self._lock = threading.Lock()
         # New tool calls never reuse a call-N the run already holds.
         for call in replay.calls if replay is not None else ():

@@ -25,7 +25,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 import orjson
@@ -37,6 +37,9 @@ from blackbox_mitm.codecs import credential_headers, credential_query, key_env_v
 from blackbox_mitm.codecs.base import DecodedRequest
 from blackbox_mitm.errors import BlackboxError, RecordFailed, SecretLeak
 from blackbox_mitm.session.redact import Redactor
+
+if TYPE_CHECKING:
+    from blackbox_mitm.session.exchanges import ExchangeBook
 
 __all__ = ["RecordFailed", "RunRecorder", "SecretLeak", "scrub", "secret_env_names", "secrets_from_environ", "secrets_from_request"]
 
@@ -133,6 +136,7 @@ class RunRecorder:
         self._lock = threading.Lock()
         self._pending: OrderedDict[str, _Pending] = OrderedDict()
         self._last_output: Mapping[str, Any] | None = None
+        self.exchanges: ExchangeBook | None = None  # the run's other HTTP exchanges (session/exchanges.py ExchangeBook), sealed by finish
         self._seed_pending_from_prefix()
 
     # -- recording ------------------------------------------------------------------
@@ -238,11 +242,23 @@ class RunRecorder:
     ) -> Path | None:
         with self._lock:
             event = self.redactor.payload(self.terminal_event(exit_code=exit_code, in_flight=in_flight, proxy_only=proxy_only))
+            event = self._seal_exchanges(event)
             step = self.trace.append("metadata", event)
             if self.journal is not None:
                 self.journal.append([step])
                 return self.journal.finish()
             return None
+
+    def _seal_exchanges(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Write the run's other exchanges beside the cassette; the terminal event names and seals them."""
+        if self.exchanges is None or self.journal is None:
+            return event
+        try:
+            ref = self.exchanges.seal(self.journal.cassette, self.trace.id)
+        except (OSError, BlackboxError) as exc:  # the model steps are still written; the run says what was lost
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            return {**event, "exchangesLost": f"the run's other HTTP exchanges could not be written ({detail})"}
+        return event if ref is None else {**event, "exchanges": ref}
 
     def discard(self) -> None:
         """Drop the run (a fork whose prefix did not re-run as recorded): no cassette is written."""

@@ -98,6 +98,7 @@ def run_data(trace: Trace, pool: Pool, *, path: Path | None = None, base: RunDat
             "count": len(problems),
         },
         "calls": model_calls(trace),
+        "exchanges": _exchanges(trace, path),
     }
     before = base.all_steps[:shared_count] if base is not None else []
     summaries = [row.summary for row in timeline.rows]
@@ -105,6 +106,21 @@ def run_data(trace: Trace, pool: Pool, *, path: Path | None = None, base: RunDat
     _mark_history(steps, before)
     shared = {"run": base.trace.id, "count": shared_count} if base is not None and shared_count else None
     return RunData(trace, header, steps, shared, before + steps)
+
+
+def _exchanges(trace: Trace, path: Path | None) -> dict[str, Any] | None:
+    """The run's other HTTP exchanges as ``blackbox show`` lists them (None: it kept none), or why they cannot be read."""
+    from blackbox_mitm.cassette.exchanges import exchange_rows, exchanges_ref_of, load_exchanges
+    from blackbox_mitm.errors import CassetteError
+
+    ref = exchanges_ref_of(trace)
+    if ref is None or path is None:
+        return None
+    try:
+        document = load_exchanges(path, ref)
+    except CassetteError as exc:
+        return {"rows": [], "notKept": [], "error": str(exc)}
+    return {"rows": exchange_rows(document, _origin(trace)), "notKept": list(document.get("notKept") or []), "error": None}
 
 
 def model_calls(trace: Trace) -> list[list[Any]]:

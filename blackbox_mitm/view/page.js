@@ -413,6 +413,23 @@
       f.children.length ? tree(f.children) : null)));
   }
   function signed(n) { return (n > 0 ? "+" : "") + n; }
+  function exchangesPanel(key) {
+    const box = clear($("exchanges"));
+    const ex = DATA.runs[key].exchanges;
+    box.hidden = !ex;
+    if (box.hidden) return;
+    box.className = "panel" + (ex.error ? " alarm" : "");
+    box.append(el("h2", null, "Other HTTP exchanges (" + ex.rows.length + ")"),
+      el("div", { class: "sub" }, ex.error || "kept beside the cassette and served by an offline replay; not model calls"));
+    if (ex.rows.length) {
+      box.append(el("table", { class: "exchanges" },
+        el("tr", null, ["#", "method", "status", "size", "time", "where"].map((h) => el("th", null, h))),
+        ex.rows.map((r) => el("tr", { class: r.notKept ? "not-kept" : "" },
+          el("td", null, String(r.index)), el("td", null, r.method), el("td", null, String(r.status)), el("td", null, size(r.bytes)),
+          el("td", null, offset(r.offsetMs)), el("td", null, r.host + r.path, r.notKept ? el("span", { class: "badge bad" }, "body not kept") : null)))));
+    }
+    for (const n of ex.notKept) box.append(el("div", { class: "sub" }, "not kept: " + n));
+  }
 
   // -- diff -------------------------------------------------------------------------------
   function resolve(value, segments) {
@@ -497,7 +514,8 @@
       el("div", { class: "sub" }, r.file),
       kv([["model calls served", r.model_calls_served + " of " + r.model_calls + " (" + r.steps_served + " of " + r.steps + " steps)"],
         ["exhausted calls", String(r.exhausted_calls)], ["divergences", String(r.divergences)],
-        ["never asked for", (r.incomplete || []).length ? "model_input step " + r.incomplete.join(", ") : "none"]]),
+        ["never asked for", (r.incomplete || []).length ? "model_input step " + r.incomplete.join(", ") : "none"],
+        ["unmatched exchanges", (r.unmatched_exchanges || []).length ? r.unmatched_exchanges.map((u) => u.method + " " + u.host + u.path).join(", ") : "none"]]),
       fd ? el("p", null, "diverged at ", el("a", { id: "report-step", on: { click: () => reveal(fd.step) } }, "step " + fd.step), ": " + (fd.message || "")) : null,
       r.divergences > 1 ? el("div", { class: "sub" }, "the report keeps the first divergence in full; " + r.divergences + " requests were refused in all") : null);
   }
@@ -531,7 +549,7 @@
     if (step !== null && /^\d+$/.test(step)) reveal(Number(step));
   }
   function render() {
-    header(current); banner(current); reportPanel(); diffPanel(); forks(current); chart(current); list(current);
+    header(current); banner(current); reportPanel(); diffPanel(); forks(current); exchangesPanel(current); chart(current); list(current);
   }
 
   let timer = null;

@@ -140,7 +140,7 @@ def test_claude_code_with_its_defaults_replays_strictly_with_no_flags(
     for _ in range(3):
         rep = replay(cassette, prompt, cwd=workdir, confdir=confdir)
         assert_same_run(rep, rec, 2)
-        assert "answered 404 to non-model endpoint GET api.anthropic.com/api/claude_code/settings" in rep.stderr
+        assert "answered from the recording: non-model endpoint GET api.anthropic.com/api/claude_code/settings" in rep.stderr
     # Without the built-in masks the billing line alone makes it diverge, at the system prompt.
     bare = replay(cassette, prompt, "--no-default-masks", cwd=workdir, confdir=confdir)
     assert bare.returncode != 0

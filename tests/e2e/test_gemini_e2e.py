@@ -233,12 +233,33 @@ print(client.models.generate_content(model="gemini-2.5-flash", contents="Hi").te
 """
 
 
-def test_a_non_model_endpoint_passes_through_when_recording_and_is_a_gemini_404_in_replay(tmp_path: Path, confdir: Path) -> None:
+def test_a_non_model_endpoint_is_kept_and_served_in_replay_and_a_gemini_404_when_not_kept(tmp_path: Path, confdir: Path) -> None:
     script = tmp_path / "count.py"
     script.write_text(COUNT_THEN_ASK)
+    kept = tmp_path / "kept.json"
+    with FakeGemini([{"text": "Hello."}]) as fake:
+        rec = _record(kept, confdir, fake, [sys.executable, str(script)])
+        assert rec.returncode == 0, rec.stderr
+    rep = _replay(kept, confdir, [sys.executable, str(script)])
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout == rec.stdout  # countTokens answered from the recording's exchanges
+    # Recorded with --exchanges none, the replay answers it with a Gemini-shaped 404, as before exchanges were kept.
     cassette = tmp_path / "run.json"
     with FakeGemini([{"text": "Hello."}]) as fake:
-        rec = _record(cassette, confdir, fake, [sys.executable, str(script)])
+        rec = blackbox(
+            "record",
+            "-o",
+            str(cassette),
+            "--confdir",
+            str(confdir),
+            "--exchanges",
+            "none",
+            *_remote(fake),
+            "--",
+            sys.executable,
+            str(script),
+            env=_env(),
+        )
         assert rec.returncode == 0, rec.stderr
         assert [r["path"].rsplit(":", 1)[1] for r in fake.requests] == ["countTokens", "generateContent"]
     assert rec.stdout.splitlines()[1] == "Hello."

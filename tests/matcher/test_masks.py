@@ -195,6 +195,7 @@ def test_the_built_in_masks_are_named_and_documented() -> None:
         "claude-code.session-dir",
         "claude-code.tool-use-id",
         "codex.wall-time",
+        "gemini-cli.pgid",
         "claude-code.date",
     ]
     assert all(m.about and m.source == "built-in" for m in BUILT_IN_MASKS)

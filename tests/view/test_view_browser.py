@@ -267,3 +267,49 @@ def test_a_claude_code_sized_run_opens_lazily(browser: Browser, tmp_path: Path, 
     _shot(loaded, screenshots, "big-run")
     loaded.assert_clean()
     page.close()
+
+
+def test_the_runs_other_http_exchanges_are_listed_apart_from_the_steps(browser: Browser, tmp_path: Path, screenshots: Path) -> None:
+    from blackbox_mitm.cassette import save_trace
+    from blackbox_mitm.cassette.exchanges import exchanges_ref, write_exchanges
+    from blackbox_mitm.cassette.trace import Trace
+    from blackbox_mitm.session.exchanges import ExchangeBook
+
+    cassette = tmp_path / "fetch.json"
+    book = ExchangeBook(exchange_max_bytes=100)
+    book.add(
+        method="GET",
+        url="https://docs.example.com/page.html",
+        request_body=b"",
+        status=200,
+        headers={},
+        body=b"<h1>page</h1>",
+        started_ms=1_700_000_000_100,
+    )
+    book.add(
+        method="GET",
+        url="https://docs.example.com/big",
+        request_body=b"",
+        status=200,
+        headers={},
+        body=None,
+        body_size=5_000_000,
+        started_ms=1_700_000_000_200,
+    )
+    document = book.document("fetch-1")
+    write_exchanges(cassette, document)
+    trace = Trace.new("fetch-1", created_at=1_700_000_000_000)
+    trace.append(
+        "metadata",
+        {"event": "run_completed", "status": "success", "result": "", "exchanges": exchanges_ref(cassette, document)},
+        timestamp=1_700_000_000_300,
+    )
+    save_trace(trace, cassette)
+    loaded = _open(browser, write_page(cassette))
+    panel = loaded.page.inner_text("#exchanges")
+    assert "Other HTTP exchanges (2)" in panel
+    assert "docs.example.com/page.html" in panel and "docs.example.com/big" in panel and "body not kept" in panel
+    assert "not kept: GET https://docs.example.com/big: the response body (5,000,000 bytes) was not kept" in panel
+    loaded.assert_clean()
+    _shot(loaded, screenshots, "exchanges")
+    loaded.page.close()

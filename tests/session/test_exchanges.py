@@ -1,0 +1,97 @@
+"""The run's other HTTP exchanges in plain Python: what a recording keeps, and how a replay answers from it."""
+
+from __future__ import annotations
+
+from blackbox_mitm.matcher.masks import CompareRules, Mask
+from blackbox_mitm.session.exchanges import ExchangeBook, ExchangeServer, Served
+
+PAGE = b"<h1>page</h1>"
+
+
+def _add(book: ExchangeBook, url: str = "https://docs.example.com/a", body: bytes | None = PAGE, **kw: object) -> dict[str, object]:
+    args: dict[str, object] = {
+        "method": "GET",
+        "url": url,
+        "request_body": b"",
+        "status": 200,
+        "headers": {"content-type": "text/html", "set-cookie": "sid=abcdef123456", "x-other": "1"},
+        "body": body,
+        "started_ms": 1000,
+    }
+    args.update(kw)
+    return book.add(**args)  # type: ignore[arg-type]
+
+
+def test_a_body_fetched_twice_is_stored_once_and_only_the_headers_that_matter_are_kept() -> None:
+    book = ExchangeBook()
+    first, second = _add(book), _add(book)
+    doc = book.document("run-1")
+    assert len(doc["exchanges"]) == 2 and len(doc["bodies"]) == 1
+    assert first["response"]["body"] == second["response"]["body"]  # type: ignore[index]
+    assert first["response"]["headers"] == {"content-type": "text/html"}  # type: ignore[index]  # no Set-Cookie, nothing else
+
+
+def test_credentials_in_the_query_and_known_secrets_never_enter_an_exchange() -> None:
+    book = ExchangeBook(secrets={"sk-known-secret-0001"})
+    entry = _add(book, url="https://docs.example.com/a?api_key=abcdefgh12345678&q=sk-known-secret-0001&page=2")
+    assert entry["url"] == "https://docs.example.com/a?api_key=[credential]&q=[credential]&page=2"
+    leak = _add(book, url="https://docs.example.com/b", body=b"your key: sk-known-secret-0001")
+    assert "holds a credential" in leak["response"]["notKept"]  # type: ignore[index]
+    assert b"sk-known-secret-0001" not in repr(book.document("r")).encode()
+
+
+def test_the_caps_per_exchange_and_per_run_are_named_in_a_note() -> None:
+    book = ExchangeBook(exchange_max_bytes=10, run_max_bytes=15)
+    big = _add(book, url="https://docs.example.com/big", body=None, body_size=200_000_000)
+    assert big["response"]["bytes"] == 200_000_000 and "cap per exchange" in big["response"]["notKept"]  # type: ignore[index]
+    _add(book, url="https://docs.example.com/one", body=b"0123456789")
+    over = _add(book, url="https://docs.example.com/two", body=b"abcdefghij")
+    assert "cap per run" in over["response"]["notKept"]  # type: ignore[index]
+    assert [n.split(":")[0] for n in book.not_kept] == ["GET https", "GET https"]
+    assert "200,000,000 bytes" in book.not_kept[0]
+
+
+def test_policy_model_hosts_and_none() -> None:
+    assert ExchangeBook(policy="all").wants(model_host=False)
+    assert not ExchangeBook(policy="model-hosts").wants(model_host=False)
+    assert ExchangeBook(policy="model-hosts").wants(model_host=True)
+    assert not ExchangeBook(policy="none").wants(model_host=True)
+
+
+def test_repeats_are_answered_in_recorded_order_then_the_last_again() -> None:
+    book = ExchangeBook()
+    _add(book, body=b"one")
+    _add(book, body=b"two")
+    server = ExchangeServer(book.document("r"))
+    answers = [server.answer("GET", "https://docs.example.com/a", b"", secrets=set()) for _ in range(4)]
+    assert [a.body for a in answers if isinstance(a, Served)] == [b"one", b"two", b"two", b"two"]
+    assert server.status()["exchanges_reused"] == 2 and server.status()["unmatched_exchanges"] == []
+
+
+def test_the_body_digest_picks_the_answer_and_an_unknown_url_is_unmatched() -> None:
+    book = ExchangeBook()
+    _add(book, url="https://mcp.example.com/mcp", request_body=b'{"method":"tools/list"}', body=b"tools", method="POST")
+    _add(book, url="https://mcp.example.com/mcp", request_body=b'{"method":"tools/call"}', body=b"called", method="POST")
+    server = ExchangeServer(book.document("r"))
+    call = server.answer("POST", "https://mcp.example.com/mcp", b'{"method":"tools/call"}', secrets=set())
+    assert isinstance(call, Served) and call.body == b"called"
+    assert server.answer("GET", "https://docs.example.com/never", b"", secrets=set()) == "it is not in the recording"
+    assert server.status()["unmatched_exchanges"] == [{"method": "GET", "host": "docs.example.com", "path": "/never"}]
+
+
+def test_masks_apply_to_query_values_and_a_key_sent_at_replay_still_matches() -> None:
+    book = ExchangeBook()
+    _add(book, url="https://docs.example.com/a?t=2026-12-01T10:00:00Z&api_key=recorded-key-000000")
+    rules = CompareRules.build([Mask("time", r"\d{4}-\d\d-\d\dT[\d:]+Z", source="test")], defaults=False)
+    server = ExchangeServer(book.document("r"), rules=rules)
+    found = server.answer("GET", "https://docs.example.com/a?t=2027-01-02T11:11:11Z&api_key=another-key-1111111", b"", secrets=set())
+    assert isinstance(found, Served) and found.body == PAGE
+
+
+def test_a_response_not_kept_is_refused_with_the_reason() -> None:
+    book = ExchangeBook(exchange_max_bytes=1)
+    _add(book)
+    server = ExchangeServer(book.document("r"))
+    why = server.answer("GET", "https://docs.example.com/a", b"", secrets=set())
+    assert isinstance(why, str) and "not kept at recording (larger than the 1-byte cap per exchange" in why
+    assert server.status()["unmatched_exchanges"][0]["path"] == "/a"
