@@ -20,7 +20,7 @@ from mitmproxy import ctx, exceptions, http, tcp
 from mitmproxy.proxy import server_hooks
 
 from blackbox_mitm.cassette.trace import now_ms
-from blackbox_mitm.codecs import codec_for, default_hosts, error_codec_for
+from blackbox_mitm.codecs import codec_for, default_hosts, error_codec_for, host_matches, stream_content_type
 from blackbox_mitm.errors import BlackboxError
 from blackbox_mitm.proxy.pacing import StreamPacer
 from blackbox_mitm.proxy.websocket import WebSocketTransport
@@ -200,7 +200,7 @@ class BlackboxAddon:
         if session is None:
             return
         host = flow.metadata.get(_HOST_KEY) or flow.request.pretty_host.lower()
-        if host not in self.hosts:
+        if not host_matches(host, self.hosts):  # names, and patterns (bedrock-runtime.*.amazonaws.com)
             if self._replaying and self.offline:
                 self._note(f"offline: refused {flow.request.method} {host}{flow.request.path} (replay never contacts other hosts)")
                 flow.response = http.Response.make(
@@ -274,8 +274,9 @@ class BlackboxAddon:
         session = self._session_of(flow) if ticket is not None else None
         if ticket is None or flow.response is None or session is None:
             return
-        ctype = flow.response.headers.get("content-type", "")
-        if flow.response.status_code >= 400 or not ctype.lower().startswith("text/event-stream"):
+        ctype = flow.response.headers.get("content-type", "").lower()
+        streamed = ctype.startswith(("text/event-stream", stream_content_type(ticket.codec).split(";")[0]))
+        if flow.response.status_code >= 400 or not streamed:
             return
         capture = StreamCapture(session, ticket, flow.response.headers.get("content-encoding", ""))
         flow.metadata[_STREAM_KEY] = capture

@@ -65,7 +65,8 @@ __all__ = [
 
 NAME = "openai"
 PROVIDER = "openai"
-DEFAULT_HOSTS: tuple[str, ...] = ("api.openai.com",)
+# Azure OpenAI: a resource's own host (deployments, and the /openai/v1/ paths).
+DEFAULT_HOSTS: tuple[str, ...] = ("api.openai.com", "*.openai.azure.com", "*.cognitiveservices.azure.com", "*.services.ai.azure.com")
 CREDENTIAL_HEADERS: tuple[str, ...] = ("authorization", "api-key")  # api-key: Azure OpenAI
 CREDENTIAL_QUERY: tuple[str, ...] = ("api-key", "api_key")
 KEY_ENV_VARS: tuple[str, ...] = ("OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "OPENROUTER_API_KEY")

@@ -66,7 +66,8 @@ __all__ = [
 
 NAME = "openai-responses"
 PROVIDER = "openai"
-DEFAULT_HOSTS: tuple[str, ...] = ("api.openai.com",)
+# Azure OpenAI: a resource's own host (deployments, and the /openai/v1/ paths).
+DEFAULT_HOSTS: tuple[str, ...] = ("api.openai.com", "*.openai.azure.com", "*.cognitiveservices.azure.com", "*.services.ai.azure.com")
 CREDENTIAL_HEADERS: tuple[str, ...] = ("authorization", "api-key")
 CREDENTIAL_QUERY: tuple[str, ...] = ()
 KEY_ENV_VARS: tuple[str, ...] = ("OPENAI_API_KEY", "CODEX_API_KEY")
