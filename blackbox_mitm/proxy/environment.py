@@ -110,6 +110,14 @@ def node_preload_path() -> Path:
 
 
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
+CA_BUNDLE_VARS = (
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "CODEX_CA_CERTIFICATE",
+    "AWS_CA_BUNDLE",
+    "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
+)
 
 
 REPLAY_PLACEHOLDER_KEY = "blackbox-replay-needs-no-key"
@@ -143,7 +151,9 @@ def client_env(
         env[name] = proxy_url
     for name in ("ALL_PROXY", "all_proxy"):
         env.pop(name, None)
-    for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "CODEX_CA_CERTIFICATE"):
+    # Every variable a client reads its CA bundle from: boto3 and the AWS CLI read AWS_CA_BUNDLE (not
+    # SSL_CERT_FILE), the Google and Azure Python SDKs requests' REQUESTS_CA_BUNDLE, gRPC its own.
+    for name in (*CA_BUNDLE_VARS,):
         env[name] = str(bundle)
     env["NODE_EXTRA_CA_CERTS"] = str(_node_extra(cert, env.get("NODE_EXTRA_CA_CERTS")))
     path = str(node_preload_path())

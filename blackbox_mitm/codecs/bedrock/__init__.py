@@ -69,7 +69,9 @@ PROVIDER = "bedrock"
 DEFAULT_HOSTS: tuple[str, ...] = ("bedrock-runtime.*.amazonaws.com", "bedrock-runtime-fips.*.amazonaws.com")
 CREDENTIAL_HEADERS: tuple[str, ...] = ("authorization", "x-amz-security-token", "x-amz-date", "x-amz-content-sha256")
 CREDENTIAL_QUERY: tuple[str, ...] = ("x-amz-signature", "x-amz-credential", "x-amz-security-token")
-KEY_ENV_VARS: tuple[str, ...] = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK")
+# The first is the one a replay sets a placeholder in: with a Bedrock API key, the SDKs sign nothing and ask no
+# credential endpoint (boto3, AnthropicBedrock, Claude Code all read it).
+KEY_ENV_VARS: tuple[str, ...] = ("AWS_BEARER_TOKEN_BEDROCK", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 ID_PREFIXES: tuple[str, ...] = ("toolu_", "msg_")
 RESPONSE_KEYS: tuple[str, ...] = ("amazon-bedrock-invocationMetrics", "invocationMetrics", "inputTokenCount", "outputTokenCount")
 PARAMS: tuple[tuple[str, str], ...] = ()  # the Anthropic codec's (the body is a Messages body)

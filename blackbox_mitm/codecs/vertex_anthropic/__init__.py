@@ -56,7 +56,9 @@ PROVIDER = "vertex"
 DEFAULT_HOSTS: tuple[str, ...] = ("*-aiplatform.googleapis.com", "aiplatform.googleapis.com", "aiplatform.*.rep.googleapis.com")
 CREDENTIAL_HEADERS: tuple[str, ...] = ("authorization",)
 CREDENTIAL_QUERY: tuple[str, ...] = ("access_token",)
-KEY_ENV_VARS: tuple[str, ...] = ("GOOGLE_APPLICATION_CREDENTIALS", "ANTHROPIC_VERTEX_PROJECT_ID")
+# gcloud's access-token variable first (a replay's placeholder goes there, harmlessly); never a placeholder
+# in GOOGLE_APPLICATION_CREDENTIALS, which names a file.
+KEY_ENV_VARS: tuple[str, ...] = ("CLOUDSDK_AUTH_ACCESS_TOKEN", "GOOGLE_APPLICATION_CREDENTIALS")
 ID_PREFIXES: tuple[str, ...] = ("toolu_", "msg_")
 RESPONSE_KEYS: tuple[str, ...] = ("usage", "stop_reason")
 PARAMS: tuple[tuple[str, str], ...] = ()  # the Anthropic codec's (the body is a Messages body)
