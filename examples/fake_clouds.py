@@ -52,7 +52,9 @@ def event_message(headers: dict[str, str], payload: bytes) -> bytes:
 
 
 def bedrock_event(event_type: str, payload: Json) -> bytes:
-    return event_message({":event-type": event_type, ":content-type": "application/json", ":message-type": "event"}, json.dumps(payload).encode())
+    return event_message(
+        {":event-type": event_type, ":content-type": "application/json", ":message-type": "event"}, json.dumps(payload).encode()
+    )
 
 
 def _chunk(event: Json, n: int) -> bytes:
@@ -102,7 +104,11 @@ class _Handler(BaseHTTPRequestHandler):
                 self._stream("application/vnd.amazon.eventstream", [bedrock_event(k, p) for k, p in converse_events(body)])
             return
         if not isinstance(body.get("anthropic_version"), str) or "model" in body:  # bedrock-2023-05-31 (newer SDKs send a date)
-            self._send(400, {"message": "Malformed input request: anthropic_version is required, model is not allowed"}, {"x-amzn-ErrorType": "ValidationException:"})
+            self._send(
+                400,
+                {"message": "Malformed input request: anthropic_version is required, model is not allowed"},
+                {"x-amzn-ErrorType": "ValidationException:"},
+            )
             return
         view = {**body, "model": model.rsplit("/", 1)[-1]}
         answer = weather_answer("anthropic", view)
@@ -111,12 +117,20 @@ class _Handler(BaseHTTPRequestHandler):
             return
         events = [json.loads(frame.split(b"data: ", 1)[1]) for frame in anthropic_events(answer, view)]
         events = [e for e in events if e["type"] != "ping"]  # Bedrock sends no pings
-        events[-1]["amazon-bedrock-invocationMetrics"] = {"inputTokenCount": 10, "outputTokenCount": 20, "invocationLatency": 400, "firstByteLatency": 90}
+        events[-1]["amazon-bedrock-invocationMetrics"] = {
+            "inputTokenCount": 10,
+            "outputTokenCount": 20,
+            "invocationLatency": 400,
+            "firstByteLatency": 90,
+        }
         self._stream("application/vnd.amazon.eventstream", [_chunk(e, i) for i, e in enumerate(events)])
 
     def _vertex(self, model: str, stream: bool, headers: dict[str, str], body: Any) -> None:
         if not headers.get("authorization", "").startswith("Bearer "):
-            self._send(401, {"error": {"code": 401, "message": "Request is missing required authentication credential.", "status": "UNAUTHENTICATED"}})
+            self._send(
+                401,
+                {"error": {"code": 401, "message": "Request is missing required authentication credential.", "status": "UNAUTHENTICATED"}},
+            )
             return
         if not isinstance(body, dict) or not isinstance(body.get("anthropic_version"), str):  # vertex-2023-10-16
             self._send(400, {"type": "error", "error": {"type": "invalid_request_error", "message": "anthropic_version: Field required"}})

@@ -57,7 +57,11 @@ def test_a_bad_prelude_is_refused_before_waiting_for_bytes_that_never_come() -> 
 
 
 def test_a_synthesized_bedrock_stream_is_botocore_chunks_of_anthropic_events() -> None:
-    request = bedrock.decode_request(b'{"anthropic_version": "bedrock-2023-05-31", "max_tokens": 5, "messages": []}', CallIds(), path="/model/m/invoke-with-response-stream")
+    request = bedrock.decode_request(
+        b'{"anthropic_version": "bedrock-2023-05-31", "max_tokens": 5, "messages": []}',
+        CallIds(),
+        path="/model/m/invoke-with-response-stream",
+    )
     body = bedrock.encode_stream({"type": "final_answer", "text": "hi"}, request=request, ids=CallIds(), created_ms=0)
     messages = _botocore(body)
     assert {h[":event-type"] for h, _ in messages} == {"chunk"}

@@ -46,7 +46,9 @@ def _record_bedrock(cassette: Path, confdir: Path, fake: FakeClouds, *agent_args
 
 def _replay(cassette: Path, confdir: Path, *agent_args: str, question: str = QUESTION) -> Any:
     # No AWS keys: the replay sets a placeholder Bedrock API key (AWS_BEARER_TOKEN_BEDROCK), so nothing is signed.
-    return blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *AGENT, question, *agent_args, env={"AWS_REGION": "us-east-1"})
+    return blackbox(
+        "replay", str(cassette), "--confdir", str(confdir), "--", *AGENT, question, *agent_args, env={"AWS_REGION": "us-east-1"}
+    )
 
 
 def _assert_neutral(cassette: Path) -> None:
@@ -59,7 +61,9 @@ def _assert_neutral(cassette: Path) -> None:
 
 @pytest.mark.parametrize("stream", [False, True], ids=["invoke", "invoke-with-response-stream"])
 @pytest.mark.parametrize("model", [MODEL, ARN], ids=["profile-id", "profile-arn"])
-def test_anthropic_bedrock_records_replays_offline_and_a_changed_prompt_fails(stream: bool, model: str, tmp_path: Path, confdir: Path) -> None:
+def test_anthropic_bedrock_records_replays_offline_and_a_changed_prompt_fails(
+    stream: bool, model: str, tmp_path: Path, confdir: Path
+) -> None:
     cassette = tmp_path / "run.json"
     flags = ["--model", model, *(["--stream"] if stream else [])]
     with FakeClouds() as fake:
@@ -97,7 +101,9 @@ def test_a_bedrock_recording_replays_for_the_agent_on_anthropics_api_and_back(st
     with FakeClouds() as fake:
         assert _record_bedrock(on_bedrock, confdir, fake, "--model", ARN, *flags[2:]).returncode == 0
     with FakeProvider() as provider:
-        rec = blackbox("record", "-o", str(on_anthropic), "--confdir", str(confdir), *remote_args(provider.url), "--", *AGENT, QUESTION, *flags)
+        rec = blackbox(
+            "record", "-o", str(on_anthropic), "--confdir", str(confdir), *remote_args(provider.url), "--", *AGENT, QUESTION, *flags
+        )
         assert rec.returncode == 0, rec.stderr
 
     # Strict replays, across clouds: the neutral steps are the same.
@@ -107,5 +113,8 @@ def test_a_bedrock_recording_replays_for_the_agent_on_anthropics_api_and_back(st
     to_bedrock = _replay(on_anthropic, confdir, "--cloud", "bedrock", *flags)
     assert to_bedrock.returncode == 0, to_bedrock.stderr
     assert to_bedrock.stdout.strip() == ANSWER
-    steps = [[(s.type, s.payload) for s in load_trace(p).steps if s.type in ("model_input", "model_output", "tool_call", "tool_result")] for p in (on_bedrock, on_anthropic)]
+    steps = [
+        [(s.type, s.payload) for s in load_trace(p).steps if s.type in ("model_input", "model_output", "tool_call", "tool_result")]
+        for p in (on_bedrock, on_anthropic)
+    ]
     assert steps[0] == steps[1]
