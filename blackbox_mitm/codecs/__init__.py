@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from blackbox_mitm.cassette.facts import ProviderFacts
 from blackbox_mitm.cassette.facts import register as register_facts
-from blackbox_mitm.codecs import anthropic_messages, bedrock, gemini, openai_chat, openai_responses, vertex_anthropic
+from blackbox_mitm.codecs import anthropic_messages, bedrock, bedrock_converse, gemini, openai_chat, openai_responses, vertex_anthropic
 from blackbox_mitm.codecs.base import (
     CallIds,
     ChainingCodec,
@@ -68,6 +68,7 @@ __all__ = [
 REGISTERED: tuple[Codec, ...] = (
     openai_chat,
     bedrock,
+    bedrock_converse,
     vertex_anthropic,
     openai_responses,
     anthropic_messages,
@@ -80,7 +81,7 @@ CODECS: dict[str, Codec] = {c.NAME: c for c in REGISTERED}
 # (tests/codecs/test_contract.py checks that isinstance finds exactly these at run time).
 CHAINING: tuple[ChainingCodec, ...] = (openai_responses,)
 WEBSOCKETS: tuple[WebSocketCapable, ...] = (openai_responses,)
-FRAMED: tuple[FramedStreamCodec, ...] = (bedrock,)  # streams that are not server-sent events
+FRAMED: tuple[FramedStreamCodec, ...] = (bedrock, bedrock_converse)  # streams that are not server-sent events
 
 
 def _split(path: str) -> tuple[str, str]:

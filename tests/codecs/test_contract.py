@@ -319,6 +319,25 @@ def _anthropic_messages(client: Any, stream: bool, model: str) -> tuple[str, lis
     return text, [b.name for b in message.content if b.type == "tool_use"]
 
 
+def _bedrock_converse(url: str, stream: bool) -> tuple[str, list[str]]:
+    import boto3
+
+    client = boto3.client(
+        "bedrock-runtime", endpoint_url=url, region_name="us-east-1", aws_access_key_id="AKIAFAKEFAKEFAKEFAKE", aws_secret_access_key="f",
+        config=__import__("botocore.config").config.Config(retries={"max_attempts": 1}),
+    )  # fmt: skip
+    args: Any = {"modelId": "us.anthropic.claude-sonnet-4-6-v1:0", "messages": [{"role": "user", "content": [{"text": "hi"}]}]}
+    if not stream:
+        content = client.converse(**args)["output"]["message"]["content"]
+        return "".join(b.get("text", "") for b in content), [b["toolUse"]["name"] for b in content if "toolUse" in b]
+    text, tools = "", []
+    for event in client.converse_stream(**args)["stream"]:
+        text += event.get("contentBlockDelta", {}).get("delta", {}).get("text", "")
+        start = event.get("contentBlockStart", {}).get("start", {})
+        tools += [start["toolUse"]["name"]] if "toolUse" in start else []
+    return text, tools
+
+
 #: One small client per codec: (base URL, stream?) -> (text, tool names), through the provider's own SDK.
 SDK_CLIENTS: dict[str, Callable[[str, bool], tuple[str, list[str]]]] = {
     "openai": _openai_chat,
@@ -327,6 +346,7 @@ SDK_CLIENTS: dict[str, Callable[[str, bool], tuple[str, list[str]]]] = {
     "gemini": _gemini,
     "bedrock": _bedrock,
     "vertex-anthropic": _vertex_anthropic,
+    "bedrock-converse": _bedrock_converse,
 }
 
 
