@@ -33,7 +33,14 @@ MODEL = "us.anthropic.claude-sonnet-4-6-v1:0"
 ARN = f"arn:aws:bedrock:us-east-1:123456789012:inference-profile/{MODEL}"
 ACCESS_KEY = "AKIAZ7QK3MXP4TBN2WLE"  # the shape of an AWS access key id; never a real one
 SECRET_KEY = "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"
-AWS = {"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_EC2_METADATA_DISABLED": "true"}
+AWS = {
+    "AWS_REGION": "us-east-1",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+    "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
+REGION = {"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1"}  # boto3 reads the second, the Anthropic SDK the first
 BEDROCK_REMOTE = r"|https://bedrock-runtime\.us-east-1\.amazonaws\.com|"
 
 
@@ -46,9 +53,7 @@ def _record_bedrock(cassette: Path, confdir: Path, fake: FakeClouds, *agent_args
 
 def _replay(cassette: Path, confdir: Path, *agent_args: str, question: str = QUESTION) -> Any:
     # No AWS keys: the replay sets a placeholder Bedrock API key (AWS_BEARER_TOKEN_BEDROCK), so nothing is signed.
-    return blackbox(
-        "replay", str(cassette), "--confdir", str(confdir), "--", *AGENT, question, *agent_args, env={"AWS_REGION": "us-east-1"}
-    )
+    return blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *AGENT, question, *agent_args, env=REGION)
 
 
 def _assert_neutral(cassette: Path) -> None:
@@ -118,3 +123,38 @@ def test_a_bedrock_recording_replays_for_the_agent_on_anthropics_api_and_back(st
         for p in (on_bedrock, on_anthropic)
     ]
     assert steps[0] == steps[1]
+
+
+# --- Converse ------------------------------------------------------------------------------
+
+CONVERSE = [sys.executable, str(EXAMPLES / "converse_weather_agent.py")]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["converse", "converse-stream"])
+def test_boto3_converse_with_a_tool_round_records_and_replays_offline(stream: bool, tmp_path: Path, confdir: Path) -> None:
+    cassette = tmp_path / "run.json"
+    flags = ["--model", ARN, *(["--stream"] if stream else [])]
+    with FakeClouds() as fake:
+        rec = blackbox(
+            "record", "-o", str(cassette), "--confdir", str(confdir), "--map-remote", BEDROCK_REMOTE + fake.url,
+            "--", *CONVERSE, QUESTION, *flags, env=AWS,
+        )  # fmt: skip
+        assert rec.returncode == 0, rec.stderr
+        calls = [r for r in fake.requests if "/model/" in r["path"]]
+    assert rec.stdout.strip() == ANSWER
+    assert len(calls) == 2 and all(r["path"].endswith("/converse-stream" if stream else "/converse") for r in calls)
+    assert all(r["headers"]["authorization"].startswith("AWS4-HMAC-SHA256") for r in calls)  # boto3 signed for real
+    _assert_neutral(cassette)
+    assert b"tooluse_" not in cassette.read_bytes()
+    trace = load_trace(cassette)
+    assert [s.type for s in trace.steps][:6] == ["model_input", "model_output", "tool_call", "tool_result", "tool_call", "tool_result"]
+    assert trace.steps[0].payload["model"] == MODEL
+
+    for _ in range(3):  # no AWS keys: boto3 uses the placeholder Bedrock API key, and the fake is gone
+        rep = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *CONVERSE, QUESTION, *flags, env=REGION)
+        assert rep.returncode == 0, rep.stderr
+        assert rep.stdout == rec.stdout
+    changed = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *CONVERSE, "What's the weather in Paris and Oslo?", *flags,
+                       env=REGION)  # fmt: skip
+    assert changed.returncode != 0
+    assert "content differs at character 32" in changed.stderr
