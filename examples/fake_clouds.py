@@ -15,6 +15,9 @@ with the same rule-based weather model (``fake_provider.weather_answer``).
 * ``POST …/publishers/anthropic/models/{m}:rawPredict`` / ``:streamRawPredict``:
   Anthropic JSON / SSE; a request without ``Authorization: Bearer`` gets a 401.
 
+``FakeClouds(responder=...)`` answers Anthropic bodies with a responder (as
+``fake_provider.FakeProvider`` does, e.g. ``examples/claude_code_model.respond``).
+
 Every request is kept in ``FakeClouds.requests`` (method, path, headers, body).
 """
 
@@ -111,7 +114,7 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return
         view = {**body, "model": model.rsplit("/", 1)[-1]}
-        answer = weather_answer("anthropic", view)
+        answer = self.server.fake.answer(view)
         if op == "invoke":
             self._send(200, anthropic_response(answer, view))
             return
@@ -126,7 +129,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._stream("application/vnd.amazon.eventstream", [_chunk(e, i) for i, e in enumerate(events)])
 
     def _vertex(self, model: str, stream: bool, headers: dict[str, str], body: Any) -> None:
-        if not headers.get("authorization", "").startswith("Bearer "):
+        if self.server.fake.vertex_auth and not headers.get("authorization", "").startswith("Bearer "):
             self._send(
                 401,
                 {"error": {"code": 401, "message": "Request is missing required authentication credential.", "status": "UNAUTHENTICATED"}},
@@ -136,7 +139,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(400, {"type": "error", "error": {"type": "invalid_request_error", "message": "anthropic_version: Field required"}})
             return
         view = {**body, "model": model}
-        answer = weather_answer("anthropic", view)
+        answer = self.server.fake.answer(view)
         if stream:
             self._stream("text/event-stream; charset=utf-8", anthropic_events(answer, view))
         else:
@@ -176,11 +179,17 @@ class _Server(ThreadingHTTPServer):
 class FakeClouds:
     """``with FakeClouds() as fake:`` -> ``fake.url`` (``http://127.0.0.1:PORT``), ``fake.requests``."""
 
-    def __init__(self) -> None:
+    def __init__(self, responder: Any = None, *, vertex_auth: bool = True) -> None:
+        self.vertex_auth = vertex_auth  # False: take Vertex calls without a token (Claude Code's CLAUDE_CODE_SKIP_VERTEX_AUTH=1)
+        self.responder = responder  # (provider, body) -> answer, as fake_provider's (examples/claude_code_model.py)
         self.requests: list[Json] = []
         self._lock = threading.Lock()
         self._server = _Server(self)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def answer(self, body: Json) -> Json:
+        """The answer to an Anthropic body: the responder's, else the weather model's."""
+        return self.responder("anthropic", body) if self.responder is not None else weather_answer("anthropic", body)
 
     def record(self, request: Json) -> None:
         with self._lock:
