@@ -131,3 +131,28 @@ def test_anthropic_vertex_records_and_replays(stream: bool, region: str, host: s
         for c in calls
     )
     assert trace.steps[0].payload["model"] == "claude-sonnet-4-6@20260101"
+
+
+# --- Vertex AI, Gemini models (google-genai with vertexai) ------------------------------------
+
+GEMINI_KEY = "AIzaSyBx9Q2mZ7kL4pW1cV8nR3tY6uH0jF5dG2a"  # the shape of a Google API key; never a real one
+
+
+@pytest.mark.parametrize("mode", ["stream", "manual"])  # a streamed call; a manual function-calling round
+def test_google_genai_on_vertex_records_and_replays(mode: str, tmp_path: Path, confdir: Path) -> None:
+    """A default ``genai.Client()`` with ``GOOGLE_GENAI_USE_VERTEXAI=true`` (Vertex express mode: an API key, the global host)."""
+    from fake_gemini import FakeGemini
+
+    agent = [sys.executable, str(EXAMPLES / "gemini_weather_agent.py"), "--mode", mode]
+    with FakeGemini() as fake:
+        rec, trace = _round_trip(
+            tmp_path, confdir, rf"|https://aiplatform\.googleapis\.com|{fake.url}", [*agent, QUESTION], [*agent, CHANGED],
+            {"GOOGLE_API_KEY": GEMINI_KEY}, secret=GEMINI_KEY, replay_env={"GOOGLE_GENAI_USE_VERTEXAI": "true"},
+            banned=("aiplatform", "v1beta1", "publishers", "usageMetadata", "responseId"),
+        )  # fmt: skip
+        paths = {r["path"] for r in fake.requests}
+    assert rec.stdout.strip() == (ANSWER if mode == "manual" else f"You said: {QUESTION}")
+    assert paths == {
+        f"/v1beta1/publishers/google/models/gemini-2.5-flash:{'streamGenerateContent' if mode == 'stream' else 'generateContent'}"
+    }
+    assert trace.steps[0].payload["model"] == "gemini-2.5-flash"
