@@ -53,7 +53,10 @@ Json = dict[str, Any]
 
 CITIES = ("Paris", "Lyon", "London", "Tokyo", "Berlin", "Madrid", "Rome", "Oslo", "Sydney")
 WEATHER = {"Paris": ("sunny", 22), "Lyon": ("cloudy", 17), "Oslo": ("snow", -3)}
-_ROUTE = re.compile(r"^/(v1|v1beta|v1alpha)/models/([^/:]+):(generateContent|streamGenerateContent|countTokens)$")
+# Also Vertex AI's paths (the project, location and publisher before the model; express mode's v1beta1/publishers/google/).
+_ROUTE = re.compile(
+    r"^/(v1|v1beta|v1alpha|v1beta1)/(?:projects/[^/]+/locations/[^/]+/)?(?:publishers/google/)?models/([^/:]+):(generateContent|streamGenerateContent|countTokens)$"
+)
 _STATUS = {
     400: "INVALID_ARGUMENT",
     403: "PERMISSION_DENIED",

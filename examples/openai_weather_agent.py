@@ -76,8 +76,9 @@ def ask(client: openai.OpenAI, messages: list[Any], *, stream: bool) -> Any:
         return events.get_final_completion().choices[0].message
 
 
-def run(question: str, *, stream: bool = False) -> str:
-    client = openai.OpenAI()
+def run(question: str, *, stream: bool = False, cloud: str = "openai") -> str:
+    # Azure: AZURE_OPENAI_ENDPOINT, AZURE_OPENAI_API_KEY and OPENAI_API_VERSION, as AzureOpenAI reads them; the model is the deployment.
+    client = openai.AzureOpenAI() if cloud == "azure" else openai.OpenAI()
     messages: list[Any] = [
         {"role": "system", "content": "You are a weather assistant. Use get_weather for every city you are asked about."},
         {"role": "user", "content": question},
@@ -102,9 +103,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("question")
     parser.add_argument("--stream", action="store_true", help="stream each model call")
+    parser.add_argument("--cloud", choices=("openai", "azure"), default="openai", help="OpenAI's API or Azure OpenAI")
     args = parser.parse_args(argv)
     try:
-        answer = run(args.question, stream=args.stream)
+        answer = run(args.question, stream=args.stream, cloud=args.cloud)
     except openai.OpenAIError as exc:
         print(f"openai_weather_agent: API error: {exc}", file=sys.stderr)
         return 1

@@ -23,7 +23,8 @@ valid); ``verify_file`` reads a file first. The checks:
 * **neutrality, data** — tool inputs and results, errors, input schemas, message
   text, the system prompt, tool names and descriptions, request-control values,
   and a terminal event's ``result`` / ``message`` text: only realistic credentials
-  (``sk-ant-…``, ``sk-proj-…``, ``sk-…``, ``AIza…``, ``gsk_…``, ``Bearer …`` of a
+  (``sk-ant-…``, ``sk-proj-…``, ``sk-…``, ``AIza…``, ``gsk_…``, AWS access key ids ``AKIA…`` /
+  ``ASIA…``, Google OAuth tokens ``ya29.…``, ``Bearer …`` of a
   key's length and randomness), and credentials in the other schemes a request
   carries them in (``_scheme_credentials``): ``Authorization: Token …`` and
   ``Basic …``, an ``x-goog-api-key`` / ``x-api-key`` / ``api-key`` header line, and
@@ -82,6 +83,8 @@ _SECRET_RE = (
     r"|sk-[A-Za-z0-9]{32,}"
     r"|AIza[0-9A-Za-z_-]{35}"
     r"|gsk_[A-Za-z0-9]{40,}"
+    r"|(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"  # an AWS access key id (long-term, temporary)
+    r"|ya29\.[A-Za-z0-9_-]{20,}"  # a Google OAuth access token
     r"|[Bb]earer +[A-Za-z0-9._~+/-]{24,}=*)"
 )
 
@@ -101,6 +104,8 @@ _SECRET_GATES = (
     re.compile(rb"sk-[A-Za-z0-9_-]{32}"),
     re.compile(rb"AIza[0-9A-Za-z_-]{35}"),
     re.compile(rb"gsk_[A-Za-z0-9]{40}"),
+    re.compile(rb"AKIA[A-Z0-9]{16}|ASIA[A-Z0-9]{16}"),
+    re.compile(rb"ya29\.[A-Za-z0-9_-]{20}"),
     re.compile(rb"earer +[A-Za-z0-9._~+/-]{24}"),
 )
 

@@ -10,16 +10,30 @@ mitmproxy import.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+
 from blackbox_mitm.cassette.facts import ProviderFacts
 from blackbox_mitm.cassette.facts import register as register_facts
-from blackbox_mitm.codecs import anthropic_messages, gemini, openai_chat, openai_responses
-from blackbox_mitm.codecs.base import CallIds, ChainingCodec, Codec, DecodedRequest, ErrorResponse, SseEvent
+from blackbox_mitm.codecs import anthropic_messages, bedrock, bedrock_converse, gemini, openai_chat, openai_responses, vertex_anthropic
+from blackbox_mitm.codecs.base import (
+    CallIds,
+    ChainingCodec,
+    Codec,
+    DecodedRequest,
+    ErrorResponse,
+    FramedStreamCodec,
+    SseEvent,
+    StreamParser,
+)
 from blackbox_mitm.codecs.common.refusals import Refusal
+from blackbox_mitm.codecs.sse import SseParser
 from blackbox_mitm.codecs.websocket_base import WebSocketCapable
 
 __all__ = [
     "CHAINING",
     "CODECS",
+    "FRAMED",
     "REGISTERED",
     "WEBSOCKETS",
     "CallIds",
@@ -35,17 +49,27 @@ __all__ = [
     "credential_query",
     "default_hosts",
     "error_codec_for",
+    "host_matches",
+    "host_regex",
     "id_prefixes",
     "key_env_vars",
     "neutral_params",
+    "parse_stream",
     "placeholder_env_vars",
     "provider_facts",
     "response_keys",
+    "stream_content_type",
+    "stream_parser",
 ]
 
 # The registry, in matching order: the first codec that matches a request answers it.
+# The cloud transports (Bedrock, Vertex) come before the APIs whose bodies they carry: their paths are theirs
+# alone, and their other endpoints get their own error shape.
 REGISTERED: tuple[Codec, ...] = (
     openai_chat,
+    bedrock,
+    bedrock_converse,
+    vertex_anthropic,
     openai_responses,
     anthropic_messages,
     gemini,
@@ -57,6 +81,7 @@ CODECS: dict[str, Codec] = {c.NAME: c for c in REGISTERED}
 # (tests/codecs/test_contract.py checks that isinstance finds exactly these at run time).
 CHAINING: tuple[ChainingCodec, ...] = (openai_responses,)
 WEBSOCKETS: tuple[WebSocketCapable, ...] = (openai_responses,)
+FRAMED: tuple[FramedStreamCodec, ...] = (bedrock, bedrock_converse)  # streams that are not server-sent events
 
 
 def _split(path: str) -> tuple[str, str]:
@@ -85,9 +110,36 @@ def error_codec_for(path: str, host: str | None = None) -> Codec:
         if codec.speaks_for(bare):
             return codec
     for codec in REGISTERED:
-        if host is not None and host in codec.DEFAULT_HOSTS:
+        if host is not None and host_matches(host, codec.DEFAULT_HOSTS):
             return codec
     return REGISTERED[0]
+
+
+def host_regex(pattern: str) -> str:
+    """A host or host pattern as a regular expression (``*`` is one label or part of one; an optional port)."""
+    parts = [re.escape(p) for p in pattern.lower().split("*")]
+    return "^" + "[a-z0-9-]+".join(parts) + r"(:\d+)?$"
+
+
+def host_matches(host: str, patterns: Iterable[str]) -> bool:
+    """Whether ``host`` is one of ``patterns`` (names, or patterns such as ``bedrock-runtime.*.amazonaws.com``)."""
+    host = host.lower()
+    return any(pattern == host or ("*" in pattern and re.match(host_regex(pattern), host)) for pattern in patterns)
+
+
+def stream_content_type(codec: Codec) -> str:
+    """The content-type of ``codec``'s streamed answers."""
+    return codec.STREAM_CONTENT_TYPE if isinstance(codec, FramedStreamCodec) else "text/event-stream; charset=utf-8"
+
+
+def stream_parser(codec: Codec) -> StreamParser:
+    """A new incremental parser of ``codec``'s streams (server-sent events unless it frames them otherwise)."""
+    return codec.stream_parser() if isinstance(codec, FramedStreamCodec) else SseParser()
+
+
+def parse_stream(codec: Codec, body: bytes) -> list[SseEvent]:
+    """Every complete event of a whole streamed body, as ``codec`` frames it."""
+    return [ev for _, ev in stream_parser(codec).feed_blocks(body) if ev is not None]
 
 
 def codec_named(name: str) -> Codec:

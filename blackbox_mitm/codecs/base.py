@@ -46,8 +46,10 @@ __all__ = [
     "Codec",
     "DecodedRequest",
     "ErrorResponse",
+    "FramedStreamCodec",
     "SseEvent",
     "StreamIncomplete",
+    "StreamParser",
     "StreamingCodec",
 ]
 
@@ -279,3 +281,28 @@ class ChainingCodec(Codec, Protocol):
     def forward_body(self, body: bytes, ids: CallIds) -> bytes | None:
         """The body to send upstream instead, when it continues a response a replay served (None: as sent)."""
         ...
+
+
+class StreamParser(Protocol):
+    """An incremental stream parser (``sse.SseParser``, ``common.eventstream.EventStreamParser``)."""
+
+    def feed_blocks(self, chunk: bytes) -> list[tuple[bytes, SseEvent | None]]:
+        """Each event completed so far as (its bytes on the wire, its event or None)."""
+        ...
+
+    def rest(self) -> bytes: ...
+
+
+@runtime_checkable
+class FramedStreamCodec(Codec, Protocol):
+    """An API whose streams are not server-sent events (Bedrock's binary ``application/vnd.amazon.eventstream``).
+
+    Its events still reach the rest of the package as ``SseEvent`` (a name and a
+    text payload); only the bytes on the wire differ.
+    """
+
+    @property
+    def STREAM_CONTENT_TYPE(self) -> str:  # the content-type of its streamed answers
+        ...
+
+    def stream_parser(self) -> StreamParser: ...

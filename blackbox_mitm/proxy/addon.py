@@ -20,7 +20,7 @@ from mitmproxy import ctx, exceptions, http, tcp
 from mitmproxy.proxy import server_hooks
 
 from blackbox_mitm.cassette.trace import now_ms
-from blackbox_mitm.codecs import codec_for, default_hosts, error_codec_for
+from blackbox_mitm.codecs import codec_for, default_hosts, error_codec_for, host_matches, stream_content_type
 from blackbox_mitm.errors import BlackboxError
 from blackbox_mitm.proxy.exchanges import URL_KEY, ExchangeTransport, offline_refusal
 from blackbox_mitm.proxy.pacing import StreamPacer
@@ -224,7 +224,7 @@ class BlackboxAddon:
         if session is None:
             return
         host = flow.metadata.get(_HOST_KEY) or flow.request.pretty_host.lower()
-        if host not in self.hosts:
+        if not host_matches(host, self.hosts):  # names, and patterns (bedrock-runtime.*.amazonaws.com)
             self._other_host(flow, session, host)
             return
         if self._ws.upgrade(flow, session, delay_ms=self.stream_delay_ms):
@@ -316,8 +316,9 @@ class BlackboxAddon:
         session = self._session_of(flow) if ticket is not None else None
         if ticket is None or flow.response is None or session is None:
             return
-        ctype = flow.response.headers.get("content-type", "")
-        if flow.response.status_code >= 400 or not ctype.lower().startswith("text/event-stream"):
+        ctype = flow.response.headers.get("content-type", "").lower()
+        streamed = ctype.startswith(("text/event-stream", stream_content_type(ticket.codec).split(";")[0]))
+        if flow.response.status_code >= 400 or not streamed:
             return
         capture = StreamCapture(session, ticket, flow.response.headers.get("content-encoding", ""))
         flow.metadata[_STREAM_KEY] = capture

@@ -26,8 +26,7 @@ from typing import Any
 from mitmproxy import contentviews, http
 from mitmproxy.contentviews import Metadata, SyntaxHighlight
 
-from blackbox_mitm.codecs import CallIds, Codec, DecodedRequest, codec_for
-from blackbox_mitm.codecs.sse import SseParser
+from blackbox_mitm.codecs import CallIds, Codec, DecodedRequest, codec_for, parse_stream, stream_content_type
 from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
 
 __all__ = ["BlackboxContentview", "register", "render_flow_message"]
@@ -113,8 +112,9 @@ def _response_text(head: str, codec: Codec, flow: http.HTTPFlow, decoded: Decode
         return "\n".join([head, f"# the provider answered HTTP {resp.status_code}: passed to the agent, not recorded", f"# {message}", ""])
     try:
         answer: bytes | dict[str, Any] = body
-        if resp.headers.get("content-type", "").lower().startswith("text/event-stream"):
-            answer = codec.aggregate_stream(SseParser().feed(body))
+        ctype = resp.headers.get("content-type", "").lower()
+        if ctype.startswith(("text/event-stream", stream_content_type(codec).split(";")[0])):
+            answer = codec.aggregate_stream(parse_stream(codec, body))
             source += ", streamed: its events put together"
         output = codec.decode_response(answer, ids, decoded)
     except BlackboxUnsupportedError as exc:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import ssl
+from collections.abc import Iterable
 from pathlib import Path
 
 from blackbox_mitm.codecs import placeholder_env_vars
@@ -110,18 +111,33 @@ def node_preload_path() -> Path:
 
 
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
+CA_BUNDLE_VARS = (
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "CODEX_CA_CERTIFICATE",
+    "AWS_CA_BUNDLE",
+    "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
+)
 
 
 REPLAY_PLACEHOLDER_KEY = "blackbox-replay-needs-no-key"
 
 
 def client_env(
-    proxy_url: str, *, confdir: str | Path | None = None, base: dict[str, str] | None = None, replaying: bool = False
+    proxy_url: str,
+    *,
+    confdir: str | Path | None = None,
+    base: dict[str, str] | None = None,
+    replaying: bool = False,
+    proxied_loopback: Iterable[str] = (),
 ) -> dict[str, str]:
     """The environment for a wrapped command: proxy variables, CA bundles, the Node preload.
 
     Loopback stays direct (``NO_PROXY``): an agent's local services are not the
-    provider, and an offline replay would refuse them. A replay needs no API key,
+    provider, and an offline replay would refuse them — except the loopback names
+    in ``proxied_loopback``, the hosts the user asked to record (``--host
+    localhost``: a model server such as Ollama on ``localhost:11434``). A replay needs no API key,
     but SDKs refuse to start without one: ``replaying`` sets a placeholder where
     none is set.
     """
@@ -130,9 +146,10 @@ def client_env(
         for key in placeholder_env_vars():
             if not env.get(key, "").strip():  # unset or empty: clients refuse to start without a key
                 env[key] = REPLAY_PLACEHOLDER_KEY
+    recorded = {h.lower() for h in proxied_loopback}
     for name in ("NO_PROXY", "no_proxy"):
         present = [h.strip() for h in env.get(name, "").replace(" ", ",").split(",") if h.strip()]
-        env[name] = ",".join(dict.fromkeys([*present, *LOOPBACK]))
+        env[name] = ",".join(h for h in dict.fromkeys([*present, *LOOPBACK]) if h.lower().split(":")[0] not in recorded)
     cert = ensure_ca(confdir)
     # Keep what the environment already trusted: our CA is added to it, not swapped in.
     user_roots = env.get("SSL_CERT_FILE")
@@ -143,7 +160,9 @@ def client_env(
         env[name] = proxy_url
     for name in ("ALL_PROXY", "all_proxy"):
         env.pop(name, None)
-    for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "CODEX_CA_CERTIFICATE"):
+    # Every variable a client reads its CA bundle from: boto3 and the AWS CLI read AWS_CA_BUNDLE (not
+    # SSL_CERT_FILE), the Google and Azure Python SDKs requests' REQUESTS_CA_BUNDLE, gRPC its own.
+    for name in (*CA_BUNDLE_VARS,):
         env[name] = str(bundle)
     env["NODE_EXTRA_CA_CERTS"] = str(_node_extra(cert, env.get("NODE_EXTRA_CA_CERTS")))
     path = str(node_preload_path())

@@ -35,6 +35,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from blackbox_mitm.session.release import Hold
 
+from blackbox_mitm.codecs.common.eventstream import CONTENT_TYPE as EVENTSTREAM_TYPE
+from blackbox_mitm.codecs.common.eventstream import EventStreamParser
+
 __all__ = ["PATH_PREFIX", "StreamPacer", "event_offsets", "split_events"]
 
 PATH_PREFIX = "/blackbox-stream/"
@@ -43,8 +46,14 @@ log = logging.getLogger(__name__)
 _HOP_BY_HOP = {"content-length", "transfer-encoding", "connection", "keep-alive", "content-encoding"}
 
 
-def split_events(body: bytes) -> list[bytes]:
-    """An SSE body -> its events, each with its terminating blank line (a trailing remainder stays whole)."""
+def split_events(body: bytes, content_type: str = "") -> list[bytes]:
+    """An SSE body -> its events, each with its terminating blank line (a trailing remainder stays whole).
+
+    An AWS event stream (Bedrock) is split into its binary messages instead.
+    """
+    if content_type.lower().startswith(EVENTSTREAM_TYPE):
+        parser = EventStreamParser()
+        return [raw for raw, _ in parser.feed_blocks(body)] + [rest for rest in [parser.rest()] if rest]
     events, start = [], 0
     for m in _EVENT_END.finditer(body):
         events.append(body[start : m.end()])
@@ -179,7 +188,7 @@ class StreamPacer:
         """
         self.start()
         token = secrets.token_hex(12)
-        events = split_events(body) if stream else [body]
+        events = split_events(body, headers.get("content-type", "")) if stream else [body]
         with self._lock:
             self._bodies[PATH_PREFIX + token] = (status, dict(headers), events, total_ms, hold)
         return f"http://127.0.0.1:{self.port}{PATH_PREFIX}{token}"

@@ -139,6 +139,7 @@ class ProxyRunner:
 
 
 def _host_pattern(host: str) -> str:
-    import re
+    """A host (or a pattern such as ``*.openai.azure.com``) as the regular expression ``allow_hosts`` takes."""
+    from blackbox_mitm.codecs import host_regex
 
-    return rf"^{re.escape(host)}(:\d+)?$"
+    return host_regex(host)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from blackbox_mitm.proxy.addon import DEFAULT_HOSTS, BlackboxAddon
-from blackbox_mitm.proxy.environment import client_env
+from blackbox_mitm.proxy.environment import LOOPBACK, client_env
 from blackbox_mitm.proxy.runner import ProxyRunner
 from blackbox_mitm.session.engine import Session
 
@@ -69,7 +69,9 @@ def run_command(
     extra_env: dict[str, str] | None = None,
 ) -> int:
     """Run ``argv`` with the proxy environment; return its exit status (128+N for signal N)."""
-    env = client_env(runner.url, confdir=confdir, replaying=replaying)
+    # A loopback host the user named (--host localhost) is recorded, so it leaves NO_PROXY.
+    loopback = [h for h in runner.addon.hosts if h in LOOPBACK]
+    env = client_env(runner.url, confdir=confdir, replaying=replaying, proxied_loopback=loopback)
     env.update(extra_env or {})
     try:
         proc = subprocess.Popen(list(argv), env=env, preexec_fn=_die_with_parent())

@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from blackbox_mitm.cassette.trace import now_ms
-from blackbox_mitm.codecs import codec_for
+from blackbox_mitm.codecs import codec_for, stream_content_type
 from blackbox_mitm.codecs.base import CallIds, ChainingCodec, Codec, DecodedRequest
 from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
 from blackbox_mitm.matcher import Divergence, Exhausted, RecordedCalls, Served
@@ -291,7 +291,7 @@ class Session:
         created = int(timestamp)
         if decoded.stream:
             body = codec.encode_stream(output, request=decoded, ids=self.ids, created_ms=created)
-            headers = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
+            headers = {"content-type": stream_content_type(codec), "cache-control": "no-cache"}
             return Answer(200, headers, body, stream=True, replayed=True, delay_ms=delay_ms, hold=hold)
         obj = codec.encode_response(output, request=decoded, ids=self.ids, created_ms=created)
         return Answer(200, {"content-type": "application/json"}, orjson.dumps(obj), replayed=True, delay_ms=delay_ms, hold=hold)

@@ -20,8 +20,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from blackbox_mitm.codecs import stream_parser
 from blackbox_mitm.codecs.base import SseEvent
-from blackbox_mitm.codecs.sse import SseParser
 from blackbox_mitm.errors import BlackboxError
 from blackbox_mitm.session.decoding import stream_decoder
 
@@ -41,7 +41,7 @@ class StreamCapture:
         self.ticket = ticket
         self.events: list[SseEvent] = []
         self.done = False
-        self._parser = SseParser()
+        self._parser = stream_parser(ticket.codec)  # server-sent events, or the codec's own framing
         self._decode: Callable[[bytes], bytes] | None = None
         self._encoding_error: str | None = None
         try:
@@ -66,7 +66,12 @@ class StreamCapture:
         if self.done:
             return plain
         out: list[bytes] = []
-        for raw, event in self._parser.feed_blocks(plain):
+        try:
+            blocks = self._parser.feed_blocks(plain)
+        except BlackboxError as exc:  # bytes that are not the codec's framing: passed on, not recorded
+            self._fail(str(exc))
+            return plain
+        for raw, event in blocks:
             if event is not None and not self.done:
                 self.events.append(event)
                 if self.ticket.codec.is_stream_end(event):

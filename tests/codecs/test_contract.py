@@ -15,6 +15,7 @@ For each codec in ``blackbox_mitm.codecs.REGISTERED``:
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -24,9 +25,8 @@ from typing import Any
 
 import pytest
 
-from blackbox_mitm.codecs import REGISTERED, Codec
-from blackbox_mitm.codecs.base import CallIds, DecodedRequest, StreamIncomplete
-from blackbox_mitm.codecs.sse import parse_sse
+from blackbox_mitm.codecs import REGISTERED, Codec, parse_stream, stream_content_type
+from blackbox_mitm.codecs.base import CallIds, DecodedRequest, SseEvent, StreamIncomplete
 from blackbox_mitm.errors import BlackboxError
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -65,6 +65,12 @@ def _calls(path: Path) -> list[dict[str, Any]]:
     return [{"path": data.get("path", ""), **call} for call in calls]
 
 
+def _recorded_stream(codec: Codec, call: dict[str, Any]) -> list[SseEvent]:
+    """A fixture's recorded stream: SSE text (``stream``), or binary framing as base64 (``stream_base64``)."""
+    raw = base64.b64decode(call["stream_base64"]) if "stream_base64" in call else call["stream"].encode()
+    return parse_stream(codec, raw)
+
+
 def _decode(codec: Codec, call: dict[str, Any], ids: CallIds) -> DecodedRequest:
     bare, _, query = call["path"].partition("?")
     return codec.decode_request(json.dumps(call["request"]).encode(), ids, path=bare, query=query)
@@ -90,8 +96,8 @@ def test_a_recorded_call_decodes_and_its_answer_round_trips(name: str, fixture: 
         request = _decode(codec, call, ids)
         assert request.provider == codec.NAME
         assert isinstance(request.model_input.get("messages"), list)
-        if "stream" in call:
-            output = codec.decode_response(codec.aggregate_stream(parse_sse(call["stream"].encode())), ids, request)
+        if "stream" in call or "stream_base64" in call:
+            output = codec.decode_response(codec.aggregate_stream(_recorded_stream(codec, call)), ids, request)
         else:
             output = codec.decode_response(json.dumps(call["response"]).encode(), ids, request)
         assert output["type"] in ("final_answer", "tool_calls")
@@ -123,7 +129,7 @@ def test_whole_answers_round_trip(name: str, shape: str) -> None:
 def test_a_synthesized_stream_adds_up_to_its_answer_and_ends_once(name: str, shape: str) -> None:
     codec, output = _CODECS[name], OUTPUTS[shape]
     request = _request(codec, CallIds(), stream=True)
-    events = parse_sse(codec.encode_stream(output, request=request, ids=CallIds(), created_ms=CREATED_MS))
+    events = parse_stream(codec, codec.encode_stream(output, request=request, ids=CallIds(), created_ms=CREATED_MS))
     ends = [i for i, ev in enumerate(events) if codec.is_stream_end(ev)]
     assert ends == [len(events) - 1], f"is_stream_end must accept exactly the last event, not {ends} of {len(events)}"
     assert codec.decode_response(codec.aggregate_stream(events), CallIds(), request) == output
@@ -133,7 +139,7 @@ def test_a_synthesized_stream_adds_up_to_its_answer_and_ends_once(name: str, sha
 def test_a_stream_without_its_final_event_is_incomplete(name: str) -> None:
     codec = _CODECS[name]
     request = _request(codec, CallIds(), stream=True)
-    events = parse_sse(codec.encode_stream(OUTPUTS["text"], request=request, ids=CallIds(), created_ms=CREATED_MS))
+    events = parse_stream(codec, codec.encode_stream(OUTPUTS["text"], request=request, ids=CallIds(), created_ms=CREATED_MS))
     with pytest.raises(StreamIncomplete):
         codec.aggregate_stream(events[:-1])
 
@@ -142,8 +148,8 @@ def test_a_stream_without_its_final_event_is_incomplete(name: str) -> None:
 def test_the_in_stream_error_replaces_a_final_event(name: str) -> None:
     codec = _CODECS[name]
     request = _request(codec, CallIds(), stream=True)
-    events = parse_sse(codec.encode_stream(OUTPUTS["text"], request=request, ids=CallIds(), created_ms=CREATED_MS))
-    error = parse_sse(codec.encode_stream_error("BlackboxUnsupportedError: x: refused"))
+    events = parse_stream(codec, codec.encode_stream(OUTPUTS["text"], request=request, ids=CallIds(), created_ms=CREATED_MS))
+    error = parse_stream(codec, codec.encode_stream_error("BlackboxUnsupportedError: x: refused"))
     assert len(error) == 1
     with pytest.raises(StreamIncomplete, match="refused"):
         codec.aggregate_stream([*events[:-1], *error])
@@ -286,12 +292,61 @@ def _openai_responses(url: str, stream: bool) -> tuple[str, list[str]]:
     return response.output_text, [i.name for i in response.output if i.type in ("function_call", "custom_tool_call")]
 
 
+def _bedrock(url: str, stream: bool) -> tuple[str, list[str]]:
+    import anthropic
+
+    client = anthropic.AnthropicBedrock(
+        base_url=url, aws_access_key="AKIAFAKEFAKEFAKEFAKE", aws_secret_key="fake", aws_region="us-east-1", max_retries=0
+    )
+    return _anthropic_messages(client, stream, "us.anthropic.claude-sonnet-4-5-20250929-v1:0")
+
+
+def _vertex_anthropic(url: str, stream: bool) -> tuple[str, list[str]]:
+    import anthropic
+
+    client = anthropic.AnthropicVertex(base_url=url, region="us-east5", project_id="p", access_token="ya29.fake", max_retries=0)
+    return _anthropic_messages(client, stream, "claude-sonnet-4-5@20250929")
+
+
+def _anthropic_messages(client: Any, stream: bool, model: str) -> tuple[str, list[str]]:
+    args: Any = {"model": model, "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+    if stream:
+        with client.messages.stream(**args) as s:
+            message = s.get_final_message()
+    else:
+        message = client.messages.create(**args)
+    text = "".join(b.text for b in message.content if b.type == "text")
+    return text, [b.name for b in message.content if b.type == "tool_use"]
+
+
+def _bedrock_converse(url: str, stream: bool) -> tuple[str, list[str]]:
+    import boto3
+
+    client = boto3.client(
+        "bedrock-runtime", endpoint_url=url, region_name="us-east-1", aws_access_key_id="AKIAFAKEFAKEFAKEFAKE", aws_secret_access_key="f",
+        config=__import__("botocore.config").config.Config(retries={"max_attempts": 1}),
+    )  # fmt: skip
+    args: Any = {"modelId": "us.anthropic.claude-sonnet-4-6-v1:0", "messages": [{"role": "user", "content": [{"text": "hi"}]}]}
+    if not stream:
+        content = client.converse(**args)["output"]["message"]["content"]
+        return "".join(b.get("text", "") for b in content), [b["toolUse"]["name"] for b in content if "toolUse" in b]
+    text, tools = "", []
+    for event in client.converse_stream(**args)["stream"]:
+        text += event.get("contentBlockDelta", {}).get("delta", {}).get("text", "")
+        start = event.get("contentBlockStart", {}).get("start", {})
+        tools += [start["toolUse"]["name"]] if "toolUse" in start else []
+    return text, tools
+
+
 #: One small client per codec: (base URL, stream?) -> (text, tool names), through the provider's own SDK.
 SDK_CLIENTS: dict[str, Callable[[str, bool], tuple[str, list[str]]]] = {
     "openai": _openai_chat,
     "openai-responses": _openai_responses,
     "anthropic": _anthropic,
     "gemini": _gemini,
+    "bedrock": _bedrock,
+    "vertex-anthropic": _vertex_anthropic,
+    "bedrock-converse": _bedrock_converse,
 }
 
 
@@ -305,7 +360,7 @@ def test_the_real_sdk_parses_what_the_codec_synthesizes(name: str, stream: bool,
     request = _request(codec, CallIds(), stream=stream)
     if stream:
         body = codec.encode_stream(output, request=request, ids=CallIds(), created_ms=CREATED_MS)
-        one_shot.answer = (200, {"content-type": "text/event-stream"}, body)
+        one_shot.answer = (200, {"content-type": stream_content_type(codec)}, body)
     else:
         body = json.dumps(codec.encode_response(output, request=request, ids=CallIds(), created_ms=CREATED_MS)).encode()
         one_shot.answer = (200, {"content-type": "application/json"}, body)

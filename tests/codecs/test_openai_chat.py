@@ -948,6 +948,22 @@ CASES = [
         "openai.content_filter", "response", "response", req_edit("choices[0].finish_reason", "content_filter"), "choices[0].finish_reason"
     ),
     Case("openai.content_filter", "stream", "stream", req_edit("choices[0].finish_reason", "content_filter"), "choices[0].finish_reason"),
+    Case(
+        "openai.azure_content_filter",
+        "answer_filtered",
+        "response",
+        req_edit("choices[0].content_filter_results", {"hate": {"filtered": True, "severity": "high"}}),
+        "choices[0].content_filter_results.hate.filtered",
+    ),
+    Case(
+        "openai.azure_content_filter",
+        "prompt_detected",
+        "response",
+        req_edit(
+            "prompt_filter_results", [{"prompt_index": 0, "content_filter_results": {"jailbreak": {"filtered": False, "detected": True}}}]
+        ),
+        "prompt_filter_results[0].content_filter_results.jailbreak.detected",
+    ),
     Case("openai.tool_calls_finish", "stop", "response", both(message(tool_calls=[CALL])), "choices[0].finish_reason"),
     Case("openai.null_content", "final_null", "response", req_edit("choices[0].message.content", None), "choices[0].message.content"),
     Case(

@@ -8,6 +8,7 @@ declared kind (recursively, through messages, parts, tool definitions and calls)
 
 from __future__ import annotations
 
+import base64
 import json
 import types
 import typing
@@ -17,7 +18,7 @@ from typing import Any, Literal, NotRequired, TypedDict, Union, get_args, get_or
 import pytest
 
 from blackbox_mitm.cassette.payloads import OUTPUT_TYPES, ModelInput, ModelOutput
-from blackbox_mitm.codecs import REGISTERED
+from blackbox_mitm.codecs import REGISTERED, parse_stream
 from blackbox_mitm.codecs.base import CallIds
 from blackbox_mitm.codecs.sse import parse_sse
 
@@ -76,7 +77,11 @@ def test_decoded_payloads_are_what_their_types_say(codec: Any, fixture: Path) ->
         bare, _, query = data.get("path", "").partition("?")
         request = codec.decode_request(json.dumps(call["request"]).encode(), ids, path=bare, query=query)
         assert _problems(request.model_input, ModelInput, "model_input") == []
-        if "stream" in call:
+        if "stream_base64" in call:  # binary framing (Bedrock's event stream)
+            output = codec.decode_response(
+                codec.aggregate_stream(parse_stream(codec, base64.b64decode(call["stream_base64"]))), ids, request
+            )
+        elif "stream" in call:
             output = codec.decode_response(codec.aggregate_stream(parse_sse(call["stream"].encode())), ids, request)
         else:
             output = codec.decode_response(json.dumps(call["response"]).encode(), ids, request)

@@ -123,7 +123,11 @@ PARAMS: tuple[tuple[str, str], ...] = (
     ("safetySettings", "safetySettings"),
 )
 
-MODEL_PATH = re.compile(r"/(?:v1|v1beta|v1alpha)/(?:models|tunedModels)/([^/:]+):(generateContent|streamGenerateContent)$")
+# Vertex AI's Gemini paths put the project, location and publisher before the model (neither is recorded).
+MODEL_PATH = re.compile(
+    r"/(?:v1|v1beta|v1alpha|v1beta1)/(?:projects/[^/]+/locations/[^/]+/)?(?:publishers/google/)?"
+    r"(?:models|tunedModels)/([^/:]+):(generateContent|streamGenerateContent)$"
+)
 CODE_ASSIST = re.compile(r"/v1internal:(?:generateContent|streamGenerateContent)$")
 _API_PATH = re.compile(
     r"^(?:/upload)?/(?:v1beta|v1alpha|v1internal)(?:[/:]|$)|^/v1/(?:models|tunedModels|files|cachedContents|operations)/[^/]+:\w+$"

@@ -65,7 +65,8 @@ __all__ = [
 
 NAME = "openai"
 PROVIDER = "openai"
-DEFAULT_HOSTS: tuple[str, ...] = ("api.openai.com",)
+# Azure OpenAI: a resource's own host (deployments, and the /openai/v1/ paths).
+DEFAULT_HOSTS: tuple[str, ...] = ("api.openai.com", "*.openai.azure.com", "*.cognitiveservices.azure.com", "*.services.ai.azure.com")
 CREDENTIAL_HEADERS: tuple[str, ...] = ("authorization", "api-key")  # api-key: Azure OpenAI
 CREDENTIAL_QUERY: tuple[str, ...] = ("api-key", "api_key")
 KEY_ENV_VARS: tuple[str, ...] = ("OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "OPENROUTER_API_KEY")
@@ -132,6 +133,7 @@ REFUSALS = RefusalTable(PROVIDER, (
     Refusal("openai.message_name", "openai", "request", "a message name (messages[i].name)", "not recorded; two requests differing only in name would match"),
     Refusal("openai.strict_tool", "openai", "request", "strict: true on a function tool", "not recorded (strict: false, the default, records like leaving it out)"),
     Refusal("openai.content_filter", "openai", "response", 'a response with finish_reason: "content_filter"', "it would replay as a normal stop"),
+    Refusal("openai.azure_content_filter", "openai", "response", "Azure OpenAI content-filter results that flag something (filtered or detected: true); results that flag nothing are dropped", "a replay could not give the annotations back"),
     Refusal("openai.tool_calls_finish", "openai", "response", "tool calls with a finish_reason other than tool_calls or length", "it would replay as tool_calls (the API sends stop when tool_choice names a function)"),
     Refusal("openai.null_content", "openai", "response", 'a final answer with null content, or tool calls with "" content', "a replay gives a final answer string content and tool calls null"),
     Refusal("openai.refusal_mixed", "openai", "response", "a refusal together with content, tool calls or a finish_reason other than stop", "a replay returns a refusal alone"),

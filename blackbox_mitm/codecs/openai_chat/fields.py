@@ -7,7 +7,10 @@ from typing import Any
 
 from blackbox_mitm.codecs.openai_chat import REFUSALS
 
-__all__ = ["function_call", "given", "refusal_text", "text_of"]
+__all__ = ["AZURE_FILTERS", "filtered_at", "function_call", "given", "refusal_text", "text_of"]
+
+# Azure OpenAI's content-filter annotations: on the response (the prompt's) and on each choice (the answer's).
+AZURE_FILTERS = ("prompt_filter_results", "content_filter_results")
 
 
 def given(obj: dict[str, Any], key: str) -> bool:
@@ -64,3 +67,20 @@ def function_call(call: Any, path: str) -> tuple[str | None, str, Any]:
         fn["name"],
         _arguments(fn.get("arguments"), f"{path}.function.arguments"),
     )
+
+
+def filtered_at(value: Any, path: str) -> str | None:
+    """Where Azure's content-filter annotations flag something (``filtered`` or ``detected`` true), else None."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("filtered", "detected") and item is True:
+                return f"{path}.{key}"
+            found = filtered_at(item, f"{path}.{key}")
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = filtered_at(item, f"{path}[{i}]")
+            if found:
+                return found
+    return None

@@ -11,7 +11,7 @@ from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, Decode
 from blackbox_mitm.codecs.common.ids import answer_key, digest
 from blackbox_mitm.codecs.common.jsonio import dumps, loads
 from blackbox_mitm.codecs.openai_chat import PROVIDER, REFUSALS
-from blackbox_mitm.codecs.openai_chat.fields import function_call, given, refusal_text
+from blackbox_mitm.codecs.openai_chat.fields import filtered_at, function_call, given, refusal_text
 
 __all__ = ["completion_id", "decode_response", "encode_error", "encode_response", "message_of", "normalize_answer", "zero_usage"]
 
@@ -50,6 +50,12 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
     finish = choice.get("finish_reason")
     if finish == "content_filter":
         REFUSALS.refuse("openai.content_filter", "choices[0].finish_reason", finish)
+    # Azure's filter annotations: dropped when they flag nothing (a replay leaves them out), else refused.
+    flagged = filtered_at(resp.get("prompt_filter_results"), "prompt_filter_results") or filtered_at(
+        choice.get("content_filter_results"), "choices[0].content_filter_results"
+    )
+    if flagged:
+        REFUSALS.refuse("openai.azure_content_filter", flagged, True)
     content = message.get("content")
     if content is not None and not isinstance(content, str):
         REFUSALS.malformed(f"{at}.content", "content is neither a string nor null")

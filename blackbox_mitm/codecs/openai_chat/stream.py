@@ -11,6 +11,7 @@ import orjson
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest, SseEvent, StreamIncomplete
 from blackbox_mitm.codecs.common.jsonio import dumps
 from blackbox_mitm.codecs.openai_chat import FRAGMENT
+from blackbox_mitm.codecs.openai_chat.fields import filtered_at
 from blackbox_mitm.codecs.openai_chat.response import completion_id, message_of, zero_usage
 from blackbox_mitm.codecs.sse import format_sse
 
@@ -79,6 +80,8 @@ def _merge_choice(state: dict[str, Any], choice: dict[str, Any]) -> None:
             message.setdefault(key, delta[key])
     if delta.get("annotations"):
         message.setdefault("annotations", []).extend(delta["annotations"])
+    if filtered_at(choice.get("content_filter_results"), ""):  # Azure: the first flagging one is kept (decode_response refuses it)
+        state.setdefault("content_filter_results", choice["content_filter_results"])
     for fragment in delta.get("tool_calls") or []:
         entry = state["calls"].setdefault(fragment.get("index", 0), {"id": None, "type": None, "function": {"name": None, "arguments": ""}})
         for key in ("id", "type"):
@@ -141,6 +144,8 @@ def aggregate_stream(events: list[SseEvent]) -> dict[str, Any]:
             head = {key: chunk.get(key) for key in ("id", "created", "model")}
         if chunk.get("usage") is not None:
             usage = chunk["usage"]
+        if chunk.get("prompt_filter_results"):  # Azure: kept so that decode_response refuses what flags something
+            head["prompt_filter_results"] = [*head.get("prompt_filter_results", []), *chunk["prompt_filter_results"]]
         try:
             for choice in chunk.get("choices") or []:
                 index = choice.get("index", 0)
@@ -157,5 +162,8 @@ def aggregate_stream(events: list[SseEvent]) -> dict[str, Any]:
         message = state["message"]
         if state["calls"]:
             message["tool_calls"] = [{**c, "type": c["type"] or "function"} for _, c in sorted(state["calls"].items())]
-        choices.append({"index": index, "message": message, "logprobs": state["logprobs"], "finish_reason": state["finish_reason"]})
+        choice = {"index": index, "message": message, "logprobs": state["logprobs"], "finish_reason": state["finish_reason"]}
+        if "content_filter_results" in state:
+            choice["content_filter_results"] = state["content_filter_results"]
+        choices.append(choice)
     return {**head, "object": "chat.completion", "choices": choices, "usage": usage}

@@ -66,10 +66,13 @@ __all__ = [
 
 NAME = "openai-responses"
 PROVIDER = "openai"
-DEFAULT_HOSTS: tuple[str, ...] = ("api.openai.com",)
+# Azure OpenAI: a resource's own host (deployments, and the /openai/v1/ paths).
+DEFAULT_HOSTS: tuple[str, ...] = ("api.openai.com", "*.openai.azure.com", "*.cognitiveservices.azure.com", "*.services.ai.azure.com")
 CREDENTIAL_HEADERS: tuple[str, ...] = ("authorization", "api-key")
 CREDENTIAL_QUERY: tuple[str, ...] = ()
-KEY_ENV_VARS: tuple[str, ...] = ("OPENAI_API_KEY", "CODEX_API_KEY")
+# The first is where a replay sets its placeholder: AzureOpenAI will not start without it (OPENAI_API_KEY gets
+# one from the chat codec).
+KEY_ENV_VARS: tuple[str, ...] = ("AZURE_OPENAI_API_KEY", "OPENAI_API_KEY", "CODEX_API_KEY")
 ID_PREFIXES: tuple[str, ...] = ("resp_", "msg_", "fc_", "ctc_", "call_", "rs_")
 RESPONSE_KEYS: tuple[str, ...] = (
     "previous_response_id",

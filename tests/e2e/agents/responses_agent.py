@@ -16,6 +16,7 @@ Only the final answer and the number of model calls go to stdout; progress to st
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -67,7 +68,8 @@ def ask(client: openai.OpenAI, mode: str, items: list[Any], previous: str | None
 
 def main() -> int:
     mode, question = sys.argv[1], sys.argv[2]
-    client = openai.OpenAI(max_retries=0)
+    # Azure OpenAI when AZURE_OPENAI_ENDPOINT is set (AzureOpenAI reads it, AZURE_OPENAI_API_KEY and OPENAI_API_VERSION).
+    client = openai.AzureOpenAI(max_retries=0) if os.environ.get("AZURE_OPENAI_ENDPOINT") else openai.OpenAI(max_retries=0)
     history: list[Any] = [{"role": "user", "content": question}]
     new: list[Any] = list(history)
     previous: str | None = None
