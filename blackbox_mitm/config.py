@@ -17,9 +17,10 @@ Keys (every one optional)::
     match = "strict"                                          # or "sequence"
     pace = "recorded"                                         # or a factor such as 0.1; absent: as fast as possible
     mcp_dirs = ["nightly/runs"]                               # more folders `blackbox mcp` reads (relative to this file)
+    env_substitution = true                                   # the run's cwd, HOME, date… as placeholders (session.environment)
 
 Flags add to the lists (``--mask``, ``--redact``, ``--host``) and replace the
-single values (``--match``, ``--pace``, ``--no-default-masks``).
+single values (``--match``, ``--pace``, ``--no-default-masks``, ``--no-env-substitution``).
 ``effective_settings`` puts both together and says where each value came from;
 ``blackbox config`` prints it. A file that cannot be read, is not TOML, or
 holds an unknown key or a value of the wrong type raises ``ConfigError``
@@ -54,7 +55,7 @@ __all__ = [
 ]
 
 CONFIG_ENV = "BLACKBOX_CONFIG"
-KEYS = ("mask", "default_masks", "redact", "hosts", "match", "pace", "mcp_dirs")
+KEYS = ("mask", "default_masks", "redact", "hosts", "match", "pace", "mcp_dirs", "env_substitution")
 MATCH_MODES = ("strict", "sequence")
 
 
@@ -160,8 +161,9 @@ def _check(config: ProjectConfig) -> None:
             raise ConfigError(f'{config.where}: mcp_dirs must be a list of folders, e.g. mcp_dirs = ["nightly/runs"]')
     if "match" in values and values["match"] not in MATCH_MODES:
         raise ConfigError(f'{config.where}: match must be "strict" or "sequence", not {values["match"]!r}')
-    if "default_masks" in values and not isinstance(values["default_masks"], bool):
-        raise ConfigError(f"{config.where}: default_masks must be true or false, not {values['default_masks']!r}")
+    for flag in ("default_masks", "env_substitution"):
+        if flag in values and not isinstance(values[flag], bool):
+            raise ConfigError(f"{config.where}: {flag} must be true or false, not {values[flag]!r}")
     if "pace" in values:
         try:
             parse_pace(values["pace"])
@@ -227,6 +229,16 @@ class Effective:
     hosts: tuple[Setting, ...]
     match: Setting
     pace: Setting  # value: None (as fast as possible) or a factor
+    env_substitution: Setting = Setting(True, "default")  # the run's environment as placeholders
+
+    @property
+    def environment(self) -> Any:
+        """This process's ``session.environment.RunEnvironment`` (what a wrapped command inherits), or None when off."""
+        if not self.env_substitution.value:
+            return None
+        from blackbox_mitm.session.environment import RunEnvironment
+
+        return RunEnvironment.capture()
 
     @property
     def rules(self) -> CompareRules:
@@ -254,6 +266,7 @@ class Effective:
             "hosts": [{"value": h.value, "source": h.source} for h in self.hosts],
             "match": {"value": self.match.value, "source": self.match.source},
             "pace": {"value": _pace_text(self.pace.value), "source": self.pace.source},
+            "env_substitution": {"value": self.env_substitution.value, "source": self.env_substitution.source},
         }
 
 
@@ -272,6 +285,7 @@ def effective_settings(
     hosts: Iterable[str] = (),
     match: str | None = None,
     pace: str | None = None,
+    no_env_substitution: bool = False,
 ) -> Effective:
     """The settings for one command: ``config`` (default: the project's) plus its flags. ``ConfigError`` when unusable."""
     config = project_config() if config is None else config
@@ -305,7 +319,13 @@ def effective_settings(
         pace_setting = Setting(parse_pace(values["pace"]), where)
     else:
         pace_setting = Setting(None, "default")
-    return Effective(config, tuple(mask_list), defaults, tuple(red_list), tuple(host_settings), match_setting, pace_setting)
+    if no_env_substitution:
+        env_setting = Setting(False, "--no-env-substitution")
+    elif "env_substitution" in values:
+        env_setting = Setting(bool(values["env_substitution"]), where)
+    else:
+        env_setting = Setting(True, "default")
+    return Effective(config, tuple(mask_list), defaults, tuple(red_list), tuple(host_settings), match_setting, pace_setting, env_setting)
 
 
 def _mask(name: str | None, pattern: str, where: str, index: int) -> Mask:

@@ -33,6 +33,7 @@ class CompareOptions:
     no_default_masks: bool = False
     redact: tuple[str, ...] = ()
     pace: str | None = None
+    no_env_substitution: bool = False
 
     def settings(self, *, hosts: Iterable[str] = (), match: str | None = None) -> Any:
         """The effective settings (``config.Effective``): the project config plus these flags and ``hosts`` / ``match``."""
@@ -45,6 +46,7 @@ class CompareOptions:
             hosts=hosts,
             match=match,
             pace=self.pace,
+            no_env_substitution=self.no_env_substitution,
         )
 
 
@@ -72,6 +74,11 @@ _pace = click.option(
 _no_default_masks = click.option(
     "--no-default-masks", is_flag=True, help="compare what the built-in masks would ignore (blackbox masks lists them)"
 )
+_no_env = click.option(
+    "--no-env-substitution",
+    is_flag=True,
+    help="keep the run's cwd, HOME, user, host, temp dir and date as they are (default: placeholders, replayed as the live values)",
+)
 _mask = click.option(
     "--mask",
     "masks",
@@ -92,7 +99,8 @@ def _collecting(f: Callable[..., Any], names: tuple[str, ...]) -> Callable[..., 
 
 def compare_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """``--mask``, ``--no-default-masks``, ``--redact``, ``--pace`` (``replay``, ``fork``, ``test``, ``proxy``), as ``compare``."""
-    return _mask(_no_default_masks(_redact(_pace(_collecting(f, ("masks", "no_default_masks", "redact", "pace"))))))
+    names = ("masks", "no_default_masks", "redact", "pace", "no_env_substitution")
+    return _mask(_no_default_masks(_redact(_pace(_no_env(_collecting(f, names))))))
 
 
 def mask_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -101,8 +109,8 @@ def mask_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def record_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """``--redact`` (``record``), as ``compare``."""
-    return _redact(_collecting(f, ("redact",)))
+    """``--redact`` and ``--no-env-substitution`` (``record``), as ``compare``."""
+    return _redact(_no_env(_collecting(f, ("redact", "no_env_substitution"))))
 
 
 @command("masks")
@@ -139,6 +147,8 @@ def config_command(compare: CompareOptions, hosts: tuple[str, ...], match: str |
     click.echo(f"match: {data['match']['value']}  ({data['match']['source']})")
     click.echo(f"pace: {data['pace']['value']}  ({data['pace']['source']})")
     click.echo(f"default masks: {'on' if data['default_masks']['value'] else 'off'}  ({data['default_masks']['source']})")
+    env = data["env_substitution"]
+    click.echo(f"env substitution: {'on' if env['value'] else 'off'}  ({env['source']})")
     _rows("masks", [(m["name"], m["pattern"], m["source"]) for m in data["mask"]])
     _rows("redact", [(r["name"], r["pattern"], r["source"]) for r in data["redact"]])
     _rows("hosts", [(h["value"], "", h["source"]) for h in data["hosts"]], extra="(besides the providers' own)")

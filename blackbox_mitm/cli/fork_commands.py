@@ -124,6 +124,7 @@ def fork(
         rules=found.rules,
         redactor=found.redactor,
         pace=found.pace.value,
+        environment=found.environment,
     )
     settings = ProxySettings(hosts=found.host_names, confdir=run.confdir, map_remote=map_remote, offline=False)
     with proxy_run(session, replaying=False, settings=settings, keep=discard_reason) as live_run:

@@ -65,7 +65,7 @@ def record(
 
     setup_logging(verbose)
     found = compare.settings(hosts=hosts)  # the project config and --redact
-    session = record_session(output, overwrite=overwrite, compact=compact, redactor=found.redactor)
+    session = record_session(output, overwrite=overwrite, compact=compact, redactor=found.redactor, environment=found.environment)
     settings = ProxySettings(hosts=found.host_names, confdir=run.confdir, map_remote=map_remote)
     with proxy_run(session, replaying=False, settings=settings) as live:
         code = live.run_command(command)
@@ -129,7 +129,9 @@ def replay(
 
     setup_logging(verbose)
     found = compare.settings(hosts=hosts, match=default_or("match", match))  # the project config and the flags
-    session = replay_session(cassette, match=found.match.value, rules=found.rules, redactor=found.redactor, pace=found.pace.value)
+    session = replay_session(
+        cassette, match=found.match.value, rules=found.rules, redactor=found.redactor, pace=found.pace.value, environment=found.environment
+    )
     settings = ProxySettings(hosts=found.host_names, confdir=run.confdir, offline=not allow_network, stream_delay_ms=stream_delay_ms)
     with proxy_run(session, replaying=True, settings=settings) as live:
         code = live.run_command(command)
@@ -220,10 +222,13 @@ def proxy(
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())  # from the start: a SIGTERM always ends the run cleanly
     found = compare.settings(hosts=hosts, match=default_or("match", match))  # the project config and the flags
+    # The proxy's own environment stands for the agent's (docs/cassette.md): start it where the agent runs.
     if mode == "record":
-        session = record_session(check_output_path(cassette), overwrite=overwrite, redactor=found.redactor)
+        session = record_session(check_output_path(cassette), overwrite=overwrite, redactor=found.redactor, environment=found.environment)
     else:
-        session = replay_session(cassette, match=found.match.value, rules=found.rules, redactor=found.redactor, pace=found.pace.value)
+        session = replay_session(
+            cassette, match=found.match.value, rules=found.rules, redactor=found.redactor, pace=found.pace.value, environment=found.environment
+        )
     hosts = found.host_names
     settings = ProxySettings(hosts=hosts, confdir=confdir, map_remote=map_remote, listen_host=listen_host, listen_port=listen_port)
     with proxy_run(session, replaying=mode == "replay", settings=settings) as live:

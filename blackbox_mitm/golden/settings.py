@@ -100,6 +100,7 @@ class SuiteSettings:
     no_default_masks: bool = False
     redact: tuple[str, ...] = ()
     pace: str | None = None
+    no_env_substitution: bool = False
 
     def replay_args(self, golden: Path) -> list[str]:
         """The flags of a golden's own ``blackbox replay`` (``--proxy-per-golden``): its settings, then the suite's."""
@@ -108,6 +109,8 @@ class SuiteSettings:
             args += ["--pace", self.pace]
         if self.no_default_masks and "--no-default-masks" not in args:
             args.append("--no-default-masks")
+        if self.no_env_substitution:
+            args.append("--no-env-substitution")
         return args
 
     def session_options(self, golden: Path) -> dict[str, Any]:
@@ -118,5 +121,6 @@ class SuiteSettings:
             no_default_masks=self.no_default_masks or values.get("default_masks") is False,
             redact=list(self.redact),
             pace=self.pace if self.pace is not None else values.get("pace"),
+            no_env_substitution=self.no_env_substitution,
         )
-        return {"rules": settings.rules, "redactor": settings.redactor, "pace": settings.pace.value}
+        return {"rules": settings.rules, "redactor": settings.redactor, "pace": settings.pace.value, "environment": settings.environment}

@@ -43,11 +43,11 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from blackbox_mitm.cassette.trace import Trace
-from blackbox_mitm.matcher.difference import first_difference
+from blackbox_mitm.matcher.difference import Difference, first_difference
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.matcher.normalize import request_digest
 from blackbox_mitm.matcher.outcomes import Divergence, Exhausted, RecordedCall, Served
@@ -105,10 +105,18 @@ def recorded_calls_of(trace: Trace, *, upto: int | None = None, rules: CompareRu
 class RecordedCalls:
     """The recorded model calls of one run and which of them have been served."""
 
-    def __init__(self, trace: Trace, *, upto: int | None = None, rules: CompareRules = NO_RULES) -> None:
+    def __init__(
+        self,
+        trace: Trace,
+        *,
+        upto: int | None = None,
+        rules: CompareRules = NO_RULES,
+        explain: Callable[[Difference], Difference] | None = None,  # adds a note to a difference (session.env_report)
+    ) -> None:
         self.run_id = trace.id
         self.upto = upto
         self.rules = rules
+        self.explain = explain
         self._calls: list[RecordedCall] = recorded_calls_of(trace, upto=upto, rules=rules)
         self._calls_view = tuple(self._calls)
         self._index: dict[str, deque[int]] = {}
@@ -227,12 +235,13 @@ class RecordedCalls:
         if cached is not None:
             return cached
         call = self._calls[expected]
+        difference = first_difference(call.input, model_input, self.rules) if self.rules != NO_RULES else first_difference(call.input, model_input)
+        if difference is not None and self.explain is not None:
+            difference = self.explain(difference)
         divergence = Divergence(
             run_id=self.run_id,
             step=call.input_step,
-            difference=first_difference(call.input, model_input, self.rules)
-            if self.rules != NO_RULES
-            else first_difference(call.input, model_input),
+            difference=difference,
             expected_digest=call.digest,
             got_digest=digest,
         )

@@ -144,7 +144,9 @@ class BlackboxAddon:
             )
             self.hosts |= set(settings.host_names)
             if opts.blackbox_mode == "record":
-                self.session = record_session(opts.blackbox_cassette, overwrite=opts.blackbox_overwrite, redactor=settings.redactor)
+                self.session = record_session(
+                    opts.blackbox_cassette, overwrite=opts.blackbox_overwrite, redactor=settings.redactor, environment=settings.environment
+                )
                 self._replaying = False
             else:
                 self.session = replay_session(
@@ -153,6 +155,7 @@ class BlackboxAddon:
                     rules=settings.rules,
                     redactor=settings.redactor,
                     pace=settings.pace.value,
+                    environment=settings.environment,  # mitmdump's own environment stands for the agent's (docs/cassette.md)
                 )
                 self._replaying = True
                 if "upstream_cert" in opts and opts.upstream_cert:

@@ -25,6 +25,8 @@ from blackbox_mitm.errors import CassetteError
 from blackbox_mitm.matcher import RecordedCalls, verdict
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.session.engine import Session
+from blackbox_mitm.session.env_report import explainer
+from blackbox_mitm.session.environment import EnvSubstitution, RunEnvironment, replay_substitution
 from blackbox_mitm.session.recorder import RunRecorder, scrub, secrets_from_environ
 from blackbox_mitm.session.redact import Redactor
 
@@ -47,13 +49,18 @@ def record_session(
     run_id: str | None = None,
     compact: bool = False,
     redactor: Redactor | None = None,
+    environment: RunEnvironment | None = None,
 ) -> Session:
-    """A recording; ``redactor``: rules applied to every payload before it is hashed or written."""
+    """A recording; ``redactor``: rules applied to every payload before it is hashed or written.
+
+    ``environment``: the wrapped command's, whose values become placeholders (None: no substitution).
+    """
     path = Path(cassette)
     trace = Trace.new(run_id or run_id_for(compression.plain_name(path).stem))  # run.json.zst: run-…
     journal = Journal(path, trace, overwrite=overwrite, fsync=fsync, compact=compact)  # refuses an existing cassette
-    recorder = RunRecorder(trace, journal, secrets=secrets_from_environ(), redactor=redactor)
-    return Session(run_id=trace.id, recorder=recorder, tail="upstream", cassette_path=path, redactor=redactor)
+    env = EnvSubstitution.for_record(environment) if environment is not None else None
+    recorder = RunRecorder(trace, journal, secrets=secrets_from_environ(), redactor=redactor, env=env)
+    return Session(run_id=trace.id, recorder=recorder, tail="upstream", cassette_path=path, redactor=redactor, env=env)
 
 
 def replay_session(
@@ -63,11 +70,16 @@ def replay_session(
     rules: CompareRules = NO_RULES,
     redactor: Redactor | None = None,
     pace: float | None = None,
+    environment: RunEnvironment | None = None,
 ) -> Session:
-    """A replay: ``rules`` masks what is compared, ``redactor`` redacts live requests as the recording was, ``pace`` keeps time."""
+    """A replay: ``rules`` masks what is compared, ``redactor`` redacts live requests as the recording was, ``pace`` keeps time.
+
+    ``environment``: the live one, put in place of the recorded placeholders (None: no substitution).
+    """
     trace = load_verified(cassette)
-    replay = RecordedCalls(trace, rules=rules)
-    return Session(run_id=trace.id, replay=replay, match=match, tail="refuse", rules=rules, redactor=redactor, pace=pace)
+    env = replay_substitution(environment, trace.steps)
+    replay = RecordedCalls(trace, rules=rules, explain=explainer(trace.steps, env))
+    return Session(run_id=trace.id, replay=replay, match=match, tail="refuse", rules=rules, redactor=redactor, pace=pace, env=env)
 
 
 def replay_report(session: Session) -> dict[str, Any]:

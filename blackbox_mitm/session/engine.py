@@ -30,6 +30,7 @@ from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
 from blackbox_mitm.matcher import Divergence, Exhausted, RecordedCalls, Served
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.matcher.outcomes import RecordedCall
+from blackbox_mitm.session.environment import EnvSubstitution
 from blackbox_mitm.session.recorder import RecordFailed, RunRecorder, SecretLeak, scrub, secrets_from_environ, secrets_from_request
 from blackbox_mitm.session.redact import Redactor
 from blackbox_mitm.session.transcript import order_tool_results
@@ -105,6 +106,7 @@ class Session:
         rules: CompareRules = NO_RULES,  # masks: what strict matching does not compare
         redactor: Redactor | None = None,  # applied to every request before it is matched or recorded
         pace: float | None = None,  # --pace: None as fast as possible, else the factor on each recorded call's time
+        env: EnvSubstitution | None = None,  # the run's environment as placeholders (session.environment)
     ) -> None:
         if tail not in ("refuse", "upstream", "script"):
             raise ValueError(f"unknown tail {tail!r}")
@@ -124,6 +126,7 @@ class Session:
         self.rules = rules
         self.redactor = redactor or Redactor()
         self.pace = pace
+        self.env = env
         self.in_flight = 0
         self.forwarded_calls = 0
         self.scripted_calls = 0
@@ -165,6 +168,8 @@ class Session:
             return decoded
         # Tool results in call order, then redaction: what is recorded is what is matched.
         decoded.model_input = self.redactor.payload(dict(order_tool_results(decoded.model_input)))
+        if self.env is not None:  # the environment's values as placeholders, as they were recorded
+            decoded.model_input = self.env.neutral(decoded.model_input)
         if self.replay is not None:
             answer = self._from_recording(codec, decoded, req)
             if answer is not None:
@@ -273,6 +278,8 @@ class Session:
         self, codec: Codec, decoded: DecodedRequest, output: dict[str, Any], timestamp: int | float, *, delay_ms: float = 0.0
     ) -> Answer:
         created = int(timestamp)
+        if self.env is not None:  # the recorded placeholders as this run's values: the agent reads its own paths
+            output = self.env.restore(output)
         if decoded.stream:
             body = codec.encode_stream(output, request=decoded, ids=self.ids, created_ms=created)
             headers = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}

@@ -39,6 +39,8 @@ from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.session.build import run_id_for
 from blackbox_mitm.session.engine import Session
 from blackbox_mitm.session.recorder import RunRecorder, secrets_from_environ
+from blackbox_mitm.session.env_report import explainer
+from blackbox_mitm.session.environment import RunEnvironment, replay_substitution
 from blackbox_mitm.session.redact import Redactor
 
 __all__ = ["NO_EDIT", "ForkPlan", "ForkRefused", "discard_reason", "fork_session", "normalize_answer", "plan_fork"]
@@ -193,8 +195,9 @@ def fork_session(
     rules: CompareRules = NO_RULES,
     redactor: Redactor | None = None,
     pace: float | None = None,
+    environment: RunEnvironment | None = None,
 ) -> Session:
-    """The session that serves the parent up to the cut and records the child (``rules``, ``redactor``, ``pace`` as for a replay)."""
+    """The session that serves the parent up to the cut and records the child (``rules``, ``redactor``, ``pace``, ``environment`` as for a replay)."""
     parent = plan.parent
     out = Path(output)
     if out.exists() and not overwrite:
@@ -212,10 +215,11 @@ def fork_session(
             ids.register_calls(step.payload)
     response_edit, tool_result_edit = _append_edit(plan, child, ids)
     journal = Journal(out, child, overwrite=overwrite, fsync=fsync)
+    env = replay_substitution(environment, parent.steps)  # the child replaces what its parent did
     return Session(
         run_id=parent.id,
-        recorder=RunRecorder(child, journal, secrets=secrets_from_environ(), redactor=redactor),
-        replay=RecordedCalls(parent, upto=_served_upto(plan), rules=rules),
+        recorder=RunRecorder(child, journal, secrets=secrets_from_environ(), redactor=redactor, env=env),
+        replay=RecordedCalls(parent, upto=_served_upto(plan), rules=rules, explain=explainer(parent.steps, env)),
         match=match,
         tail=tail,
         script=_script_source(script, ids) if tail == "script" else None,
@@ -227,6 +231,7 @@ def fork_session(
         rules=rules,
         redactor=redactor,
         pace=pace,
+        env=env,
     )
 
 

@@ -83,9 +83,11 @@ class Tape:
         _ca_ready(self.confdir)
         s = self.settings
         if self.recording:
-            self.session = record_session(self.cassette, redactor=s.redactor)
+            self.session = record_session(self.cassette, redactor=s.redactor, environment=s.environment)
         else:
-            self.session = replay_session(self.cassette, match=self.mode, rules=s.rules, redactor=s.redactor, pace=s.pace.value)
+            self.session = replay_session(
+                self.cassette, match=self.mode, rules=s.rules, redactor=s.redactor, pace=s.pace.value, environment=s.environment
+            )
         settings = ProxySettings(hosts=self.hosts, confdir=self.confdir, map_remote=self.map_remote)
         stack = ExitStack()
         self._run = stack.enter_context(proxy_run(self.session, replaying=not self.recording, settings=settings))
