@@ -1,0 +1,121 @@
+"""End to end: a run recorded in one directory, home and day replays strictly in another, with no flags (issue 24).
+
+Claude Code itself (pinned) records ``BB-COPY`` — read ``notes.txt`` by its
+absolute path, write ``copy.txt`` by its absolute path — in ``A/alice/proj``
+with ``HOME=A/home/alice`` and ``TZ=Pacific/Kiritimati`` (a day ahead). The
+project is copied to ``B/ci/builds/proj`` under another home and zone
+(``Pacific/Pago_Pago``, a day behind), the original deleted, and the replay
+there passes with no flags: the recorded tool calls reach Claude Code as paths
+in the new project, and ``copy.txt`` is written there. A changed prompt still
+fails; two recordings of the task in the two set-ups are the same run to
+``blackbox diff --masked``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from claude_code_model import respond
+from conftest import ROOT, remote_args
+from fake_provider import FakeProvider
+
+from blackbox_mitm.cassette import load_trace
+from blackbox_mitm.cassette.verify import verify_trace
+
+pytestmark = pytest.mark.e2e
+
+CLAUDE = ROOT / "tests" / "e2e" / "clients" / "claude-code" / "node_modules" / ".bin" / "claude"
+PROMPT = "BB-COPY: copy the first line of notes.txt to copy.txt"
+ARGS = ("--permission-mode", "acceptEdits")
+
+
+@pytest.fixture
+def provider() -> Iterator[FakeProvider]:
+    if not CLAUDE.exists():
+        pytest.fail(f"Claude Code is not installed at {CLAUDE}; scripts/setup-test-clients installs it")
+    with FakeProvider(responder=respond) as p:
+        yield p
+
+
+def setup(base: Path, *parts: str) -> tuple[Path, Path]:
+    """A project (with notes.txt) and a home, at base/parts/proj and base/<first>/home/<last>."""
+    project = base.joinpath(*parts, "proj")
+    project.mkdir(parents=True)
+    (project / "notes.txt").write_text("Blackbox notes\nsecond line\n")
+    home = base / "home" / parts[-1]
+    home.mkdir(parents=True)
+    return project, home
+
+
+def blackbox(args: list[str], *, cwd: Path, home: Path, tz: str, user: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy") and not k.startswith(("CLAUDE", "ANTHROPIC"))}
+    env.update(HOME=str(home), TZ=tz, USER=user, ANTHROPIC_API_KEY="sk-ant-test-not-a-real-key-0000", BLACKBOX_CONFIG="")
+    return subprocess.run([sys.executable, "-m", "blackbox_mitm", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=240)
+
+
+def test_claude_code_recorded_in_a_replays_in_b_with_its_paths_and_dates(provider: FakeProvider, tmp_path: Path, confdir: Path) -> None:
+    project_a, home_a = setup(tmp_path / "A", "alice")
+    cassette = tmp_path / "copy.json"
+    rec = blackbox(
+        ["record", "-o", str(cassette), "--confdir", str(confdir), *remote_args(provider.url), "--", str(CLAUDE), "-p", PROMPT, *ARGS],
+        cwd=project_a,
+        home=home_a,
+        tz="Pacific/Kiritimati",
+        user="alice",
+    )
+    assert rec.returncode == 0, rec.stderr
+    assert (project_a / "copy.txt").read_text() == "Blackbox notes\n"
+    trace = load_trace(cassette)
+    assert verify_trace(trace) == []
+    recorded = "".join(str(s.payload) for s in trace.steps[:-1])
+    assert str(project_a) not in recorded and "<env:cwd>/notes.txt" in recorded and "<env:date>" in recorded
+    assert trace.steps[-1].payload["environment"]["cwd"] == str(project_a)
+
+    project_b, home_b = setup(tmp_path / "B", "ci", "builds")
+    shutil.rmtree(project_b)
+    shutil.copytree(project_a, project_b)
+    (project_b / "copy.txt").unlink()
+    shutil.rmtree(tmp_path / "A")
+
+    rep = blackbox(
+        ["replay", str(cassette), "--confdir", str(confdir), "--", str(CLAUDE), "-p", PROMPT, *ARGS],
+        cwd=project_b,
+        home=home_b,
+        tz="Pacific/Pago_Pago",
+        user="cibot",
+    )
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout == rec.stdout
+    assert "3 of 3 model calls served from the recording, no divergence" in rep.stderr
+    assert (project_b / "copy.txt").read_text() == "Blackbox notes\n"  # written by absolute path, in the new project
+    assert not (tmp_path / "A").exists()
+
+    changed = blackbox(
+        ["replay", str(cassette), "--confdir", str(confdir), "--", str(CLAUDE), "-p", PROMPT + " please", *ARGS],
+        cwd=project_b,
+        home=home_b,
+        tz="Pacific/Pago_Pago",
+        user="cibot",
+    )
+    assert changed.returncode != 0 and "diverged" in changed.stderr
+
+    # The same task recorded live in B is the same run.
+    (project_b / "copy.txt").unlink()
+    again = tmp_path / "copy-b.json"
+    rec_b = blackbox(
+        ["record", "-o", str(again), "--confdir", str(confdir), *remote_args(provider.url), "--", str(CLAUDE), "-p", PROMPT, *ARGS],
+        cwd=project_b,
+        home=home_b,
+        tz="Pacific/Pago_Pago",
+        user="cibot",
+    )
+    assert rec_b.returncode == 0, rec_b.stderr
+    same = blackbox(["diff", str(cassette), str(again), "--masked"], cwd=project_b, home=home_b, tz="UTC", user="cibot")
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "the same run under the masks" in same.stdout
