@@ -227,7 +227,12 @@ def proxy(
         session = record_session(check_output_path(cassette), overwrite=overwrite, redactor=found.redactor, environment=found.environment)
     else:
         session = replay_session(
-            cassette, match=found.match.value, rules=found.rules, redactor=found.redactor, pace=found.pace.value, environment=found.environment
+            cassette,
+            match=found.match.value,
+            rules=found.rules,
+            redactor=found.redactor,
+            pace=found.pace.value,
+            environment=found.environment,
         )
     hosts = found.host_names
     settings = ProxySettings(hosts=hosts, confdir=confdir, map_remote=map_remote, listen_host=listen_host, listen_port=listen_port)

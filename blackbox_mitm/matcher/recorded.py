@@ -235,7 +235,9 @@ class RecordedCalls:
         if cached is not None:
             return cached
         call = self._calls[expected]
-        difference = first_difference(call.input, model_input, self.rules) if self.rules != NO_RULES else first_difference(call.input, model_input)
+        difference = (
+            first_difference(call.input, model_input, self.rules) if self.rules != NO_RULES else first_difference(call.input, model_input)
+        )
         if difference is not None and self.explain is not None:
             difference = self.explain(difference)
         divergence = Divergence(

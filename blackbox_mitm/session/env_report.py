@@ -9,10 +9,9 @@ it, instead of a character offset into a long system prompt alone.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
 import functools
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -101,7 +100,9 @@ def _live_value_note(quote: str, at: int, recorded: Mapping[str, Any] | None, li
             if start <= at < start + len(value):
                 head = _line(_base(name), live.value(_base(name)), _recorded_value(recorded, _base(name)))
                 if recorded is None:
-                    return f"{head}; the recording was made without env substitution: re-record it with blackbox record (it is on by default)"
+                    return (
+                        f"{head}; the recording was made without env substitution: re-record it with blackbox record (it is on by default)"
+                    )
                 return f"{head}; the recording did not replace {name} (see its environment metadata: blackbox show)"
             start = quote.find(value, start + 1)
     return None

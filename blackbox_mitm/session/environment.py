@@ -53,11 +53,60 @@ METADATA_KEY = "environment"  # the terminal event's field holding the recorded 
 
 # Values never replaced: too common to mean this run's environment.
 _COMMON_PATHS = frozenset(
-    "/ /tmp /var/tmp /home /usr /var /opt /srv /etc /bin /mnt /app /work /data /code /src /build /workspace /private/tmp".split()
+    [
+        "/",
+        "/tmp",
+        "/var/tmp",
+        "/home",
+        "/usr",
+        "/var",
+        "/opt",
+        "/srv",
+        "/etc",
+        "/bin",
+        "/mnt",
+        "/app",
+        "/work",
+        "/data",
+        "/code",
+        "/src",
+        "/build",
+        "/workspace",
+        "/private/tmp",
+    ]
 )
 _COMMON_WORDS = frozenset(
-    "root user users admin runner ubuntu node app test tests ci build builder nobody debian guest jenkins vagrant docker dev "
-    "default home local localhost container server worker agent main".split()
+    [
+        "root",
+        "user",
+        "users",
+        "admin",
+        "runner",
+        "ubuntu",
+        "node",
+        "app",
+        "test",
+        "tests",
+        "ci",
+        "build",
+        "builder",
+        "nobody",
+        "debian",
+        "guest",
+        "jenkins",
+        "vagrant",
+        "docker",
+        "dev",
+        "default",
+        "home",
+        "local",
+        "localhost",
+        "container",
+        "server",
+        "worker",
+        "agent",
+        "main",
+    ]
 )
 _PATH_START = r"(?<![\w.\-~])"
 _PATH_END = r"(?![\w\-]|\.\w)"

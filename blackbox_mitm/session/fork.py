@@ -38,9 +38,9 @@ from blackbox_mitm.matcher import RecordedCalls
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.session.build import run_id_for
 from blackbox_mitm.session.engine import Session
-from blackbox_mitm.session.recorder import RunRecorder, secrets_from_environ
 from blackbox_mitm.session.env_report import explainer
 from blackbox_mitm.session.environment import RunEnvironment, replay_substitution
+from blackbox_mitm.session.recorder import RunRecorder, secrets_from_environ
 from blackbox_mitm.session.redact import Redactor
 
 __all__ = ["NO_EDIT", "ForkPlan", "ForkRefused", "discard_reason", "fork_session", "normalize_answer", "plan_fork"]

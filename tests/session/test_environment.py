@@ -25,13 +25,25 @@ PAGO = dt.datetime(2026, 11, 30, 8, 30, tzinfo=ZoneInfo("Pacific/Pago_Pago"))
 
 def env_a() -> RunEnvironment:
     return RunEnvironment(
-        cwd="/srv/A/alice/proj", home="/srv/A/home/alice", user="alice", host="laptop-a", tmp="/tmp", now=KIRITIMATI, time_zone="Pacific/Kiritimati"
+        cwd="/srv/A/alice/proj",
+        home="/srv/A/home/alice",
+        user="alice",
+        host="laptop-a",
+        tmp="/tmp",
+        now=KIRITIMATI,
+        time_zone="Pacific/Kiritimati",
     )
 
 
 def env_b() -> RunEnvironment:
     return RunEnvironment(
-        cwd="/srv/B/ci/builds/proj", home="/srv/B/home/ci-bot", user="ci-bot", host="runner-b7", tmp="/tmp", now=PAGO, time_zone="Pacific/Pago_Pago"
+        cwd="/srv/B/ci/builds/proj",
+        home="/srv/B/home/ci-bot",
+        user="ci-bot",
+        host="runner-b7",
+        tmp="/tmp",
+        now=PAGO,
+        time_zone="Pacific/Pago_Pago",
     )
 
 
@@ -90,7 +102,9 @@ def _chat(prompt: str) -> bytes:
 def _answer_reading(path: str) -> bytes:
     call = {"id": "call_abc", "type": "function", "function": {"name": "read", "arguments": json.dumps({"path": path})}}
     message = {"role": "assistant", "content": None, "tool_calls": [call]}
-    return orjson.dumps({"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]})
+    return orjson.dumps(
+        {"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}
+    )
 
 
 def _record(path: Path, env: RunEnvironment) -> Path:
@@ -135,7 +149,9 @@ def test_a_changed_prompt_still_diverges_and_a_moved_value_is_named(tmp_path: Pa
 
 def test_the_report_says_the_agent_runs_elsewhere_when_a_live_value_is_not_replaced(tmp_path: Path) -> None:
     cassette = _record(tmp_path / "a.json", env_a())
-    root_env = RunEnvironment(cwd="/srv/B/ci/builds/proj", home="/srv/B/home/ci-bot", user="root", host="runner-b7", now=PAGO, time_zone="Pacific/Pago_Pago")
+    root_env = RunEnvironment(
+        cwd="/srv/B/ci/builds/proj", home="/srv/B/home/ci-bot", user="root", host="runner-b7", now=PAGO, time_zone="Pacific/Pago_Pago"
+    )
     session = replay_session(cassette, environment=root_env)
     session.on_request(ModelRequest(PATH, {}, _chat(prompt_in(root_env))))
     assert session.replay is not None
@@ -153,6 +169,8 @@ def test_two_runs_recorded_in_two_places_compare_equal(tmp_path: Path) -> None:
 def test_capture_reads_this_process_environment(tmp_path: Path) -> None:
     (tmp_path / "proj" / "sub").mkdir(parents=True)
     (tmp_path / "proj" / ".git").mkdir()
-    env = RunEnvironment.capture(cwd=tmp_path / "proj" / "sub", environ={"HOME": str(tmp_path / "home"), "USER": "alice", "TZ": "Pacific/Kiritimati"})
+    env = RunEnvironment.capture(
+        cwd=tmp_path / "proj" / "sub", environ={"HOME": str(tmp_path / "home"), "USER": "alice", "TZ": "Pacific/Kiritimati"}
+    )
     assert env.cwd == str(tmp_path / "proj" / "sub") and env.root == str(tmp_path / "proj")
     assert env.home == str(tmp_path / "home") and env.user == "alice" and env.time_zone == "Pacific/Kiritimati"
