@@ -13,12 +13,15 @@ fails; two recordings of the task in the two set-ups are the same run to
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from claude_code_model import respond
@@ -119,3 +122,68 @@ def test_claude_code_recorded_in_a_replays_in_b_with_its_paths_and_dates(provide
     same = blackbox(["diff", str(cassette), str(again), "--masked"], cwd=project_b, home=home_b, tz="UTC", user="cibot")
     assert same.returncode == 0, same.stdout + same.stderr
     assert "the same run under the masks" in same.stdout
+
+
+# -- Codex CLI -----------------------------------------------------------------------------------
+
+CODEX = ROOT / "tests" / "e2e" / "clients" / "codex" / "node_modules" / ".bin" / "codex"
+CODEX_PROMPT = "Copy the first line of notes.txt to copy.txt."
+CODEX_HOSTS = ("chatgpt.com", "ab.chatgpt.com", "api.github.com")  # as tests/e2e/test_codex.py
+
+
+def _codex_script(project: Path) -> list[dict[str, Any]]:
+    """The model: one exec reading and writing by absolute path, then its answer."""
+    cmd = f"head -n 1 {project}/notes.txt > {project}/copy.txt && cat {project}/copy.txt"
+    code = f"const r = await tools.exec_command({{cmd: {json.dumps(cmd)}, login: false}});\ntext(r.output);"
+    return [{"custom_tool": "exec", "input": code}, {"text": "Copied: Blackbox notes."}]
+
+
+def _codex(args: list[str], *, cwd: Path, home: Path, tz: str, user: str, key: bool) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k.lower() not in ("https_proxy", "http_proxy", "openai_api_key")}
+    env.update(HOME=str(home), CODEX_HOME=str(home / ".codex"), TZ=tz, USER=user, NO_COLOR="1", BLACKBOX_CONFIG="")
+    if key:
+        env["OPENAI_API_KEY"] = "sk-test-not-a-real-key-000"
+    (home / ".codex").mkdir(exist_ok=True)
+    return subprocess.run(
+        [sys.executable, "-m", "blackbox_mitm", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=240
+    )
+
+
+def _codex_command(prompt: str = CODEX_PROMPT) -> list[str]:
+    return [str(CODEX), "exec", "--skip-git-repo-check", "--ephemeral", "-s", "danger-full-access", prompt]
+
+
+def test_codex_recorded_in_a_replays_in_b_with_its_paths_and_dates(tmp_path: Path, confdir: Path) -> None:
+    from fake_responses_ws import FakeResponsesWs
+
+    if not CODEX.exists():
+        pytest.fail(f"Codex CLI is not installed at {CODEX}; scripts/setup-test-clients installs it")
+    project_a, home_a = setup(tmp_path / "A", "alice")
+    cassette = tmp_path / "codex.json"
+    with FakeResponsesWs(_codex_script(project_a)) as fake:
+        to_fake = ["--map-remote", f"|https://api\\.openai\\.com|{fake.url}"]
+        for host in CODEX_HOSTS:
+            to_fake += ["--host", host, "--map-remote", f"|https://{re.escape(host)}|{fake.url}"]
+        rec = _codex(
+            ["record", "-o", str(cassette), "--confdir", str(confdir), *to_fake, "--", *_codex_command()],
+            cwd=project_a, home=home_a, tz="Pacific/Kiritimati", user="alice", key=True,
+        )  # fmt: skip
+    assert rec.returncode == 0, rec.stderr[-3000:]
+    assert (project_a / "copy.txt").read_text() == "Blackbox notes\n"
+    trace = load_trace(cassette)
+    assert verify_trace(trace) == []
+    recorded = json.dumps([s.payload for s in trace.steps[:-1]])
+    assert str(project_a) not in recorded and "<env:cwd>/notes.txt" in recorded and "<env:date>" in recorded
+
+    project_b, home_b = setup(tmp_path / "B", "ci", "builds")
+    shutil.rmtree(project_b)
+    shutil.copytree(project_a, project_b)
+    (project_b / "copy.txt").unlink()
+    shutil.rmtree(tmp_path / "A")
+    b = {"cwd": project_b, "home": home_b, "tz": "Pacific/Pago_Pago", "user": "cibot", "key": False}
+    rep = _codex(["replay", str(cassette), "--confdir", str(confdir), "--", *_codex_command()], **b)  # type: ignore[arg-type]
+    assert rep.returncode == 0, rep.stderr[-3000:]
+    assert rep.stdout == rec.stdout
+    assert (project_b / "copy.txt").read_text() == "Blackbox notes\n"  # the recorded command ran in the new project
+    changed = _codex(["replay", str(cassette), "--confdir", str(confdir), "--", *_codex_command(CODEX_PROMPT + " Now.")], **b)  # type: ignore[arg-type]
+    assert changed.returncode != 0 and "diverged" in changed.stderr
