@@ -168,8 +168,6 @@ class Session:
             return decoded
         # Tool results in call order, then redaction: what is recorded is what is matched.
         decoded.model_input = self.redactor.payload(dict(order_tool_results(decoded.model_input)))
-        if self.env is not None:  # the environment's values as placeholders, as they were recorded
-            decoded.model_input = self.env.neutral(decoded.model_input)
         if self.replay is not None:
             answer = self._from_recording(codec, decoded, req)
             if answer is not None:
@@ -204,7 +202,10 @@ class Session:
     def _from_recording(self, codec: Codec, decoded: DecodedRequest, req: ModelRequest) -> Answer | None:
         """The recorded answer, a divergence, or the end of the recording (None: the tail answers)."""
         assert self.replay is not None
-        result = self.replay.match(decoded.model_input, mode=self._mode_now())
+        # The environment's values as placeholders, as they were recorded (the codecs keep the live request:
+        # their state, such as Gemini's call places, is keyed by what the agent sends; the recorder neutralizes).
+        compared = decoded.model_input if self.env is None else self.env.neutral(decoded.model_input)
+        result = self.replay.match(compared, mode=self._mode_now())
         if isinstance(result, Served):
             call = result.call
             output = dict(call.output)

@@ -187,3 +187,84 @@ def test_codex_recorded_in_a_replays_in_b_with_its_paths_and_dates(tmp_path: Pat
     assert (project_b / "copy.txt").read_text() == "Blackbox notes\n"  # the recorded command ran in the new project
     changed = _codex(["replay", str(cassette), "--confdir", str(confdir), "--", *_codex_command(CODEX_PROMPT + " Now.")], **b)  # type: ignore[arg-type]
     assert changed.returncode != 0 and "diverged" in changed.stderr
+
+
+# -- Gemini CLI ------------------------------------------------------------------------------------
+
+GEMINI_CLI = ROOT / "tests" / "e2e" / "clients" / "gemini-cli" / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
+GEMINI_PROMPT = "Copy the first line of notes.txt to copy.txt."
+GEMINI_SETTINGS = {  # as tests/e2e/test_gemini_e2e.py: no telemetry, no updates, the API key
+    "privacy": {"usageStatisticsEnabled": False},
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+    "security": {"auth": {"selectedType": "gemini-api-key"}},
+}
+
+
+def _gemini_model(project: Path) -> Any:
+    """Gemini CLI's model: its router's JSON asks, then read_file and write_file by absolute path, then the answer."""
+
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        config = body.get("generationConfig") or {}
+        if config.get("responseMimeType") == "application/json":
+            props = (config.get("responseJsonSchema") or {}).get("properties", {})
+            if "complexity_score" in props:
+                return {"text": json.dumps({"complexity_reasoning": "a two-file copy", "complexity_score": 10})}
+            return {"text": json.dumps({"next_speaker": "user", "reasoning": "answered"})}
+        last = (body.get("contents") or [{}])[-1]
+        done = [p["functionResponse"].get("name") for p in last.get("parts") or [] if "functionResponse" in p]
+        if "write_file" in done:
+            return {"text": "Copied the first line to copy.txt."}
+        if "read_file" in done:
+            args = {"file_path": str(project / "copy.txt"), "content": "Blackbox notes\n"}
+            return {"thought": "Now write it.", "signature": True, "function_calls": [{"name": "write_file", "args": args}]}
+        args = {"file_path": str(project / "notes.txt")}
+        return {"thought": "Read the notes first.", "signature": True, "function_calls": [{"name": "read_file", "args": args}]}
+
+    return respond
+
+
+def _gemini(args: list[str], *, cwd: Path, home: Path, tz: str, user: str, key: bool) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy") and not k.startswith(("GEMINI", "GOOGLE"))}
+    env.update(HOME=str(home), TZ=tz, USER=user, BLACKBOX_CONFIG="")
+    if key:
+        env["GEMINI_API_KEY"] = "AIzaSyBx9Q2mZ7kL4pW1cV8nR3tY6uH0jF5dG2a"
+    (home / ".gemini").mkdir(exist_ok=True)
+    (home / ".gemini" / "settings.json").write_text(json.dumps(GEMINI_SETTINGS))
+    return subprocess.run(
+        [sys.executable, "-m", "blackbox_mitm", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=240
+    )
+
+
+def test_gemini_cli_recorded_in_a_replays_in_b_with_its_paths_and_dates(tmp_path: Path, confdir: Path) -> None:
+    from fake_gemini import FakeGemini
+
+    if not GEMINI_CLI.exists():
+        pytest.fail(f"Gemini CLI is not installed at {GEMINI_CLI}; scripts/setup-test-clients installs it")
+    cli = ["node", str(GEMINI_CLI), "--yolo", "--skip-trust", "-p"]
+    project_a, home_a = setup(tmp_path / "A", "alice")
+    cassette = tmp_path / "gemini.json"
+    with FakeGemini(responder=_gemini_model(project_a)) as fake:
+        remote = ["--map-remote", rf"|https://generativelanguage\.googleapis\.com|{fake.url}"]
+        rec = _gemini(
+            ["record", "-o", str(cassette), "--confdir", str(confdir), *remote, "--", *cli, GEMINI_PROMPT],
+            cwd=project_a, home=home_a, tz="Pacific/Kiritimati", user="alice", key=True,
+        )  # fmt: skip
+    assert rec.returncode == 0, rec.stderr[-3000:]
+    assert (project_a / "copy.txt").read_text() == "Blackbox notes\n"
+    trace = load_trace(cassette)
+    assert verify_trace(trace) == []
+    recorded = json.dumps([s.payload for s in trace.steps[:-1]])
+    assert str(project_a) not in recorded and "<env:cwd>/notes.txt" in recorded and "<env:date" in recorded
+
+    project_b, home_b = setup(tmp_path / "B", "ci", "builds")
+    shutil.rmtree(project_b)
+    shutil.copytree(project_a, project_b)
+    (project_b / "copy.txt").unlink()
+    shutil.rmtree(tmp_path / "A")
+    b = {"cwd": project_b, "home": home_b, "tz": "Pacific/Pago_Pago", "user": "cibot", "key": False}
+    rep = _gemini(["replay", str(cassette), "--confdir", str(confdir), "--", *cli, GEMINI_PROMPT], **b)  # type: ignore[arg-type]
+    assert rep.returncode == 0, rep.stderr[-3000:]
+    assert rep.stdout == rec.stdout
+    assert (project_b / "copy.txt").read_text() == "Blackbox notes\n"  # written by absolute path, in the new project
+    changed = _gemini(["replay", str(cassette), "--confdir", str(confdir), "--", *cli, GEMINI_PROMPT + " Now."], **b)  # type: ignore[arg-type]
+    assert changed.returncode != 0 and "diverged" in changed.stderr
