@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,8 @@ def blackbox(*args: str, env: dict[str, str] | None = None, timeout: float = 180
     if check and proc.returncode != 0:
         raise AssertionError(f"blackbox {' '.join(args)} exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
     return proc
+
+
+def terminal(payload: Any) -> Any:
+    """A terminal event without its recorded ``environment`` (where and when the run was made: session.environment)."""
+    return {k: v for k, v in payload.items() if k != "environment"} if isinstance(payload, dict) else payload

@@ -99,6 +99,13 @@ def record(
     help="pause between replayed stream events (for agents whose UI depends on incremental delivery)",
 )
 @click.option("--allow-network", is_flag=True, help="let traffic to other hosts through (default: offline, nothing leaves the machine)")
+@click.option(
+    "--clock",
+    type=click.Choice(["live", "recorded"]),
+    default="live",
+    show_default=True,
+    help="recorded: COMMAND's clock starts at the recorded run's start (libfaketime; dynamically linked programs only)",
+)
 @compare_options
 @run_options
 @proxy_options
@@ -109,6 +116,7 @@ def replay(
     report: Path | None,
     stream_delay_ms: int,
     allow_network: bool,
+    clock: str,
     compare: CompareOptions,
     run: RunOptions,
     hosts: tuple[str, ...],
@@ -129,12 +137,15 @@ def replay(
 
     setup_logging(verbose)
     found = compare.settings(hosts=hosts, match=default_or("match", match))  # the project config and the flags
+    extra_env, environment = None, found.environment
+    if clock == "recorded":
+        extra_env, environment = _recorded_clock(cassette, environment)
     session = replay_session(
-        cassette, match=found.match.value, rules=found.rules, redactor=found.redactor, pace=found.pace.value, environment=found.environment
+        cassette, match=found.match.value, rules=found.rules, redactor=found.redactor, pace=found.pace.value, environment=environment
     )
     settings = ProxySettings(hosts=found.host_names, confdir=run.confdir, offline=not allow_network, stream_delay_ms=stream_delay_ms)
     with proxy_run(session, replaying=True, settings=settings) as live:
-        code = live.run_command(command)
+        code = live.run_command(command, extra_env=extra_env)
     status = live.report
     assert status is not None and session.replay is not None
     if report:
@@ -315,6 +326,22 @@ def write_report(path: Path, status: dict[str, Any]) -> None:
     from blackbox_mitm.cassette.store import write_atomic
 
     write_atomic(path, orjson.dumps(status, option=orjson.OPT_INDENT_2) + b"\n", overwrite=True)
+
+
+def _recorded_clock(cassette: str, environment: Any) -> tuple[dict[str, str], Any]:
+    """``--clock recorded``: the command's clock variables, and the live environment as of the recorded start."""
+    import dataclasses
+    import datetime as dt
+
+    from blackbox_mitm.cassette import load_trace
+    from blackbox_mitm.proxy.clock import faketime_env, reach_back
+
+    start_ms = load_trace(cassette, recover=False).createdAt
+    extra = faketime_env(start_ms)  # ClockUnavailable (exit 2) before anything runs
+    reach_back(start_ms)
+    if environment is not None:  # the agent's dates are the recorded day's now
+        environment = dataclasses.replace(environment, now=dt.datetime.fromtimestamp(float(start_ms) / 1000).astimezone())
+    return extra, environment
 
 
 def _notes(session: Session) -> None:
