@@ -116,14 +116,25 @@ def record_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @command("masks")
 @click.option("--json", "as_json", is_flag=True, help="print the masks as JSON")
 def masks_command(as_json: bool) -> None:
-    """List the built-in masks: volatile text of known agents that strict replay ignores (off: --no-default-masks)."""
+    """List the built-in masks: volatile text of known agents that strict replay ignores (off: --no-default-masks).
+
+    Then the agent profiles: the masks a replay adds when the agent's User-Agent names it.
+    """
     from blackbox_mitm.matcher.masks import BUILT_IN_MASKS
+    from blackbox_mitm.matcher.profiles import PROFILES
 
     if as_json:
-        click.echo(orjson.dumps([m.to_json() for m in BUILT_IN_MASKS], option=orjson.OPT_INDENT_2).decode())
+        listed = [m.to_json() for m in BUILT_IN_MASKS]
+        listed += [{**m.to_json(), "profile": p.name, "userAgents": list(p.user_agents)} for p in PROFILES for m in p.masks]
+        click.echo(orjson.dumps(listed, option=orjson.OPT_INDENT_2).decode())
         return
     for mask in BUILT_IN_MASKS:
         click.echo(f"{mask.name}\n  pattern: {mask.pattern}\n  {mask.about}")
+    click.echo("\nagent profiles (chosen by the first model call's User-Agent):")
+    for profile in PROFILES:
+        click.echo(f"{profile.name}: User-Agent {', '.join(a + '…' for a in profile.user_agents)} — {profile.about}")
+        for mask in profile.masks:
+            click.echo(f"  {mask.name}\n    pattern: {mask.pattern}\n    {mask.about}")
 
 
 @command("config")

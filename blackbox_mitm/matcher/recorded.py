@@ -117,6 +117,7 @@ class RecordedCalls:
         self.upto = upto
         self.rules = rules
         self.explain = explain
+        self._trace = trace
         self._calls: list[RecordedCall] = recorded_calls_of(trace, upto=upto, rules=rules)
         self._calls_view = tuple(self._calls)
         self._index: dict[str, deque[int]] = {}
@@ -173,6 +174,20 @@ class RecordedCalls:
                     del self._index[digest]
                 return self._serve(number, expected, matched=True)
             return self._diverge(expected, digest, model_input)
+
+    def use_rules(self, rules: CompareRules) -> bool:
+        """Compare under ``rules`` from now on (an agent profile's masks); only before any call was matched."""
+        with self._lock:
+            if self._calls_served or self._divergences or self._exhausted or rules == self.rules:
+                return False
+            self.rules = rules
+            self._calls = recorded_calls_of(self._trace, upto=self.upto, rules=rules)
+            self._calls_view = tuple(self._calls)
+            self._index = {}
+            for call in self._calls:
+                self._index.setdefault(call.digest, deque()).append(call.number)
+            self._divergence_cache = {}
+            return True
 
     def next_expected(self) -> RecordedCall | None:
         """The earliest recorded call not yet served (None when all have been)."""

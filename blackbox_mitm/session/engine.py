@@ -30,6 +30,7 @@ from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
 from blackbox_mitm.matcher import Divergence, Exhausted, RecordedCalls, Served
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.matcher.outcomes import RecordedCall
+from blackbox_mitm.matcher.profiles import profile_for, with_profile
 from blackbox_mitm.session.environment import EnvSubstitution
 from blackbox_mitm.session.recorder import RecordFailed, RunRecorder, SecretLeak, scrub, secrets_from_environ, secrets_from_request
 from blackbox_mitm.session.redact import Redactor
@@ -127,6 +128,7 @@ class Session:
         self.redactor = redactor or Redactor()
         self.pace = pace
         self.env = env
+        self._profile_chosen = False  # the agent's profile (matcher.profiles), from its first call's User-Agent
         self.in_flight = 0
         self.forwarded_calls = 0
         self.scripted_calls = 0
@@ -202,6 +204,7 @@ class Session:
     def _from_recording(self, codec: Codec, decoded: DecodedRequest, req: ModelRequest) -> Answer | None:
         """The recorded answer, a divergence, or the end of the recording (None: the tail answers)."""
         assert self.replay is not None
+        self._choose_profile(req.headers)
         # The environment's values as placeholders, as they were recorded (the codecs keep the live request:
         # their state, such as Gemini's call places, is keyed by what the agent sends; the recorder neutralizes).
         compared = decoded.model_input if self.env is None else self.env.neutral(decoded.model_input)
@@ -240,6 +243,21 @@ class Session:
         )
         log.warning("%s", message)
         return _error(codec, message, error_type="replay_exhausted", status=400)
+
+    def _choose_profile(self, headers: Mapping[str, str]) -> None:
+        """On the first call: the agent's profile masks (by its User-Agent) join the rules, before anything is matched."""
+        assert self.replay is not None
+        with self._lock:
+            if self._profile_chosen:
+                return
+            self._profile_chosen = True
+            profile = profile_for(headers)
+            rules = with_profile(self.rules, profile)
+            if rules is not self.rules and self.replay.use_rules(rules):
+                self.rules = rules
+                log.info(
+                    "blackbox: the %s profile's masks are on (User-Agent %s)", profile.name if profile else "", headers.get("user-agent")
+                )
 
     def _mode_now(self) -> str:
         """Strict up to the cut; after an edit the agent has seen something new, so in order."""

@@ -145,7 +145,13 @@ def _codex(args: list[str], *, cwd: Path, home: Path, tz: str, user: str, key: b
         env["OPENAI_API_KEY"] = "sk-test-not-a-real-key-000"
     (home / ".codex").mkdir(exist_ok=True)
     return subprocess.run(
-        [sys.executable, "-m", "blackbox_mitm", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=240
+        [sys.executable, "-m", "blackbox_mitm", *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
 
 
@@ -231,7 +237,13 @@ def _gemini(args: list[str], *, cwd: Path, home: Path, tz: str, user: str, key: 
     (home / ".gemini").mkdir(exist_ok=True)
     (home / ".gemini" / "settings.json").write_text(json.dumps(GEMINI_SETTINGS))
     return subprocess.run(
-        [sys.executable, "-m", "blackbox_mitm", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=240
+        [sys.executable, "-m", "blackbox_mitm", *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
 
 

@@ -267,7 +267,11 @@ def test_openai_weather_agent_streams_through_the_stream_helper(tmp_path: Path, 
     agent = [sys.executable, str(EXAMPLES / "openai_weather_agent.py")]
     _, _, live, live_run = record_both_ways(tmp_path, confdir, [*agent, QUESTION], [*agent, "--stream", QUESTION])
     assert live_run.stdout.strip() == "Paris: cloudy, 18°C. Lyon: rain, 15°C."
-    assert terminal(load_trace(live).steps[-1].payload) == {"event": "run_completed", "status": "success", "result": live_run.stdout.strip()}
+    assert terminal(load_trace(live).steps[-1].payload) == {
+        "event": "run_completed",
+        "status": "success",
+        "result": live_run.stdout.strip(),
+    }
     rep = assert_replays(live, confdir, [*agent, "--stream", QUESTION], live_run)
     assert "Let me check the weather." in rep.stderr  # the narration arrived as content deltas
 

@@ -174,3 +174,37 @@ def test_capture_reads_this_process_environment(tmp_path: Path) -> None:
     )
     assert env.cwd == str(tmp_path / "proj" / "sub") and env.root == str(tmp_path / "proj")
     assert env.home == str(tmp_path / "home") and env.user == "alice" and env.time_zone == "Pacific/Kiritimati"
+
+
+# -- agent profiles ------------------------------------------------------------------------------
+
+
+def test_the_agent_profile_is_chosen_by_the_user_agent_and_masks_the_os_version(tmp_path: Path) -> None:
+    from blackbox_mitm.matcher.masks import CompareRules
+    from blackbox_mitm.matcher.profiles import PROFILES, profile_for
+
+    assert profile_for({"user-agent": "claude-cli/2.1.3 (external, cli)"}) is PROFILES[0]
+    assert profile_for({"user-agent": "GeminiCLI/0.9.0 (linux; x64)"}).name == "gemini-cli"  # type: ignore[union-attr]
+    assert profile_for({"user-agent": "python-httpx/0.28"}) is None
+    for profile in PROFILES:  # RE2-compatible: no lookarounds, no backreferences
+        for mask in profile.masks:
+            assert "(?<" not in mask.pattern and "(?=" not in mask.pattern and "(?!" not in mask.pattern and "\\1" not in mask.pattern
+
+    path = tmp_path / "os.json"
+    session = record_session(path)
+    action = session.on_request(ModelRequest(PATH, {}, _chat("Env: OS Version: Linux 6.1.0-40-amd64\nHi")))
+    assert isinstance(action, Forward)
+    session.on_response(action.ticket, 200, _answer_reading("x"))
+    assert session.recorder is not None
+    session.recorder.finish(path, exit_code=0)
+    other_machine = _chat("Env: OS Version: Linux 6.12.9-arch1\nHi")
+    rules = CompareRules.build()
+    plain = replay_session(path, rules=rules).on_request(ModelRequest(PATH, {"user-agent": "python-httpx/0.28"}, other_machine))
+    assert isinstance(plain, Answer) and plain.status == 400  # no profile: the kernel version is compared
+    claude = replay_session(path, rules=rules).on_request(
+        ModelRequest(PATH, {"user-agent": "claude-cli/2.1.3 (external, cli)"}, other_machine)
+    )
+    assert isinstance(claude, Answer) and claude.status == 200 and claude.replayed
+    off = replay_session(path, rules=CompareRules.build(defaults=False))
+    refused = off.on_request(ModelRequest(PATH, {"user-agent": "claude-cli/2.1.3"}, other_machine))
+    assert isinstance(refused, Answer) and refused.status == 400  # --no-default-masks: no profile either
