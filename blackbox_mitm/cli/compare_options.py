@@ -124,7 +124,7 @@ def masks_command(as_json: bool) -> None:
     from blackbox_mitm.matcher.profiles import PROFILES
 
     if as_json:
-        listed = [m.to_json() for m in BUILT_IN_MASKS]
+        listed: list[dict[str, Any]] = [m.to_json() for m in BUILT_IN_MASKS]
         listed += [{**m.to_json(), "profile": p.name, "userAgents": list(p.user_agents)} for p in PROFILES for m in p.masks]
         click.echo(orjson.dumps(listed, option=orjson.OPT_INDENT_2).decode())
         return
