@@ -52,6 +52,12 @@ PROFILES: tuple[Profile, ...] = (
                 "OS Version: ",
                 "the OS and kernel version in Claude Code's environment block (OS Version: Linux 6.1.0-…): another machine",
             ),
+            _mask(
+                "claude-code.cc-version",
+                r"cc_version=[0-9A-Za-z._-]{1,40}",
+                "cc_version=",
+                "the version in Claude Code's billing line, with its suffix (cc_version=2.1.332.95a): the suffix is not the same everywhere",
+            ),
         ),
         "Claude Code (User-Agent claude-cli/…)",
     ),

@@ -192,12 +192,14 @@ def test_the_agent_profile_is_chosen_by_the_user_agent_and_masks_the_os_version(
 
     path = tmp_path / "os.json"
     session = record_session(path)
-    action = session.on_request(ModelRequest(PATH, {}, _chat("Env: OS Version: Linux 6.1.0-40-amd64\nHi")))
+    action = session.on_request(
+        ModelRequest(PATH, {}, _chat("x-billing-header: cc_version=2.1.332.95a; Env: OS Version: Linux 6.1.0-40-amd64\nHi"))
+    )
     assert isinstance(action, Forward)
     session.on_response(action.ticket, 200, _answer_reading("x"))
     assert session.recorder is not None
     session.recorder.finish(path, exit_code=0)
-    other_machine = _chat("Env: OS Version: Linux 6.12.9-arch1\nHi")
+    other_machine = _chat("x-billing-header: cc_version=2.1.332.c01; Env: OS Version: Linux 6.12.9-arch1\nHi")
     rules = CompareRules.build()
     plain = replay_session(path, rules=rules).on_request(ModelRequest(PATH, {"user-agent": "python-httpx/0.28"}, other_machine))
     assert isinstance(plain, Answer) and plain.status == 400  # no profile: the kernel version is compared
