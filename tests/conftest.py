@@ -9,7 +9,6 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -83,8 +82,3 @@ def blackbox(*args: str, env: dict[str, str] | None = None, timeout: float = 180
     if check and proc.returncode != 0:
         raise AssertionError(f"blackbox {' '.join(args)} exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
     return proc
-
-
-def terminal(payload: Any) -> Any:
-    """A terminal event without its recorded ``environment`` (where and when the run was made: session.environment)."""
-    return {k: v for k, v in payload.items() if k != "environment"} if isinstance(payload, dict) else payload

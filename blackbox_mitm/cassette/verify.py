@@ -225,7 +225,7 @@ _FIELDS: dict[str, dict[str, str]] = {
     "tool_call": {"toolName": _DATA, "toolInput": _DATA},
     "tool_result": {"toolName": _DATA, "result": _DATA, "error": _DATA},
     # A terminal event's final answer and error message are text the agent wrote.
-    "metadata": {"result": _DATA, "message": _DATA, "toolName": _DATA, "environment": _DATA},
+    "metadata": {"result": _DATA, "message": _DATA, "toolName": _DATA},
 }
 _LIST_OF = {"messages": "message", "tools": "tool", "calls": "call"}
 

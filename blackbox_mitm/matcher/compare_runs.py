@@ -12,10 +12,7 @@ each pair:
 * any other step: its payload with every string masked, compared as
   canonical JSON (``cassette.diff.first_difference`` names the JSON path).
 
-Timestamps, step ids and run ids are not compared, nor a terminal event's
-``environment`` (where and when the run was recorded: ``session.environment``),
-so two runs recorded in different directories compare equal where the agent
-did the same thing. ``None`` means the runs are
+Timestamps, step ids and run ids are not compared. ``None`` means the runs are
 the same under the rules.
 """
 
@@ -68,8 +65,7 @@ def masked_divergence(a: Trace, b: Trace, rules: CompareRules) -> MaskedDivergen
             if d is not None:
                 return MaskedDivergence(sa.index, "model_input", d.headline(), d)
             continue
-        pa, pb = (_without_environment(s.payload) if s.type == "metadata" else s.payload for s in (sa, sb))
-        found = first_json_difference(map_strings(pa, rules.mask_text), map_strings(pb, rules.mask_text), "payload")
+        found = first_json_difference(map_strings(sa.payload, rules.mask_text), map_strings(sb.payload, rules.mask_text), "payload")
         if found is not None:
             return MaskedDivergence(sa.index, "payload", f"{sa.type}: {found[1]}")
     if len(a.steps) != len(b.steps):
@@ -77,10 +73,3 @@ def masked_divergence(a: Trace, b: Trace, rules: CompareRules) -> MaskedDivergen
         shorter = "a" if len(a.steps) < len(b.steps) else "b"
         return MaskedDivergence(n, "length", f"{shorter} ends after {n} steps, the other has {max(len(a.steps), len(b.steps))}")
     return None
-
-
-def _without_environment(payload: Any) -> Any:
-    """A terminal event without the recorded environment (where and when, not what the run did)."""
-    if isinstance(payload, dict) and "environment" in payload:
-        return {k: v for k, v in payload.items() if k != "environment"}
-    return payload

@@ -57,8 +57,10 @@ def record_session(
     """
     path = Path(cassette)
     trace = Trace.new(run_id or run_id_for(compression.plain_name(path).stem))  # run.json.zst: run-…
-    journal = Journal(path, trace, overwrite=overwrite, fsync=fsync, compact=compact)  # refuses an existing cassette
     env = EnvSubstitution.for_record(environment) if environment is not None else None
+    if env is not None:
+        trace.environment = (redactor or Redactor()).payload(env.metadata())  # in the header: a recovered journal keeps it
+    journal = Journal(path, trace, overwrite=overwrite, fsync=fsync, compact=compact)  # refuses an existing cassette
     recorder = RunRecorder(trace, journal, secrets=secrets_from_environ(), redactor=redactor, env=env)
     return Session(run_id=trace.id, recorder=recorder, tail="upstream", cassette_path=path, redactor=redactor, env=env)
 
@@ -77,8 +79,8 @@ def replay_session(
     ``environment``: the live one, put in place of the recorded placeholders (None: no substitution).
     """
     trace = load_verified(cassette)
-    env = replay_substitution(environment, trace.steps)
-    replay = RecordedCalls(trace, rules=rules, explain=explainer(trace.steps, env))
+    env = replay_substitution(environment, trace)
+    replay = RecordedCalls(trace, rules=rules, explain=explainer(trace, env))
     return Session(run_id=trace.id, replay=replay, match=match, tail="refuse", rules=rules, redactor=redactor, pace=pace, env=env)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -108,10 +108,9 @@ def _live_value_note(quote: str, at: int, recorded: Mapping[str, Any] | None, li
     return None
 
 
-def explainer(steps: Iterable[Any], live: EnvSubstitution | None) -> Callable[[Difference], Difference] | None:
-    """The note-adder for a replay of ``steps``: None when neither side has an environment to speak of."""
-    steps = list(steps)
-    recorded = environment_of(steps)
-    if live is None and recorded is None and not any(placeholder_names(s.payload) for s in steps if s.type == "model_input"):
+def explainer(trace: Any, live: EnvSubstitution | None) -> Callable[[Difference], Difference] | None:
+    """The note-adder for a replay of ``trace``: None when neither side has an environment to speak of."""
+    recorded = environment_of(trace)
+    if live is None and recorded is None and not any(placeholder_names(s.payload) for s in trace.steps if s.type == "model_input"):
         return None
     return functools.partial(environment_note, recorded=recorded, live=live)

@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "METADATA_KEY",
     "PLACEHOLDER",
     "EnvSubstitution",
     "RunEnvironment",
@@ -49,7 +48,6 @@ __all__ = [
 
 PLACEHOLDER = "<env:{name}>"
 _PLACEHOLDER_RE = re.compile(r"<env:([a-z][a-z0-9-]*)>")
-METADATA_KEY = "environment"  # the terminal event's field holding the recorded values
 
 # Values never replaced: too common to mean this run's environment.
 _COMMON_PATHS = frozenset(
@@ -339,7 +337,7 @@ class EnvSubstitution:
     # -- the run's metadata ------------------------------------------------------------
 
     def metadata(self) -> dict[str, Any]:
-        """The terminal event's ``environment``: the values, what was replaced, and why the rest was not."""
+        """The trace's ``environment``: the values, what was replaced, and why the rest was not."""
         out = self.environment.to_json()
         out["replaced"] = sorted(self.replaced)
         if self.not_replaced:
@@ -359,28 +357,25 @@ def _walk(value: Any, rewrite: Any) -> Any:
     return value
 
 
-def environment_of(steps: Any) -> dict[str, Any] | None:
-    """The recorded environment: the last terminal event's ``environment`` (None: recorded without substitution)."""
-    for step in reversed(list(steps)):
-        if step.type == "metadata" and isinstance(step.payload, dict):
-            env = step.payload.get(METADATA_KEY)
-            if isinstance(env, dict):
-                return env
-    return None
+def environment_of(trace: Any) -> dict[str, Any] | None:
+    """The recorded environment: the trace's ``environment`` field (None: recorded without substitution)."""
+    env = getattr(trace, "environment", None)
+    return env if isinstance(env, dict) else None
 
 
-def replay_substitution(environment: RunEnvironment | None, steps: Any) -> EnvSubstitution | None:
-    """The live ``environment``'s substitution for replaying ``steps``; None when off.
+def replay_substitution(environment: RunEnvironment | None, trace: Any) -> EnvSubstitution | None:
+    """The live ``environment``'s substitution for replaying ``trace``; None when off.
 
-    The names replaced are the recording's (its metadata); a recording whose
-    terminal event was lost (a recovered journal) replaces the names its payloads use.
+    The names replaced are the recording's (its ``environment``); a cassette
+    whose header lost it (rewritten by another tool) replaces the names its payloads use.
     """
     if environment is None:
         return None
-    steps = list(steps)
-    recorded = environment_of(steps)
+    recorded = environment_of(trace)
     if recorded is None:
-        used = set().union(*(placeholder_names(s.payload) for s in steps)) if steps else set()
+        used: set[str] = set()
+        for step in trace.steps:
+            used |= placeholder_names(step.payload)
         recorded = {"replaced": sorted(used)}
     return EnvSubstitution.for_replay(environment, recorded)
 

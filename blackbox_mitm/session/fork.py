@@ -214,12 +214,14 @@ def fork_session(
         if step.type == "model_output":
             ids.register_calls(step.payload)
     response_edit, tool_result_edit = _append_edit(plan, child, ids)
+    env = replay_substitution(environment, parent)  # the child replaces what its parent did
+    if env is not None:
+        child.environment = (redactor or Redactor()).payload(env.metadata())
     journal = Journal(out, child, overwrite=overwrite, fsync=fsync)
-    env = replay_substitution(environment, parent.steps)  # the child replaces what its parent did
     return Session(
         run_id=parent.id,
         recorder=RunRecorder(child, journal, secrets=secrets_from_environ(), redactor=redactor, env=env),
-        replay=RecordedCalls(parent, upto=_served_upto(plan), rules=rules, explain=explainer(parent.steps, env)),
+        replay=RecordedCalls(parent, upto=_served_upto(plan), rules=rules, explain=explainer(parent, env)),
         match=match,
         tail=tail,
         script=_script_source(script, ids) if tail == "script" else None,

@@ -36,7 +36,7 @@ from blackbox_mitm.cassette.trace import Trace, TraceStep, now_ms
 from blackbox_mitm.codecs import credential_headers, credential_query, key_env_vars
 from blackbox_mitm.codecs.base import DecodedRequest
 from blackbox_mitm.errors import BlackboxError
-from blackbox_mitm.session.environment import METADATA_KEY, EnvSubstitution
+from blackbox_mitm.session.environment import EnvSubstitution
 from blackbox_mitm.session.redact import Redactor
 
 __all__ = ["RecordFailed", "RunRecorder", "SecretLeak", "scrub", "secret_env_names", "secrets_from_environ", "secrets_from_request"]
@@ -259,7 +259,7 @@ class RunRecorder:
         with self._lock:
             event = self.terminal_event(exit_code=exit_code, in_flight=in_flight, proxy_only=proxy_only)
             if self.env is not None:
-                event = {**self.env.neutral(event), METADATA_KEY: self.env.metadata()}
+                event = self.env.neutral(event)
             event = self.redactor.payload(event)
             step = self.trace.append("metadata", event)
             if self.journal is not None:

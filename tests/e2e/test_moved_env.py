@@ -78,7 +78,7 @@ def test_claude_code_recorded_in_a_replays_in_b_with_its_paths_and_dates(provide
     assert verify_trace(trace) == []
     recorded = "".join(str(s.payload) for s in trace.steps[:-1])
     assert str(project_a) not in recorded and "<env:cwd>/notes.txt" in recorded and "<env:date>" in recorded
-    assert trace.steps[-1].payload["environment"]["cwd"] == str(project_a)
+    assert trace.environment is not None and trace.environment["cwd"] == str(project_a)
 
     project_b, home_b = setup(tmp_path / "B", "ci", "builds")
     shutil.rmtree(project_b)

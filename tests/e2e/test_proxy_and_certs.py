@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 from click.testing import CliRunner
-from conftest import EXAMPLES, ROOT, blackbox, free_port, remote_args, terminal, wait_for_port
+from conftest import EXAMPLES, ROOT, blackbox, free_port, remote_args, wait_for_port
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import load_trace
@@ -63,7 +63,7 @@ def test_long_running_proxy_records_then_replays(tmp_path: Path, confdir: Path) 
     trace = load_trace(cassette)
     assert verify_trace(trace) == []
     # The run ended with the proxy: its last answer was final, so it completed.
-    assert terminal(trace.steps[-1].payload) == {"event": "run_completed", "status": "success", "result": out.stdout.strip()}
+    assert trace.steps[-1].payload == {"event": "run_completed", "status": "success", "result": out.stdout.strip()}
 
     report = tmp_path / "report.json"
     proc, port = _proxy(confdir, "--mode", "replay", "--cassette", str(cassette), "--report", str(report))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import EXAMPLES, ROOT, blackbox, free_port, map_remote_for, remote_args, terminal, wait_for_port
+from conftest import EXAMPLES, ROOT, blackbox, free_port, map_remote_for, remote_args, wait_for_port
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import load_trace
@@ -202,7 +202,7 @@ def test_mitmdump_script_records_and_replays(tmp_path: Path, confdir: Path) -> N
             proc.wait(60)
     trace = load_trace(tmp_path / "run.json")
     assert verify_trace(trace) == []
-    assert terminal(trace.steps[-1].payload) == {"event": "run_completed", "status": "success", "result": out.stdout.strip()}
+    assert trace.steps[-1].payload == {"event": "run_completed", "status": "success", "result": out.stdout.strip()}
 
     report = tmp_path / "report.json"
     proc, port = run("replay", "--set", f"blackbox_report={report}")

@@ -127,8 +127,9 @@ def test_a_run_recorded_in_one_place_replays_in_another_with_its_paths(tmp_path:
     cassette = _record(tmp_path / "a.json", env_a())
     trace = load_trace(cassette)
     assert verify_trace(trace) == []
-    assert "/srv/A" not in json.dumps([s.payload for s in trace.steps[:-1]])
-    assert trace.steps[-1].payload["environment"]["cwd"] == "/srv/A/alice/proj"
+    assert "/srv/A" not in json.dumps([s.payload for s in trace.steps])
+    assert trace.environment is not None and trace.environment["cwd"] == "/srv/A/alice/proj"
+    assert json.loads(cassette.read_text())["environment"]["replaced"][:2] == ["cwd", "cwd-slug"]
     body = _served(replay_session(cassette, environment=env_b()), env_b())
     arguments = body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
     assert json.loads(arguments) == {"path": "/srv/B/ci/builds/proj/notes.txt"}
@@ -163,7 +164,7 @@ def test_two_runs_recorded_in_two_places_compare_equal(tmp_path: Path) -> None:
     a = load_trace(_record(tmp_path / "a.json", env_a()))
     b = load_trace(_record(tmp_path / "b.json", env_b()))
     assert masked_divergence(a, b, NO_RULES) is None
-    assert a.steps[-1].payload["environment"] != b.steps[-1].payload["environment"]
+    assert a.environment != b.environment and a.steps[-1].payload == b.steps[-1].payload
 
 
 def test_capture_reads_this_process_environment(tmp_path: Path) -> None:
