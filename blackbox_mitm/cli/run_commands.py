@@ -6,6 +6,7 @@ it ended; errors become exit codes in ``cli.base``.
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import sys
 import threading
@@ -207,7 +208,7 @@ def proxy(
     if cassette_dir is not None:
         if report is not None:
             raise click.UsageError("--report is for one run: with --cassette-dir each replay's report is written to DIR/<run>.report.json")
-        if compare != CompareOptions():
+        if dataclasses.replace(compare, no_env_substitution=False) != CompareOptions():
             raise click.UsageError("--mask, --no-default-masks, --redact and --pace are for one run (--cassette), not --cassette-dir")
         _proxy_dir(
             mode,
@@ -220,6 +221,7 @@ def proxy(
             listen_host=listen_host,
             listen_port=listen_port,
             verbose=verbose,
+            environment=compare.settings(hosts=hosts).environment,  # the proxy's own, for every run
         )
         return
     assert cassette is not None
@@ -273,6 +275,7 @@ def _proxy_dir(
     listen_host: str,
     listen_port: int,
     verbose: bool,
+    environment: Any = None,
 ) -> None:
     """``blackbox proxy --cassette-dir``: one proxy, a run per client, each ended and reported on its own."""
     from blackbox_mitm.proxy.environment import ca_bundle, ensure_ca
@@ -283,7 +286,7 @@ def _proxy_dir(
     setup_logging(verbose)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())  # from the start: a SIGTERM always ends the runs cleanly
-    router = RunRouter(directory, mode=mode, match=match, overwrite=overwrite)
+    router = RunRouter(directory, mode=mode, match=match, overwrite=overwrite, environment=environment)
     settings = ProxySettings(hosts=hosts, confdir=confdir, map_remote=map_remote, listen_host=listen_host, listen_port=listen_port)
     with serve_router(router, settings=settings) as proxy:
         cert = ensure_ca(confdir)
