@@ -91,7 +91,7 @@ def _live_value_note(quote: str, at: int, recorded: Mapping[str, Any] | None, li
     """The agent sent one of its live values where the recording has other text (a recording made without substitution)."""
     if live is None:
         return None
-    for name in (*live.replaced, *live.not_replaced):
+    for name in sorted(live.names, key=lambda n: -len(live.value(n) or "")):  # the longest value first: cwd before user
         value = live.value(name)
         if not value or len(value) < 3:
             continue

@@ -312,6 +312,11 @@ class EnvSubstitution:
         """The text placeholder ``name`` stands for in this environment."""
         return self._values.get(name)
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every placeholder name this environment has a value for, replaced or not."""
+        return tuple(self._values)
+
     # -- values -> placeholders ----------------------------------------------------------
 
     def text(self, text: str) -> str:

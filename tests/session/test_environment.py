@@ -148,6 +148,23 @@ def test_a_changed_prompt_still_diverges_and_a_moved_value_is_named(tmp_path: Pa
     assert "<env:cwd>" in note and "--no-env-substitution" in note
 
 
+def test_a_recording_made_without_substitution_replayed_elsewhere_says_where_the_agent_runs(tmp_path: Path) -> None:
+    session = record_session(tmp_path / "plain.json")  # no environment: the paths are recorded as they are
+    action = session.on_request(ModelRequest(PATH, {}, _chat(prompt_in(env_a()))))
+    assert isinstance(action, Forward)
+    session.on_response(action.ticket, 200, _answer_reading("x"))
+    assert session.recorder is not None
+    session.recorder.finish(tmp_path / "plain.json", exit_code=0)
+    replay = replay_session(tmp_path / "plain.json", environment=env_b())
+    replay.on_request(ModelRequest(PATH, {}, _chat(prompt_in(env_b()))))
+    assert replay.replay is not None
+    note = replay.replay.status()["first_divergence"]["difference"]["note"]
+    assert note == (
+        "the agent runs in /srv/B/ci/builds/proj now; the recording was made without env substitution: "
+        "re-record it with blackbox record (it is on by default)"
+    )
+
+
 def test_the_report_says_the_agent_runs_elsewhere_when_a_live_value_is_not_replaced(tmp_path: Path) -> None:
     cassette = _record(tmp_path / "a.json", env_a())
     root_env = RunEnvironment(
