@@ -228,3 +228,20 @@ def test_the_agent_profile_is_chosen_by_the_user_agent_and_masks_the_os_version(
     off = replay_session(path, rules=CompareRules.build(defaults=False))
     refused = off.on_request(ModelRequest(PATH, {"user-agent": "claude-cli/2.1.3"}, other_machine))
     assert isinstance(refused, Answer) and refused.status == 400  # --no-default-masks: no profile either
+
+
+def test_an_interrupted_recording_keeps_its_environment(tmp_path: Path) -> None:
+    from blackbox_mitm.cassette.recovery import recover_journal
+
+    path = tmp_path / "crashed.json"
+    session = record_session(path, environment=env_a())
+    action = session.on_request(ModelRequest(PATH, {}, _chat(prompt_in(env_a()))))
+    assert isinstance(action, Forward)
+    session.on_response(action.ticket, 200, _answer_reading(f"{env_a().cwd}/notes.txt"))
+    assert session.recorder is not None and session.recorder.journal is not None
+    session.recorder.journal.close()  # the process dies here: no finish()
+    out, _ = recover_journal(path, quiet=True)
+    trace = load_trace(out)
+    assert trace.environment is not None and trace.environment["cwd"] == "/srv/A/alice/proj"
+    served = _served(replay_session(out, environment=env_b()), env_b())
+    assert "/srv/B/ci/builds/proj/notes.txt" in json.dumps(served)
