@@ -21,9 +21,11 @@ Keys (every one optional)::
     exchanges = "all"                                         # other HTTP exchanges kept: "all", "model-hosts", "none"
     exchange_max_bytes = 16777216                             # the cap on one kept response body
     exchanges_max_bytes = 67108864                            # the cap on all kept bodies of a run
+    env_substitution = true                                   # the run's cwd, HOME, date… as placeholders (session.environment)
 
 Flags add to the lists (``--mask``, ``--redact``, ``--host``) and replace the
-single values (``--match``, ``--pace``, ``--order-gap``, ``--no-default-masks``).
+single values (``--match``, ``--pace``, ``--order-gap``, ``--no-default-masks``,
+``--no-env-substitution``).
 ``effective_settings`` puts both together and says where each value came from;
 ``blackbox config`` prints it. A file that cannot be read, is not TOML, or
 holds an unknown key or a value of the wrong type raises ``ConfigError``
@@ -71,6 +73,7 @@ KEYS = (
     "exchanges",
     "exchange_max_bytes",
     "exchanges_max_bytes",
+    "env_substitution",
 )
 EXCHANGE_POLICIES = ("all", "model-hosts", "none")
 _EXCHANGE_DEFAULTS: dict[str, Any] = {"exchanges": "all", "exchange_max_bytes": 16 * 1024 * 1024, "exchanges_max_bytes": 64 * 1024 * 1024}
@@ -195,8 +198,9 @@ def _check(config: ProjectConfig) -> None:
             raise ConfigError(f'{config.where}: mcp_dirs must be a list of folders, e.g. mcp_dirs = ["nightly/runs"]')
     if "match" in values and values["match"] not in MATCH_MODES:
         raise ConfigError(f'{config.where}: match must be "strict" or "sequence", not {values["match"]!r}')
-    if "default_masks" in values and not isinstance(values["default_masks"], bool):
-        raise ConfigError(f"{config.where}: default_masks must be true or false, not {values['default_masks']!r}")
+    for flag in ("default_masks", "env_substitution"):
+        if flag in values and not isinstance(values[flag], bool):
+            raise ConfigError(f"{config.where}: {flag} must be true or false, not {values[flag]!r}")
     for key, parse in (("pace", parse_pace), ("order_gap", parse_order_gap)):
         if key in values:
             try:
@@ -292,6 +296,16 @@ class Effective:
     exchanges: Setting = Setting(_EXCHANGE_DEFAULTS["exchanges"], "default")  # which other HTTP exchanges a recording keeps
     exchange_max_bytes: Setting = Setting(_EXCHANGE_DEFAULTS["exchange_max_bytes"], "default")
     exchanges_max_bytes: Setting = Setting(_EXCHANGE_DEFAULTS["exchanges_max_bytes"], "default")
+    env_substitution: Setting = Setting(True, "default")  # the run's environment as placeholders
+
+    @property
+    def environment(self) -> Any:
+        """This process's ``session.environment.RunEnvironment`` (what a wrapped command inherits), or None when off."""
+        if not self.env_substitution.value:
+            return None
+        from blackbox_mitm.session.environment import RunEnvironment
+
+        return RunEnvironment.capture()
 
     @property
     def rules(self) -> CompareRules:
@@ -321,6 +335,7 @@ class Effective:
             "pace": {"value": _pace_text(self.pace.value), "source": self.pace.source},
             "order_gap": {"value": "off" if self.order_gap.value is None else f"{self.order_gap.value:g}", "source": self.order_gap.source},
             **{k: {"value": v.value, "source": v.source} for k, v in self.exchange_settings().items()},
+            "env_substitution": {"value": self.env_substitution.value, "source": self.env_substitution.source},
         }
 
     def exchange_settings(self) -> dict[str, Setting]:
@@ -346,6 +361,7 @@ def effective_settings(
     exchanges: str | None = None,
     exchange_max_bytes: int | None = None,
     exchanges_max_bytes: int | None = None,
+    no_env_substitution: bool = False,
 ) -> Effective:
     """The settings for one command: ``config`` (default: the project's) plus its flags. ``ConfigError`` when unusable."""
     config = project_config() if config is None else config
@@ -379,6 +395,12 @@ def effective_settings(
         pace_setting = Setting(parse_pace(values["pace"]), where)
     else:
         pace_setting = Setting(None, "default")
+    if no_env_substitution:
+        env_setting = Setting(False, "--no-env-substitution")
+    elif "env_substitution" in values:
+        env_setting = Setting(bool(values["env_substitution"]), where)
+    else:
+        env_setting = Setting(True, "default")
     if order_gap is not None:
         gap_setting = Setting(parse_order_gap(order_gap), "--order-gap")
     else:
@@ -386,7 +408,16 @@ def effective_settings(
     flags = {"exchanges": exchanges, "exchange_max_bytes": exchange_max_bytes, "exchanges_max_bytes": exchanges_max_bytes}
     found = {k: _setting(k, flag, values, where) for k, flag in flags.items()}
     return Effective(
-        config, tuple(mask_list), defaults, tuple(red_list), tuple(host_settings), match_setting, pace_setting, gap_setting, **found
+        config,
+        tuple(mask_list),
+        defaults,
+        tuple(red_list),
+        tuple(host_settings),
+        match_setting,
+        pace_setting,
+        gap_setting,
+        env_substitution=env_setting,
+        **found,
     )
 
 

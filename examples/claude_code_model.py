@@ -14,6 +14,10 @@ Tasks, chosen by a marker in the prompt (``claude -p "… TASK …"``):
 
 ``BB-READ``
     Read ``notes.txt`` in the working directory, then answer with its first line.
+``BB-COPY``
+    Read ``notes.txt`` in the working directory by its absolute path, write its
+    first line to ``copy.txt`` there (the Write tool, an absolute path too),
+    then say so.
 ``BB-AGENTS``
     Two foreground subagents (the Agent tool with ``run_in_background: false``)
     and a Read, in one turn; each subagent answers after a random delay, so
@@ -56,6 +60,7 @@ title for the session).
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import threading
@@ -72,7 +77,7 @@ TOGETHER_THINK_MS = 800  # after the first subagent asked: every one of them has
 TOGETHER_SPACING_MS = 3
 _together_lock = threading.Lock()
 _together_start: dict[int, float] = {}  # subagents in the batch -> when the first of them asked (time.monotonic)
-_CWD = re.compile(r"Primary working directory: (\S+)")
+_CWD = re.compile(r"Primary working directory: ([^\s\\\"]+)")
 
 
 def _blocks(content: Any) -> list[Json]:
@@ -95,8 +100,7 @@ def _user_texts(body: Json) -> list[str]:
 
 
 def _working_directory(body: Json) -> str:
-    everything = " ".join([_text(body.get("system")), *_user_texts(body)])
-    found = _CWD.search(everything)
+    found = _CWD.search(json.dumps(body))  # wherever Claude Code puts its environment block
     return found.group(1) if found else "."
 
 
@@ -159,6 +163,18 @@ def _task_read(body: Json) -> Answer:
         return {"text": "I'll read the notes.", "tool_calls": [_read(body)]}
     first = next((line for line in results[0].splitlines() if line.strip()), "")
     return {"text": "The first line of notes.txt is: " + re.sub(r"^\s*\d+\s*[→\t]\s*", "", first)}
+
+
+def _task_copy(body: Json) -> Answer:
+    results = _last_results(body)
+    if not results:
+        return {"text": "I'll read the notes.", "tool_calls": [_read(body)]}
+    if _turns(body) == 1:
+        first = next((line for line in results[0].splitlines() if line.strip()), "")
+        line = re.sub(r"^\s*\d+\s*[→\t]\s*", "", first)
+        path = f"{_working_directory(body)}/copy.txt"
+        return {"text": "Writing the copy.", "tool_calls": [{"name": "Write", "arguments": {"file_path": path, "content": line + "\n"}}]}
+    return {"text": "Copied the first line of notes.txt to copy.txt."}
 
 
 def _task_agents(body: Json, background: bool, together: int = 0) -> Answer:
@@ -240,6 +256,8 @@ def respond(kind: str, body: Json) -> Answer:
             return _subagent(name, body)
     if "BB-READ" in first:
         return _task_read(body)
+    if "BB-COPY" in first:
+        return _task_copy(body)
     if "BB-AGENTS" in first:
         return _task_agents(body, background=False)
     if "BB-FETCH" in first:

@@ -194,8 +194,13 @@ class _Reader:
         if not _is_time(data["createdAt"]):
             raise _Fallback
         self.count(0, first)
+        env = data.get("environment")
         self.trace = Trace(
-            id=data["id"], createdAt=data["createdAt"], parentId=data.get("parentId"), forkedFromStepId=data.get("forkedFromStepId")
+            id=data["id"],
+            createdAt=data["createdAt"],
+            parentId=data.get("parentId"),
+            forkedFromStepId=data.get("forkedFromStepId"),
+            environment=env if isinstance(env, dict) else None,
         )
         if self.buf[first : first + 1] != b"{":
             raise _Fallback  # no steps, or not an object: the whole-document path words it

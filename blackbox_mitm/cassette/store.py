@@ -210,7 +210,11 @@ def trace_from_json(data: Any, *, path: str = "<cassette>") -> Trace:
                 hash=_need(s, "hash", str, path, where),
             )
         )
-    return Trace(id=trace_id, createdAt=created, steps=steps, parentId=parent, forkedFromStepId=forked, version=version)
+    env = data.get("environment")  # the run's environment (session.environment); a reader may ignore it
+    environment = env if isinstance(env, dict) else None
+    return Trace(
+        id=trace_id, createdAt=created, steps=steps, parentId=parent, forkedFromStepId=forked, version=version, environment=environment
+    )
 
 
 def dump_trace(trace: Trace, *, compact: bool = False) -> bytes:

@@ -70,6 +70,8 @@ class Trace:
     parentId: str | None = None
     forkedFromStepId: str | None = None
     version: int = CURRENT_TRACE_VERSION
+    # Where and when the run was recorded (session.environment): outside the hash chain, like createdAt.
+    environment: dict[str, Any] | None = None
 
     @classmethod
     def new(
@@ -125,6 +127,8 @@ class Trace:
         if self.forkedFromStepId is not None:
             out["forkedFromStepId"] = self.forkedFromStepId
         out["createdAt"] = self.createdAt
+        if self.environment is not None:
+            out["environment"] = self.environment
         out["steps"] = [s.to_json() for s in self.steps]
         return out
 

@@ -34,6 +34,7 @@ class CompareOptions:
     redact: tuple[str, ...] = ()
     pace: str | None = None
     order_gap: str | None = None
+    no_env_substitution: bool = False
 
     def settings(self, *, hosts: Iterable[str] = (), match: str | None = None, **exchange_flags: Any) -> Any:
         """The effective settings (``config.Effective``): the project config plus these flags and ``hosts`` / ``match``."""
@@ -48,6 +49,7 @@ class CompareOptions:
             pace=self.pace,
             order_gap=self.order_gap,
             **exchange_flags,
+            no_env_substitution=self.no_env_substitution,
         )
 
 
@@ -81,6 +83,11 @@ _order_gap = click.option(
 _no_default_masks = click.option(
     "--no-default-masks", is_flag=True, help="compare what the built-in masks would ignore (blackbox masks lists them)"
 )
+_no_env = click.option(
+    "--no-env-substitution",
+    is_flag=True,
+    help="keep the run's cwd, HOME, user, host, temp dir and date as they are (default: placeholders, replayed as the live values)",
+)
 _mask = click.option(
     "--mask",
     "masks",
@@ -101,8 +108,8 @@ def _collecting(f: Callable[..., Any], names: tuple[str, ...]) -> Callable[..., 
 
 def compare_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """``--mask``, ``--no-default-masks``, ``--redact``, ``--pace``, ``--order-gap`` (``replay``, ``fork``, ``test``, ``proxy``), as ``compare``."""
-    names = ("masks", "no_default_masks", "redact", "pace", "order_gap")
-    return _mask(_no_default_masks(_redact(_pace(_order_gap(_collecting(f, names))))))
+    names = ("masks", "no_default_masks", "redact", "pace", "order_gap", "no_env_substitution")
+    return _mask(_no_default_masks(_redact(_pace(_order_gap(_no_env(_collecting(f, names)))))))
 
 
 def mask_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -111,21 +118,32 @@ def mask_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def record_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """``--redact`` (``record``), as ``compare``."""
-    return _redact(_collecting(f, ("redact",)))
+    """``--redact`` and ``--no-env-substitution`` (``record``), as ``compare``."""
+    return _redact(_no_env(_collecting(f, ("redact", "no_env_substitution"))))
 
 
 @command("masks")
 @click.option("--json", "as_json", is_flag=True, help="print the masks as JSON")
 def masks_command(as_json: bool) -> None:
-    """List the built-in masks: volatile text of known agents that strict replay ignores (off: --no-default-masks)."""
+    """List the built-in masks: volatile text of known agents that strict replay ignores (off: --no-default-masks).
+
+    Then the agent profiles: the masks a replay adds when the agent's User-Agent names it.
+    """
     from blackbox_mitm.matcher.masks import BUILT_IN_MASKS
+    from blackbox_mitm.matcher.profiles import PROFILES
 
     if as_json:
-        click.echo(orjson.dumps([m.to_json() for m in BUILT_IN_MASKS], option=orjson.OPT_INDENT_2).decode())
+        listed: list[dict[str, Any]] = [m.to_json() for m in BUILT_IN_MASKS]
+        listed += [{**m.to_json(), "profile": p.name, "userAgents": list(p.user_agents)} for p in PROFILES for m in p.masks]
+        click.echo(orjson.dumps(listed, option=orjson.OPT_INDENT_2).decode())
         return
     for mask in BUILT_IN_MASKS:
         click.echo(f"{mask.name}\n  pattern: {mask.pattern}\n  {mask.about}")
+    click.echo("\nagent profiles (chosen by the first model call's User-Agent):")
+    for profile in PROFILES:
+        click.echo(f"{profile.name}: User-Agent {', '.join(a + '…' for a in profile.user_agents)} — {profile.about}")
+        for mask in profile.masks:
+            click.echo(f"  {mask.name}\n    pattern: {mask.pattern}\n    {mask.about}")
 
 
 @command("config")
@@ -153,6 +171,8 @@ def config_command(compare: CompareOptions, hosts: tuple[str, ...], match: str |
     for key in ("exchanges", "exchange_max_bytes", "exchanges_max_bytes"):
         if key in data:
             click.echo(f"{key.replace('_', ' ')}: {data[key]['value']}  ({data[key]['source']})")
+    env = data["env_substitution"]
+    click.echo(f"env substitution: {'on' if env['value'] else 'off'}  ({env['source']})")
     _rows("masks", [(m["name"], m["pattern"], m["source"]) for m in data["mask"]])
     _rows("redact", [(r["name"], r["pattern"], r["source"]) for r in data["redact"]])
     _rows("hosts", [(h["value"], "", h["source"]) for h in data["hosts"]], extra="(besides the providers' own)")

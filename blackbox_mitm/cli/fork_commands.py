@@ -125,6 +125,7 @@ def fork(
         redactor=found.redactor,
         pace=found.pace.value,
         order_gap_ms=found.order_gap.value,
+        environment=found.environment,
     )
     settings = ProxySettings(hosts=found.host_names, confdir=run.confdir, map_remote=map_remote, offline=False)
     with proxy_run(session, replaying=False, settings=settings, keep=discard_reason) as live_run:

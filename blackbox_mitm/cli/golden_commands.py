@@ -203,7 +203,9 @@ def test_command(
 
     confdir = run.confdir
     compare.settings()  # exit 2 on a bad flag or project config, before anything runs
-    suite_settings = SuiteSettings(compare.masks, compare.no_default_masks, compare.redact, compare.pace, compare.order_gap)
+    suite_settings = SuiteSettings(
+        compare.masks, compare.no_default_masks, compare.redact, compare.pace, compare.order_gap, compare.no_env_substitution
+    )
     cases = resolve_runs(runs, goldens) if runs else collect(goldens)
     if shard is not None:
         from blackbox_mitm.golden.shards import parse_shard, shard_cases

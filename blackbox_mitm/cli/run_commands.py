@@ -6,6 +6,7 @@ it ended; errors become exit codes in ``cli.base``.
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import sys
 import threading
@@ -68,7 +69,14 @@ def record(
 
     setup_logging(verbose)
     found = compare.settings(hosts=hosts, **exchange.flags())  # the project config, --redact and --exchanges
-    session = record_session(output, overwrite=overwrite, compact=compact, redactor=found.redactor, **exchange.session_kwargs(found))
+    session = record_session(
+        output,
+        overwrite=overwrite,
+        compact=compact,
+        redactor=found.redactor,
+        environment=found.environment,
+        **exchange.session_kwargs(found),
+    )
     settings = ProxySettings(hosts=found.host_names, confdir=run.confdir, map_remote=map_remote)
     with proxy_run(session, replaying=False, settings=settings) as live:
         code = live.run_command(command)
@@ -103,6 +111,13 @@ def record(
     help="pause between replayed stream events (for agents whose UI depends on incremental delivery)",
 )
 @click.option("--allow-network", is_flag=True, help="let traffic to other hosts through (default: offline, nothing leaves the machine)")
+@click.option(
+    "--clock",
+    type=click.Choice(["live", "recorded"]),
+    default="live",
+    show_default=True,
+    help="recorded: COMMAND's clock starts at the recorded run's start (libfaketime; dynamically linked programs only)",
+)
 @compare_options
 @run_options
 @proxy_options
@@ -113,6 +128,7 @@ def replay(
     report: Path | None,
     stream_delay_ms: int,
     allow_network: bool,
+    clock: str,
     compare: CompareOptions,
     run: RunOptions,
     hosts: tuple[str, ...],
@@ -133,6 +149,9 @@ def replay(
 
     setup_logging(verbose)
     found = compare.settings(hosts=hosts, match=default_or("match", match))  # the project config and the flags
+    extra_env, environment = None, found.environment
+    if clock == "recorded":
+        extra_env, environment = _recorded_clock(cassette, environment)
     session = replay_session(
         cassette,
         match=found.match.value,
@@ -140,10 +159,11 @@ def replay(
         redactor=found.redactor,
         pace=found.pace.value,
         order_gap_ms=found.order_gap.value,
+        environment=environment,
     )
     settings = ProxySettings(hosts=found.host_names, confdir=run.confdir, offline=not allow_network, stream_delay_ms=stream_delay_ms)
     with proxy_run(session, replaying=True, settings=settings) as live:
-        code = live.run_command(command)
+        code = live.run_command(command, extra_env=extra_env)
     status = live.report
     assert status is not None and session.replay is not None
     if report:
@@ -206,7 +226,7 @@ def proxy(
     if cassette_dir is not None:
         if report is not None:
             raise click.UsageError("--report is for one run: with --cassette-dir each replay's report is written to DIR/<run>.report.json")
-        if compare != CompareOptions():
+        if dataclasses.replace(compare, no_env_substitution=False) != CompareOptions():
             raise click.UsageError(
                 "--mask, --no-default-masks, --redact, --pace and --order-gap are for one run (--cassette), not --cassette-dir"
             )
@@ -221,6 +241,7 @@ def proxy(
             listen_host=listen_host,
             listen_port=listen_port,
             verbose=verbose,
+            environment=compare.settings(hosts=hosts).environment,  # the proxy's own, for every run
         )
         return
     assert cassette is not None
@@ -234,9 +255,12 @@ def proxy(
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())  # from the start: a SIGTERM always ends the run cleanly
     found = compare.settings(hosts=hosts, match=default_or("match", match))  # the project config and the flags
+    # The proxy's own environment stands for the agent's (docs/cassette.md): start it where the agent runs.
     if mode == "record":
         exchanges = {k: v.value for k, v in found.exchange_settings().items()}  # the project config's (or the defaults)
-        session = record_session(check_output_path(cassette), overwrite=overwrite, redactor=found.redactor, **exchanges)
+        session = record_session(
+            check_output_path(cassette), overwrite=overwrite, redactor=found.redactor, environment=found.environment, **exchanges
+        )
     else:
         session = replay_session(
             cassette,
@@ -245,6 +269,7 @@ def proxy(
             redactor=found.redactor,
             pace=found.pace.value,
             order_gap_ms=found.order_gap.value,
+            environment=found.environment,
         )
     hosts = found.host_names
     settings = ProxySettings(hosts=hosts, confdir=confdir, map_remote=map_remote, listen_host=listen_host, listen_port=listen_port)
@@ -274,6 +299,7 @@ def _proxy_dir(
     listen_host: str,
     listen_port: int,
     verbose: bool,
+    environment: Any = None,
 ) -> None:
     """``blackbox proxy --cassette-dir``: one proxy, a run per client, each ended and reported on its own."""
     from blackbox_mitm.proxy.environment import ca_bundle, ensure_ca
@@ -284,7 +310,7 @@ def _proxy_dir(
     setup_logging(verbose)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())  # from the start: a SIGTERM always ends the runs cleanly
-    router = RunRouter(directory, mode=mode, match=match, overwrite=overwrite)
+    router = RunRouter(directory, mode=mode, match=match, overwrite=overwrite, environment=environment)
     settings = ProxySettings(hosts=hosts, confdir=confdir, map_remote=map_remote, listen_host=listen_host, listen_port=listen_port)
     with serve_router(router, settings=settings) as proxy:
         cert = ensure_ca(confdir)
@@ -341,6 +367,22 @@ def _exchange_notes(book: Any, cassette: Path | None) -> None:
     )
     for line in book.not_kept:
         click.echo(f"blackbox: note: not kept: {line}", err=True)
+
+
+def _recorded_clock(cassette: str, environment: Any) -> tuple[dict[str, str], Any]:
+    """``--clock recorded``: the command's clock variables, and the live environment as of the recorded start."""
+    import dataclasses
+    import datetime as dt
+
+    from blackbox_mitm.cassette import load_trace
+    from blackbox_mitm.proxy.clock import faketime_env, reach_back
+
+    start_ms = load_trace(cassette, recover=False).createdAt
+    extra = faketime_env(start_ms)  # ClockUnavailable (exit 2) before anything runs
+    reach_back(start_ms)
+    if environment is not None:  # the agent's dates are the recorded day's now
+        environment = dataclasses.replace(environment, now=dt.datetime.fromtimestamp(float(start_ms) / 1000).astimezone())
+    return extra, environment
 
 
 def _notes(session: Session) -> None:

@@ -101,6 +101,7 @@ class SuiteSettings:
     redact: tuple[str, ...] = ()
     pace: str | None = None
     order_gap: str | None = None
+    no_env_substitution: bool = False
 
     def replay_args(self, golden: Path) -> list[str]:
         """The flags of a golden's own ``blackbox replay`` (``--proxy-per-golden``): its settings, then the suite's."""
@@ -111,6 +112,8 @@ class SuiteSettings:
             args += ["--order-gap", self.order_gap]
         if self.no_default_masks and "--no-default-masks" not in args:
             args.append("--no-default-masks")
+        if self.no_env_substitution:
+            args.append("--no-env-substitution")
         return args
 
     def session_options(self, golden: Path) -> dict[str, Any]:
@@ -122,10 +125,12 @@ class SuiteSettings:
             redact=list(self.redact),
             pace=self.pace if self.pace is not None else values.get("pace"),
             order_gap=self.order_gap,
+            no_env_substitution=self.no_env_substitution,
         )
         return {
             "rules": settings.rules,
             "redactor": settings.redactor,
             "pace": settings.pace.value,
             "order_gap_ms": settings.order_gap.value,
+            "environment": settings.environment,
         }

@@ -46,12 +46,12 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from blackbox_mitm.cassette.payloads import ModelInput
 from blackbox_mitm.cassette.trace import Trace
-from blackbox_mitm.matcher.difference import first_difference
+from blackbox_mitm.matcher.difference import Difference, first_difference
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.matcher.normalize import request_digest
 from blackbox_mitm.matcher.outcomes import Divergence, Exhausted, RecordedCall, Served
@@ -109,10 +109,19 @@ def recorded_calls_of(trace: Trace, *, upto: int | None = None, rules: CompareRu
 class RecordedCalls:
     """The recorded model calls of one run and which of them have been served."""
 
-    def __init__(self, trace: Trace, *, upto: int | None = None, rules: CompareRules = NO_RULES) -> None:
+    def __init__(
+        self,
+        trace: Trace,
+        *,
+        upto: int | None = None,
+        rules: CompareRules = NO_RULES,
+        explain: Callable[[Difference], Difference] | None = None,  # adds a note to a difference (session.env_report)
+    ) -> None:
         self.run_id = trace.id
         self.upto = upto
         self.rules = rules
+        self.explain = explain
+        self._trace = trace
         self._calls: list[RecordedCall] = recorded_calls_of(trace, upto=upto, rules=rules)
         self._calls_view = tuple(self._calls)
         self._index: dict[str, deque[int]] = {}
@@ -172,6 +181,20 @@ class RecordedCalls:
                     del self._index[digest]
                 return self._serve(number, expected, matched=True)
             return self._diverge(expected, digest, model_input)
+
+    def use_rules(self, rules: CompareRules) -> bool:
+        """Compare under ``rules`` from now on (an agent profile's masks); only before any call was matched."""
+        with self._lock:
+            if self._calls_served or self._divergences or self._exhausted or rules == self.rules:
+                return False
+            self.rules = rules
+            self._calls = recorded_calls_of(self._trace, upto=self.upto, rules=rules)
+            self._calls_view = tuple(self._calls)
+            self._index = {}
+            for call in self._calls:
+                self._index.setdefault(call.digest, deque()).append(call.number)
+            self._divergence_cache = {}
+            return True
 
     def next_expected(self) -> RecordedCall | None:
         """The earliest recorded call not yet served (None when all have been)."""
@@ -244,12 +267,15 @@ class RecordedCalls:
         if cached is not None:
             return cached
         call = self._calls[expected]
+        difference = (
+            first_difference(call.input, model_input, self.rules) if self.rules != NO_RULES else first_difference(call.input, model_input)
+        )
+        if difference is not None and self.explain is not None:
+            difference = self.explain(difference)
         divergence = Divergence(
             run_id=self.run_id,
             step=call.input_step,
-            difference=first_difference(call.input, model_input, self.rules)
-            if self.rules != NO_RULES
-            else first_difference(call.input, model_input),
+            difference=difference,
             expected_digest=call.digest,
             got_digest=digest,
         )

@@ -165,6 +165,7 @@ class BlackboxAddon:
                     opts.blackbox_cassette,
                     overwrite=opts.blackbox_overwrite,
                     redactor=settings.redactor,
+                    environment=settings.environment,
                     **{k: v.value for k, v in settings.exchange_settings().items()},
                 )
                 self._replaying = False
@@ -176,6 +177,7 @@ class BlackboxAddon:
                     redactor=settings.redactor,
                     pace=settings.pace.value,
                     order_gap_ms=settings.order_gap.value,
+                    environment=settings.environment,  # mitmdump's own environment stands for the agent's (docs/cassette.md)
                 )
                 self._replaying = True
                 if "upstream_cert" in opts and opts.upstream_cert:

@@ -26,6 +26,8 @@ from blackbox_mitm.errors import CassetteError
 from blackbox_mitm.matcher import RecordedCalls, verdict
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.session.engine import Session
+from blackbox_mitm.session.env_report import explainer
+from blackbox_mitm.session.environment import EnvSubstitution, RunEnvironment, replay_substitution
 from blackbox_mitm.session.exchanges import DEFAULT_EXCHANGE_MAX_BYTES, DEFAULT_RUN_MAX_BYTES, ExchangeBook, ExchangeServer
 from blackbox_mitm.session.recorder import RunRecorder, scrub, secrets_from_environ
 from blackbox_mitm.session.redact import Redactor
@@ -53,15 +55,21 @@ def record_session(
     exchanges: str = "all",
     exchange_max_bytes: int = DEFAULT_EXCHANGE_MAX_BYTES,
     exchanges_max_bytes: int = DEFAULT_RUN_MAX_BYTES,
+    environment: RunEnvironment | None = None,
 ) -> Session:
     """A recording; ``redactor``: rules applied to every payload before it is hashed or written.
 
     ``exchanges``: which other HTTP exchanges are kept (``all``, ``model-hosts``, ``none``), within the caps.
+
+    ``environment``: the wrapped command's, whose values become placeholders (None: no substitution).
     """
     path = Path(cassette)
     trace = Trace.new(run_id or run_id_for(compression.plain_name(path).stem))  # run.json.zst: run-…
+    env = EnvSubstitution.for_record(environment) if environment is not None else None
+    if env is not None:
+        trace.environment = (redactor or Redactor()).payload(env.metadata())  # in the header: a recovered journal keeps it
     journal = Journal(path, trace, overwrite=overwrite, fsync=fsync, compact=compact)  # refuses an existing cassette
-    recorder = RunRecorder(trace, journal, secrets=secrets_from_environ(), redactor=redactor)
+    recorder = RunRecorder(trace, journal, secrets=secrets_from_environ(), redactor=redactor, env=env)
     if exchanges != "none":
         recorder.exchanges = ExchangeBook(
             policy=exchanges,
@@ -70,7 +78,7 @@ def record_session(
             redactor=redactor,
             secrets=set(recorder.secrets),
         )
-    return Session(run_id=trace.id, recorder=recorder, tail="upstream", cassette_path=path, redactor=redactor)
+    return Session(run_id=trace.id, recorder=recorder, tail="upstream", cassette_path=path, redactor=redactor, env=env)
 
 
 def replay_session(
@@ -81,13 +89,26 @@ def replay_session(
     redactor: Redactor | None = None,
     pace: float | None = None,
     order_gap_ms: float | None = DEFAULT_GAP_MS,
+    environment: RunEnvironment | None = None,
 ) -> Session:
     """A replay: ``rules`` masks what is compared, ``redactor`` redacts live requests as the recording was, ``pace`` keeps time,
-    ``order_gap_ms`` separates the ends of overlapping answers released in the recorded order (None: off; session/release.py)."""
+    ``order_gap_ms`` separates the ends of overlapping answers released in the recorded order (None: off; session/release.py).
+
+    ``environment``: the live one, put in place of the recorded placeholders (None: no substitution).
+    """
     trace = load_verified(cassette)
-    replay = RecordedCalls(trace, rules=rules)
+    env = replay_substitution(environment, trace)
+    replay = RecordedCalls(trace, rules=rules, explain=explainer(trace, env))
     session = Session(
-        run_id=trace.id, replay=replay, match=match, tail="refuse", rules=rules, redactor=redactor, pace=pace, order_gap_ms=order_gap_ms
+        run_id=trace.id,
+        replay=replay,
+        match=match,
+        tail="refuse",
+        rules=rules,
+        redactor=redactor,
+        pace=pace,
+        order_gap_ms=order_gap_ms,
+        env=env,
     )
     ref = exchanges_ref_of(trace)
     if ref is not None:  # load_verified checked the file against the terminal event's seal

@@ -30,6 +30,8 @@ from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
 from blackbox_mitm.matcher import Divergence, Exhausted, RecordedCalls, Served
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.matcher.outcomes import RecordedCall
+from blackbox_mitm.matcher.profiles import profile_for, with_profile
+from blackbox_mitm.session.environment import EnvSubstitution
 from blackbox_mitm.session.exchanges import ExchangeServer
 from blackbox_mitm.session.numbers import refuse_unrepresentable_numbers
 from blackbox_mitm.session.recorder import RecordFailed, RunRecorder, SecretLeak, scrub, secrets_from_environ, secrets_from_request
@@ -110,6 +112,7 @@ class Session:
         redactor: Redactor | None = None,  # applied to every request before it is matched or recorded
         pace: float | None = None,  # --pace: None as fast as possible, else the factor on each recorded call's time
         order_gap_ms: float | None = DEFAULT_GAP_MS,  # --order-gap: overlapping answers in recorded order, this far apart; None: off
+        env: EnvSubstitution | None = None,  # the run's environment as placeholders (session.environment)
     ) -> None:
         if tail not in ("refuse", "upstream", "script"):
             raise ValueError(f"unknown tail {tail!r}")
@@ -130,6 +133,8 @@ class Session:
         self.redactor = redactor or Redactor()
         self.pace = pace
         self.order = ReleaseOrder(replay.calls, gap_ms=order_gap_ms) if replay is not None and order_gap_ms is not None else None
+        self.env = env
+        self._profile_chosen = False  # the agent's profile (matcher.profiles), from its first call's User-Agent
         self.in_flight = 0
         self.forwarded_calls = 0
         self.scripted_calls = 0
@@ -207,7 +212,11 @@ class Session:
     def _from_recording(self, codec: Codec, decoded: DecodedRequest, req: ModelRequest) -> Answer | None:
         """The recorded answer, a divergence, or the end of the recording (None: the tail answers)."""
         assert self.replay is not None
-        result = self.replay.match(decoded.model_input, mode=self._mode_now())
+        self._choose_profile(req.headers)
+        # The environment's values as placeholders, as they were recorded (the codecs keep the live request:
+        # their state, such as Gemini's call places, is keyed by what the agent sends; the recorder neutralizes).
+        compared = decoded.model_input if self.env is None else self.env.neutral(decoded.model_input)
+        result = self.replay.match(compared, mode=self._mode_now())
         if isinstance(result, Served):
             call = result.call
             output = dict(call.output)
@@ -243,6 +252,21 @@ class Session:
         )
         log.warning("%s", message)
         return _error(codec, message, error_type="replay_exhausted", status=400)
+
+    def _choose_profile(self, headers: Mapping[str, str]) -> None:
+        """On the first call: the agent's profile masks (by its User-Agent) join the rules, before anything is matched."""
+        assert self.replay is not None
+        with self._lock:
+            if self._profile_chosen:
+                return
+            self._profile_chosen = True
+            profile = profile_for(headers)
+            rules = with_profile(self.rules, profile)
+            if rules is not self.rules and self.replay.use_rules(rules):
+                self.rules = rules
+                log.info(
+                    "blackbox: the %s profile's masks are on (User-Agent %s)", profile.name if profile else "", headers.get("user-agent")
+                )
 
     def _mode_now(self) -> str:
         """Strict up to the cut; after an edit the agent has seen something new, so in order."""
@@ -289,6 +313,8 @@ class Session:
         hold: Hold | None = None,
     ) -> Answer:
         created = int(timestamp)
+        if self.env is not None:  # the recorded placeholders as this run's values: the agent reads its own paths
+            output = self.env.restore(output)
         if decoded.stream:
             body = codec.encode_stream(output, request=decoded, ids=self.ids, created_ms=created)
             headers = {"content-type": stream_content_type(codec), "cache-control": "no-cache"}

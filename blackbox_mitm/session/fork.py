@@ -38,6 +38,8 @@ from blackbox_mitm.matcher import RecordedCalls
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.session.build import run_id_for
 from blackbox_mitm.session.engine import Session
+from blackbox_mitm.session.env_report import explainer
+from blackbox_mitm.session.environment import RunEnvironment, replay_substitution
 from blackbox_mitm.session.recorder import RunRecorder, secrets_from_environ
 from blackbox_mitm.session.redact import Redactor
 from blackbox_mitm.session.release import DEFAULT_GAP_MS
@@ -195,8 +197,10 @@ def fork_session(
     redactor: Redactor | None = None,
     pace: float | None = None,
     order_gap_ms: float | None = DEFAULT_GAP_MS,
+    environment: RunEnvironment | None = None,
 ) -> Session:
-    """The session that serves the parent up to the cut and records the child (``rules``, ``redactor``, ``pace``, ``order_gap_ms`` as for a replay)."""
+    """The session that serves the parent up to the cut and records the child (``rules``, ``redactor``, ``pace``,
+    ``order_gap_ms``, ``environment`` as for a replay)."""
     parent = plan.parent
     out = Path(output)
     if out.exists() and not overwrite:
@@ -213,11 +217,14 @@ def fork_session(
         if step.type == "model_output":
             ids.register_calls(step.payload)
     response_edit, tool_result_edit = _append_edit(plan, child, ids)
+    env = replay_substitution(environment, parent)  # the child replaces what its parent did
+    if env is not None:
+        child.environment = (redactor or Redactor()).payload(env.metadata())
     journal = Journal(out, child, overwrite=overwrite, fsync=fsync)
     return Session(
         run_id=parent.id,
-        recorder=RunRecorder(child, journal, secrets=secrets_from_environ(), redactor=redactor),
-        replay=RecordedCalls(parent, upto=_served_upto(plan), rules=rules),
+        recorder=RunRecorder(child, journal, secrets=secrets_from_environ(), redactor=redactor, env=env),
+        replay=RecordedCalls(parent, upto=_served_upto(plan), rules=rules, explain=explainer(parent, env)),
         match=match,
         tail=tail,
         script=_script_source(script, ids) if tail == "script" else None,
@@ -230,6 +237,7 @@ def fork_session(
         redactor=redactor,
         pace=pace,
         order_gap_ms=order_gap_ms,
+        env=env,
     )
 
 

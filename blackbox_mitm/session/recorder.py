@@ -36,6 +36,7 @@ from blackbox_mitm.cassette.trace import Trace, TraceStep, now_ms
 from blackbox_mitm.codecs import credential_headers, credential_query, key_env_vars
 from blackbox_mitm.codecs.base import DecodedRequest
 from blackbox_mitm.errors import BlackboxError, RecordFailed, SecretLeak
+from blackbox_mitm.session.environment import EnvSubstitution
 from blackbox_mitm.session.redact import Redactor
 
 if TYPE_CHECKING:
@@ -126,10 +127,19 @@ class _Pending:
 class RunRecorder:
     """Appends a run's steps to its trace and journal; thread-safe."""
 
-    def __init__(self, trace: Trace, journal: Journal | None, *, secrets: set[str] | None = None, redactor: Redactor | None = None) -> None:
+    def __init__(
+        self,
+        trace: Trace,
+        journal: Journal | None,
+        *,
+        secrets: set[str] | None = None,
+        redactor: Redactor | None = None,
+        env: EnvSubstitution | None = None,
+    ) -> None:
         self.trace = trace
         self.journal = journal
         self.redactor = redactor or Redactor()  # applied to every payload before it is hashed or written
+        self.env = env  # the run's environment as placeholders, before hashing (session.environment)
         self.secrets: set[str] = set(secrets or ())
         self.model_calls = 0
         self.unrecordable: list[str] = []
@@ -179,6 +189,8 @@ class RunRecorder:
                 done.append(call_id)
             staged.append(("model_input", request.model_input, request_ms))
             staged.append(("model_output", output, response_ms if response_ms is not None else now_ms()))
+            if self.env is not None:
+                staged = [(kind, self.env.neutral(payload), ts) for kind, payload, ts in staged]
             if self.redactor:
                 staged = [(kind, self.redactor.payload(payload), ts) for kind, payload, ts in staged]
             self._refuse_secrets(staged)
@@ -241,7 +253,10 @@ class RunRecorder:
         self, cassette: str | os.PathLike[str] | None, *, exit_code: int | None, in_flight: int = 0, proxy_only: bool = False
     ) -> Path | None:
         with self._lock:
-            event = self.redactor.payload(self.terminal_event(exit_code=exit_code, in_flight=in_flight, proxy_only=proxy_only))
+            event: dict[str, Any] = dict(self.terminal_event(exit_code=exit_code, in_flight=in_flight, proxy_only=proxy_only))
+            if self.env is not None:
+                event = self.env.neutral(event)
+            event = self.redactor.payload(event)
             event = self._seal_exchanges(event)
             step = self.trace.append("metadata", event)
             if self.journal is not None:

@@ -81,6 +81,8 @@ class RunRouter:
     session_options: Callable[[Path], dict[str, Any]] | None = None
     # Whether replay reports go beside the cassettes (DIR/<run>.report.json), so that no run may be named into their place.
     reports_beside: bool = True
+    # Every run's environment (session.environment.RunEnvironment): the proxy's own; None: no substitution.
+    environment: Any = None
     _runs: dict[str, _Run] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -122,8 +124,10 @@ class RunRouter:
                 if not path.is_file():
                     return _Run(error=f"the proxy credentials name the run {run!r}, but there is no cassette {path} to replay")
                 extra = self.session_options(path) if self.session_options is not None else {}
+                extra.setdefault("environment", self.environment)
                 return _Run(session=replay_session(path, match=self.match, **extra), cassette=path)
-            return _Run(session=record_session(path, overwrite=self.overwrite, run_id=run), cassette=path)
+            session = record_session(path, overwrite=self.overwrite, run_id=run, environment=self.environment)
+            return _Run(session=session, cassette=path)
         except BlackboxError as exc:
             log.warning("blackbox: run %s cannot be served: %s", run, exc)
             return _Run(error=f"run {run!r} cannot be served: {exc}")

@@ -45,8 +45,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         nargs="?",
         const="missing",
         default=None,
-        metavar="ci",
-        help="record missing tapes against the real upstream instead of failing (with CI set, only as --blackbox-record=ci)",
+        metavar="ci|all",
+        help="record missing tapes against the real upstream instead of failing (with CI set, only as --blackbox-record=ci); "
+        "all: re-record every tape (refused with CI set)",
     )
     group.addoption(
         "--blackbox-map-remote", action="append", default=[], metavar="SPEC", help="mitmproxy map_remote spec used while recording tapes"
@@ -66,8 +67,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "run the test against a replay of a recorded cassette",
     )
     record = config.getoption("--blackbox-record")
-    if record not in (None, "missing", "ci"):
-        raise pytest.UsageError(f"--blackbox-record takes no value, or 'ci'; not {record!r}")
+    if record not in (None, "missing", "ci", "all"):
+        raise pytest.UsageError(f"--blackbox-record takes no value, 'ci' or 'all'; not {record!r}")
+    if record == "all" and os.environ.get("CI"):
+        raise pytest.UsageError("CI is set: re-recording every tape in CI is refused; run --blackbox-record=all on a developer machine")
     if record == "missing" and os.environ.get("CI"):
         raise pytest.UsageError(
             "CI is set: recording tapes in CI is refused, so a suite never records silently; pass --blackbox-record=ci to record anyway"
@@ -117,6 +120,7 @@ def _start_tape(item: pytest.Item) -> Any:
             redact=marker.kwargs.get("redact", ()),
             pace=marker.kwargs.get("pace"),
             default_masks=marker.kwargs.get("default_masks", True),
+            rerecord=item.config.getoption("--blackbox-record") == "all",
         )
     except (BlackboxError, ValueError) as exc:
         raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.blackbox_tape: {exc}") from exc

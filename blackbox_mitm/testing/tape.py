@@ -56,6 +56,7 @@ class Tape:
         redact: Sequence[str] = (),
         pace: str | float | None = None,
         default_masks: bool = True,
+        rerecord: bool = False,  # record it afresh even when it exists (--blackbox-record=all)
     ) -> None:
         if mode not in ("strict", "sequence"):
             raise ValueError(f"mode must be 'strict' or 'sequence', not {mode!r}")
@@ -68,7 +69,8 @@ class Tape:
         )
         self.cassette = Path(cassette)
         self.mode = mode
-        self.recording = record and not self.cassette.exists()
+        self.rerecord = rerecord
+        self.recording = rerecord or (record and not self.cassette.exists())
         self.confdir = confdir
         self.map_remote = list(map_remote)
         self.hosts = list(self.settings.host_names)
@@ -83,9 +85,11 @@ class Tape:
         _ca_ready(self.confdir)
         s = self.settings
         if self.recording:
-            self.session = record_session(self.cassette, redactor=s.redactor)
+            self.session = record_session(self.cassette, overwrite=self.rerecord, redactor=s.redactor, environment=s.environment)
         else:
-            self.session = replay_session(self.cassette, match=self.mode, rules=s.rules, redactor=s.redactor, pace=s.pace.value)
+            self.session = replay_session(
+                self.cassette, match=self.mode, rules=s.rules, redactor=s.redactor, pace=s.pace.value, environment=s.environment
+            )
         settings = ProxySettings(hosts=self.hosts, confdir=self.confdir, map_remote=self.map_remote)
         stack = ExitStack()
         self._run = stack.enter_context(proxy_run(self.session, replaying=not self.recording, settings=settings))

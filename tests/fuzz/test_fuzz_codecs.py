@@ -32,6 +32,9 @@ CANDIDATE_PATHS = (
     "/v1/responses",
     "/v1beta/models/gemini-2.0-flash:generateContent",
     "/v1beta/models/gemini-2.0-flash:streamGenerateContent",
+    "/model/anthropic.claude-3-5-haiku-20241022-v1:0/invoke",
+    "/model/anthropic.claude-3-5-haiku-20241022-v1:0/converse",
+    "/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-3-5-haiku@20241022:rawPredict",
 )
 
 

@@ -206,3 +206,28 @@ def test_agent():
     assert [s.type for s in load_trace(new_tape).steps][-1] == "metadata"
     # Now the tape exists: the same test replays it with no provider at all.
     _run(pytester, confdir).assert_outcomes(passed=1)
+
+
+def test_record_all_re_records_an_existing_tape_and_is_refused_in_ci(
+    pytester: pytest.Pytester, confdir: Path, tmp_path: Path, tape: Path
+) -> None:
+    copy = tmp_path / "again.json"
+    copy.write_bytes(tape.read_bytes())
+    before = load_trace(copy).id
+    pytester.makepyfile(
+        _header(copy)
+        + """
+@pytest.mark.blackbox_tape(TAPE)
+def test_agent():
+    assert run("What's the weather in Paris?") == "Paris: cloudy, 18°C."
+"""
+    )
+    in_ci = _run(pytester, confdir, "--blackbox-record=all", ci=True)
+    assert in_ci.ret == pytest.ExitCode.USAGE_ERROR
+    in_ci.stderr.fnmatch_lines(["*CI is set*re-recording every tape*"])
+    with FakeProvider() as provider:
+        remote = [f"--blackbox-map-remote={spec}" for spec in map_remote_for(provider.url)]
+        _run(pytester, confdir, "--blackbox-record=all", *remote).assert_outcomes(passed=1)
+        assert len(provider.requests) == 2  # the tape existed, and it was recorded afresh
+    assert load_trace(copy).id != before
+    _run(pytester, confdir).assert_outcomes(passed=1)  # and it replays

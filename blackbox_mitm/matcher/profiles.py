@@ -1,0 +1,97 @@
+"""Agent profiles: built-in mask sets for one agent program, chosen by the request's ``User-Agent``.
+
+Environment substitution (``session.environment``) makes a run's directories,
+home, user, host and dates the same at record and at replay. What still varies
+between two machines is the agent's own: the OS and kernel version Claude Code
+puts in its environment block, the version line of a build. Those are masked
+by the agent's profile, which a replay turns on when the agent's first model
+call names it in its ``User-Agent`` (``claude-cli/2.1.3 (external, cli)``,
+``codex_exec/0.1``, ``GeminiCLI/0.9.0``, ``opencode/1.0``). The built-in masks
+(``matcher.masks``) stay on for every agent, as before; a profile adds its own
+to them. ``blackbox masks`` lists both.
+
+Every profile mask is written for RE2 too (no lookarounds, no backreferences):
+it masks its label with its value, which is the same text on both sides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from blackbox_mitm.matcher.masks import CompareRules, Mask
+
+__all__ = ["PROFILES", "Profile", "profile_for", "with_profile"]
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """One agent program: the ``User-Agent`` prefixes it sends and the masks its replays add."""
+
+    name: str
+    user_agents: tuple[str, ...]  # lower-case prefixes of the header's value
+    masks: tuple[Mask, ...]
+    about: str
+
+    def matches(self, user_agent: str) -> bool:
+        return user_agent.strip().lower().startswith(self.user_agents)
+
+
+def _mask(name: str, pattern: str, needs: str, about: str) -> Mask:
+    return Mask(name, pattern, source="built-in profile", about=about, needs=(needs,))
+
+
+PROFILES: tuple[Profile, ...] = (
+    Profile(
+        "claude-code",
+        ("claude-cli/", "claude-code/"),
+        (
+            _mask(
+                "claude-code.os-version",
+                r"OS Version: [^\n]{1,200}",
+                "OS Version: ",
+                "the OS and kernel version in Claude Code's environment block (OS Version: Linux 6.1.0-…): another machine",
+            ),
+            _mask(
+                "claude-code.cc-version",
+                r"cc_version=[0-9A-Za-z._-]{1,40}",
+                "cc_version=",
+                "the version in Claude Code's billing line, with its suffix (cc_version=2.1.332.95a): the suffix is not the same everywhere",
+            ),
+        ),
+        "Claude Code (User-Agent claude-cli/…)",
+    ),
+    Profile(
+        "codex",
+        ("codex_", "codex/"),
+        (),
+        "Codex CLI (User-Agent codex_exec/…, codex_cli_rs/…): nothing beyond env substitution and codex.wall-time varied",
+    ),
+    Profile(
+        "gemini-cli",
+        ("geminicli/",),
+        (),
+        "Gemini CLI (User-Agent GeminiCLI/…): nothing beyond env substitution varied",
+    ),
+    Profile(
+        "opencode",
+        ("opencode/",),
+        (),
+        "opencode (User-Agent opencode/…): not installed in this project's tests; no masks found yet",
+    ),
+)
+
+
+def profile_for(headers: Mapping[str, str]) -> Profile | None:
+    """The profile of the agent that sent a request with these (lower-case) headers, if any."""
+    user_agent = headers.get("user-agent", "")
+    return next((p for p in PROFILES if p.matches(user_agent)), None) if user_agent else None
+
+
+def with_profile(rules: CompareRules, profile: Profile | None) -> CompareRules:
+    """``rules`` plus ``profile``'s masks, when the built-in masks are on (``--no-default-masks`` turns profiles off too)."""
+    if profile is None or not profile.masks or not any(m.source == "built-in" for m in rules.masks):
+        return rules
+    have = {m.name for m in rules.masks}
+    extra = tuple(m for m in profile.masks if m.name not in have)
+    return CompareRules(rules.masks + extra, rules.redactions) if extra else rules
