@@ -34,6 +34,7 @@ __all__ = [
     "CHAINING",
     "CODECS",
     "FRAMED",
+    "TOKEN_HOSTS",
     "REGISTERED",
     "WEBSOCKETS",
     "CallIds",
@@ -82,6 +83,8 @@ CODECS: dict[str, Codec] = {c.NAME: c for c in REGISTERED}
 CHAINING: tuple[ChainingCodec, ...] = (openai_responses,)
 WEBSOCKETS: tuple[WebSocketCapable, ...] = (openai_responses,)
 FRAMED: tuple[FramedStreamCodec, ...] = (bedrock, bedrock_converse)  # streams that are not server-sent events
+# The clouds' credential endpoints (STS, OAuth, Entra ID, instance metadata): what they answer is a credential.
+TOKEN_HOSTS: tuple[str, ...] = (*bedrock.TOKEN_HOSTS, *vertex_anthropic.TOKEN_HOSTS, *openai_chat.TOKEN_HOSTS)
 
 
 def _split(path: str) -> tuple[str, str]:

@@ -168,6 +168,9 @@ class ExchangeTransport:
             log.exception("blackbox: an exchange could not be kept")
             book.note(f"{flow.request.method} {url}: could not be kept (an internal error; see the log)")
             return
+        if entry is None:  # a credential endpoint: the book's note says so
+            log.info("blackbox: not kept (a credential endpoint): %s %s", flow.request.method, flow.request.pretty_host)
+            return
         log.info(
             "blackbox: kept exchange %d: %s %s%s -> %s",
             entry["index"],

@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 from blackbox_mitm.cassette.exchanges import KEPT_HEADERS, KIND, VERSION, body_bytes, digest_of, stored_body
 from blackbox_mitm.cassette.trace import now_ms
-from blackbox_mitm.codecs import credential_query
+from blackbox_mitm.codecs import TOKEN_HOSTS, credential_query, host_matches
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.session.recorder import scrub
 from blackbox_mitm.session.redact import Redactor
@@ -130,10 +130,18 @@ class ExchangeBook:
         body_size: int | None = None,
         secrets: set[str] | None = None,
         incomplete: bool = False,
-    ) -> dict[str, Any]:
-        """Keep one exchange (``body`` None: it was larger than the cap; ``body_size`` says how large)."""
+    ) -> dict[str, Any] | None:
+        """Keep one exchange (``body`` None: it was larger than the cap; ``body_size`` says how large).
+
+        A cloud's credential endpoint (STS, OAuth, Entra ID, instance metadata) is never kept, not even its URL's
+        digest: what it answers is a credential. The note names it; an offline replay refuses it by name.
+        """
         with self._lock:
             self.secrets |= secrets or set()
+            host = (urlsplit(url).hostname or "").lower()
+            if host_matches(host, TOKEN_HOSTS):
+                self.not_kept.append(f"{method.upper()} {host}: a credential endpoint, never kept (its answer is a credential)")
+                return None
             method, clean, digest, kept = request_key(method, url, request_body, secrets=self.secrets, redactor=self.redactor)
             parts = urlsplit(clean)
             entry: dict[str, Any] = {

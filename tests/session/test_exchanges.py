@@ -9,6 +9,12 @@ PAGE = b"<h1>page</h1>"
 
 
 def _add(book: ExchangeBook, url: str = "https://docs.example.com/a", body: bytes | None = PAGE, **kw: object) -> dict[str, object]:
+    entry = _try_add(book, url, body, **kw)
+    assert entry is not None
+    return entry
+
+
+def _try_add(book: ExchangeBook, url: str, body: bytes | None = PAGE, **kw: object) -> dict[str, object] | None:
     args: dict[str, object] = {
         "method": "GET",
         "url": url,
@@ -95,3 +101,27 @@ def test_a_response_not_kept_is_refused_with_the_reason() -> None:
     why = server.answer("GET", "https://docs.example.com/a", b"", secrets=set())
     assert isinstance(why, str) and "not kept at recording (larger than the 1-byte cap per exchange" in why
     assert server.status()["unmatched_exchanges"][0]["path"] == "/a"
+
+
+def test_a_clouds_credential_endpoint_is_never_kept_and_a_replay_finds_nothing_for_it() -> None:
+    book = ExchangeBook()
+    token = b'{"access_token": "ya29.a0AfH6SMBx-not-a-real-token-0123456789", "expires_in": 3599}'
+    endpoints = (
+        "https://oauth2.googleapis.com/token",
+        "https://sts.us-east-1.amazonaws.com/?Action=AssumeRoleWithWebIdentity",
+        "https://login.microsoftonline.com/tenant/oauth2/v2.0/token",
+        "http://169.254.169.254/latest/api/token",
+    )
+    for url in endpoints:
+        assert _try_add(book, url, body=token, method="POST", request_body=b"grant_type=refresh_token&refresh_token=1//0g") is None
+    doc = book.document("r")
+    assert doc["exchanges"] == [] and doc["bodies"] == {}
+    assert b"ya29." not in repr(doc).encode() and b"refresh_token" not in repr(doc).encode()
+    assert [n.split(":")[0] for n in book.not_kept] == [
+        "POST oauth2.googleapis.com",
+        "POST sts.us-east-1.amazonaws.com",
+        "POST login.microsoftonline.com",
+        "POST 169.254.169.254",
+    ]
+    server = ExchangeServer(doc)
+    assert not isinstance(server.answer("POST", endpoints[0], b"grant_type=refresh_token", secrets=set()), Served)

@@ -76,6 +76,15 @@ ID_PREFIXES: tuple[str, ...] = ("toolu_", "msg_")
 RESPONSE_KEYS: tuple[str, ...] = ("amazon-bedrock-invocationMetrics", "invocationMetrics", "inputTokenCount", "outputTokenCount")
 PARAMS: tuple[tuple[str, str], ...] = ()  # the Anthropic codec's (the body is a Messages body)
 STREAM_CONTENT_TYPE = "application/vnd.amazon.eventstream"
+# Where AWS SDKs get credentials: never kept as exchanges (their answers are credentials), refused offline.
+TOKEN_HOSTS: tuple[str, ...] = (
+    "sts.amazonaws.com",
+    "sts.*.amazonaws.com",
+    "portal.sso.*.amazonaws.com",
+    "oidc.*.amazonaws.com",
+    "169.254.169.254",  # the instance metadata service (EC2, ECS, and Azure's too)
+    "169.254.170.2",  # ECS task credentials
+)
 PATH = re.compile(r"^(?:/[^?#]*)?/model/(?P<model>[^/]+)/(?P<op>invoke|invoke-with-response-stream)/?$")
 BEDROCK_ONLY = ("anthropic_version", "anthropic_beta")
 

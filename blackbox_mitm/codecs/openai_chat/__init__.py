@@ -67,6 +67,8 @@ NAME = "openai"
 PROVIDER = "openai"
 # Azure OpenAI: a resource's own host (deployments, and the /openai/v1/ paths).
 DEFAULT_HOSTS: tuple[str, ...] = ("api.openai.com", "*.openai.azure.com", "*.cognitiveservices.azure.com", "*.services.ai.azure.com")
+# Where Azure identity libraries get Entra ID tokens: never kept as exchanges, refused offline.
+TOKEN_HOSTS: tuple[str, ...] = ("login.microsoftonline.com", "login.windows.net", "login.microsoft.com")
 CREDENTIAL_HEADERS: tuple[str, ...] = ("authorization", "api-key")  # api-key: Azure OpenAI
 CREDENTIAL_QUERY: tuple[str, ...] = ("api-key", "api_key")
 KEY_ENV_VARS: tuple[str, ...] = ("OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "OPENROUTER_API_KEY")

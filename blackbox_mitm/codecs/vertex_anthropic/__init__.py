@@ -54,6 +54,14 @@ NAME = "vertex-anthropic"
 PROVIDER = "vertex"
 # The regional hosts, the global one, and the multi-region ones (aiplatform.us.rep.googleapis.com).
 DEFAULT_HOSTS: tuple[str, ...] = ("*-aiplatform.googleapis.com", "aiplatform.googleapis.com", "aiplatform.*.rep.googleapis.com")
+# Where Google auth libraries get tokens: never kept as exchanges (their answers are credentials), refused offline.
+TOKEN_HOSTS: tuple[str, ...] = (
+    "oauth2.googleapis.com",
+    "accounts.google.com",
+    "sts.googleapis.com",
+    "metadata.google.internal",
+    "iamcredentials.googleapis.com",
+)
 CREDENTIAL_HEADERS: tuple[str, ...] = ("authorization",)
 CREDENTIAL_QUERY: tuple[str, ...] = ("access_token",)
 # gcloud's access-token variable first (a replay's placeholder goes there, harmlessly); never a placeholder
