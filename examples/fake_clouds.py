@@ -196,7 +196,7 @@ class FakeClouds:
             self.requests.append(request)
 
     def __enter__(self) -> FakeClouds:
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -141,7 +141,7 @@ class FakeResponsesWs:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def __enter__(self) -> FakeResponsesWs:
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
         self._thread.start()
         return self
 

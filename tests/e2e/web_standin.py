@@ -27,7 +27,7 @@ class WebStandIn:
         self.requests: list[tuple[str, str]] = []
         handler = _handler(self.requests.append)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     @property
     def url(self) -> str:
