@@ -48,6 +48,7 @@ from typing import Any, Literal
 
 from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.matcher.difference import first_difference
+from blackbox_mitm.matcher.digests import PieceDigester
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.matcher.normalize import request_digest
 from blackbox_mitm.matcher.outcomes import Divergence, Exhausted, RecordedCall, Served
@@ -65,8 +66,14 @@ DIVERGENCE_CACHE_SIZE = 256
 _TOOL_STEPS = ("tool_call", "tool_result")
 
 
-def recorded_calls_of(trace: Trace, *, upto: int | None = None, rules: CompareRules = NO_RULES) -> list[RecordedCall]:
-    """The recorded model calls of ``trace`` in recorded order (see the module docstring); digests under ``rules``."""
+def recorded_calls_of(
+    trace: Trace, *, upto: int | None = None, rules: CompareRules = NO_RULES, digester: PieceDigester | None = None
+) -> list[RecordedCall]:
+    """The recorded model calls of ``trace`` in recorded order (see the module docstring); digests under ``rules``.
+
+    ``digester`` (for ``rules``) makes the digests with its memo: a recorded run's history repeats call after call.
+    """
+    digest_of = digester.digest if digester is not None else (lambda model_input: request_digest(model_input, rules))
     calls: list[RecordedCall] = []
     pending: deque[tuple[int, int]] = deque()  # (model_input step, tool steps before it)
     tool_steps = 0
@@ -93,7 +100,7 @@ def recorded_calls_of(trace: Trace, *, upto: int | None = None, rules: CompareRu
                     output_step=step.index,
                     input=model_input,
                     output=output,
-                    digest=request_digest(model_input, rules),
+                    digest=digest_of(model_input),
                     timestamp=step.timestamp,
                     tool_steps_before=before,
                     input_timestamp=trace.steps[input_index].timestamp,
@@ -109,7 +116,10 @@ class RecordedCalls:
         self.run_id = trace.id
         self.upto = upto
         self.rules = rules
-        self._calls: list[RecordedCall] = recorded_calls_of(trace, upto=upto, rules=rules)
+        # One memo of digest pieces for the recorded calls and the live requests (matcher.digests): the same
+        # history is not masked and encoded again for every call that repeats it.
+        self._digester = PieceDigester(rules)
+        self._calls: list[RecordedCall] = recorded_calls_of(trace, upto=upto, rules=rules, digester=self._digester)
         self._calls_view = tuple(self._calls)
         self._index: dict[str, deque[int]] = {}
         for call in self._calls:
@@ -142,10 +152,7 @@ class RecordedCalls:
         """
         if mode not in MATCH_MODES:
             raise ValueError(f"unknown match mode {mode!r}; expected one of {', '.join(MATCH_MODES)}")
-        # (called with the rules only when there are some: the plain call is the common, measured path)
-        digest = (
-            request_digest(model_input, self.rules) if self.rules != NO_RULES else request_digest(model_input)
-        )  # outside the lock: it is the costly part
+        digest = self._digester.digest(model_input)  # outside the lock: it is the costly part
         with self._lock:
             expected = self._earliest_unserved()
             if expected is None:
