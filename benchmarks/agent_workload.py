@@ -98,8 +98,13 @@ def session_bodies(calls: int = 12, *, file_size: int = 5_000, seed: int = 28) -
     system = system_blocks(rng)
     tools = tool_definitions(rng)
     messages: list[dict[str, Any]] = [
-        {"role": "user", "content": [{"type": "text", "text": "<system-reminder>" + _prose(rng, 1500) + "</system-reminder>"},
-                                     {"type": "text", "text": "Find which step functions double their input."}]}
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "<system-reminder>" + _prose(rng, 1500) + "</system-reminder>"},
+                {"type": "text", "text": "Find which step functions double their input."},
+            ],
+        }
     ]
     bodies = []
     for i in range(calls):
@@ -121,7 +126,13 @@ def response_body(i: int, last: bool) -> bytes:
         ]
         stop = "tool_use"
     body = {
-        "id": f"msg_bench{i:06d}", "type": "message", "role": "assistant", "model": MODEL, "content": content,
-        "stop_reason": stop, "stop_sequence": None, "usage": {"input_tokens": 30000 + i, "output_tokens": 40},
+        "id": f"msg_bench{i:06d}",
+        "type": "message",
+        "role": "assistant",
+        "model": MODEL,
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 30000 + i, "output_tokens": 40},
     }
     return json.dumps(body, separators=(",", ":")).encode()

@@ -7,10 +7,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from blackbox_mitm.cassette.canonical import canonical_bytes
 from blackbox_mitm.matcher.digests import PieceDigester
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules, Mask
 from blackbox_mitm.matcher.normalize import compared_view, request_digest
-from blackbox_mitm.cassette.canonical import canonical_bytes
 
 RULES = (NO_RULES, CompareRules.build(), CompareRules.build([r"id-[0-9]+"]))
 
@@ -35,7 +35,9 @@ SCALARS = st.one_of(
 )
 JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXTS, inner, max_size=3), max_leaves=8)
 TEXT_PART = st.builds(lambda t: {"type": "text", "text": t}, TEXTS)
-TOOL_USE = st.builds(lambda n, i: {"type": "tool_use", "toolCallId": f"call-{n}", "toolName": "Read", "toolInput": i}, st.integers(0, 3), JSON)
+TOOL_USE = st.builds(
+    lambda n, i: {"type": "tool_use", "toolCallId": f"call-{n}", "toolName": "Read", "toolInput": i}, st.integers(0, 3), JSON
+)
 TOOL_RESULT = st.builds(
     lambda n, r: {"type": "tool_result", "toolCallId": f"call-{n}", "toolName": "Read", "result": r}, st.integers(0, 3), JSON
 )
@@ -44,9 +46,7 @@ MESSAGE = st.one_of(
     st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "system"]), "content": CONTENT}, optional={"extra": JSON}),
     JSON,
 )
-TOOL = st.fixed_dictionaries(
-    {"name": TEXTS}, optional={"description": st.one_of(TEXTS, st.none()), "inputSchema": JSON, "other": JSON}
-)
+TOOL = st.fixed_dictionaries({"name": TEXTS}, optional={"description": st.one_of(TEXTS, st.none()), "inputSchema": JSON, "other": JSON})
 MODEL_INPUT = st.fixed_dictionaries(
     {"messages": st.one_of(st.lists(MESSAGE, max_size=5), st.none(), MESSAGE)},
     optional={
@@ -71,9 +71,7 @@ def test_the_memoized_digest_is_the_full_digest(model_input: dict[str, Any], whi
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(MESSAGE, min_size=1, max_size=8), st.lists(TOOL, max_size=3), TEXTS, st.sampled_from(range(len(RULES))))
-def test_a_growing_history_hits_the_memo_and_keeps_the_digest(
-    history: list[Any], tools: list[Any], system: str, which: int
-) -> None:
+def test_a_growing_history_hits_the_memo_and_keeps_the_digest(history: list[Any], tools: list[Any], system: str, which: int) -> None:
     """An agent's calls: each re-sends the previous call's history and adds a message."""
     rules = RULES[which]
     digester = PieceDigester(rules)
