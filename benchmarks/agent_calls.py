@@ -27,6 +27,7 @@ the same round are what to read.
 from __future__ import annotations
 
 import hashlib
+import logging
 import tempfile
 import time
 from collections.abc import Callable
@@ -215,10 +216,16 @@ def cost_split(bodies: list[bytes], repeat: int) -> list[tuple[str, float]]:
 def measure(ctx: Context) -> Section:
     section = Section("agent", "Agent-sized requests: a Claude Code-shaped session, in-process (issue #28, target 2)")
     repeat = 1 if ctx.quick else 5
-    with tempfile.TemporaryDirectory(dir=ctx.workdir) as tmp:
-        cassette, bodies = prepare(Path(tmp))
-        hooks = hook_rounds(cassette, bodies, ctx.rounds, repeat)
-        split = cost_split(bodies, 3 if ctx.quick else 20)
+    # The library's log lines would go to the handler an earlier in-process proxy left behind (its event loop
+    # closed): nothing here is worth logging, so logging is off while this section runs.
+    logging.disable(logging.CRITICAL)
+    try:
+        with tempfile.TemporaryDirectory(dir=ctx.workdir) as tmp:
+            cassette, bodies = prepare(Path(tmp))
+            hooks = hook_rounds(cassette, bodies, ctx.rounds, repeat)
+            split = cost_split(bodies, 3 if ctx.quick else 20)
+    finally:
+        logging.disable(logging.NOTSET)
     ratio = ratio_stats(hooks["blackbox"], hooks["server_replay"])
     sizes = [len(b) for b in bodies]
     section.add(

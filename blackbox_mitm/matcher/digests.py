@@ -23,9 +23,11 @@ checks that over random histories.
 
 A piece that ``orjson`` cannot dump (a lone surrogate, an integer past 64 bits)
 is not memoized: its canonical bytes are made as ``request_digest`` makes them.
-The memo holds at most ``MEMO_PIECES`` pieces (oldest dropped first), one per
-distinct message, tool or system prompt; it is shared by the recorded calls
-(their digests at load) and the live requests. Safe across threads: a race
+The memo holds at most ``MEMO_PIECES`` pieces and ``MEMO_BYTES`` bytes of keys
+and values (the oldest dropped first), one entry per distinct message, tool or
+system prompt; a piece larger than a sixteenth of the budget is not kept. It is
+shared by the recorded calls (their digests at load) and the live requests: an
+agent's history repeats within a few calls, so a small memo catches it. Safe across threads: a race
 costs a duplicate computation, never a wrong value (dict operations are atomic).
 """
 
@@ -46,15 +48,20 @@ __all__ = ["MEMO_PIECES", "PieceDigester"]
 
 #: Pieces kept (messages, tools, system prompts). A 200-call agent run has a few hundred distinct ones.
 MEMO_PIECES = 8192
+#: Bytes kept, keys and values: a bound on the memo's memory whatever the run (a 10,000-call run of distinct
+#: 4 KB tool results would otherwise keep 8,192 of them twice over).
+MEMO_BYTES = 32 * 1024 * 1024
 
 
 class PieceDigester:
     """``request_digest(model_input, rules)``, with the canonical bytes of every piece memoized (module docstring)."""
 
-    def __init__(self, rules: CompareRules = NO_RULES, *, max_pieces: int = MEMO_PIECES) -> None:
+    def __init__(self, rules: CompareRules = NO_RULES, *, max_pieces: int = MEMO_PIECES, max_bytes: int = MEMO_BYTES) -> None:
         self.rules = rules
         self.max_pieces = max_pieces
+        self.max_bytes = max_bytes
         self._memo: dict[tuple[str, bytes], bytes] = {}
+        self._bytes = 0  # len(key) + len(value) over the memo
         self.hits = 0
         self.misses = 0
         masks = rules if rules else None
@@ -98,12 +105,19 @@ class PieceDigester:
             return found
         self.misses += 1
         out = make(value)
-        if len(self._memo) >= self.max_pieces:
+        size = len(key[1]) + len(out)
+        if size * 16 > self.max_bytes:
+            return out  # too big to be worth keeping
+        while self._memo and (len(self._memo) >= self.max_pieces or self._bytes + size > self.max_bytes):
             try:
-                del self._memo[next(iter(self._memo))]  # the oldest piece
+                old_key = next(iter(self._memo))  # the oldest piece
+                old = self._memo.pop(old_key)
             except (KeyError, StopIteration, RuntimeError):  # another thread got there first
-                pass
-        self._memo[key] = out
+                break
+            self._bytes -= len(old_key[1]) + len(old)
+        if key not in self._memo:
+            self._memo[key] = out
+            self._bytes += size
         return out
 
     def _message_bytes(self, message: Any) -> bytes:

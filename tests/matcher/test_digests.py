@@ -97,3 +97,14 @@ def test_a_mask_change_is_a_different_memo() -> None:
     assert masked.digest(model_input) == request_digest(model_input, masked.rules)
     assert plain.digest(model_input) == request_digest(model_input)
     assert masked.digest(model_input) != plain.digest(model_input)
+
+
+def test_the_memo_stays_within_its_byte_budget() -> None:
+    digester = PieceDigester(CompareRules.build(), max_bytes=4096)
+    for n in range(40):
+        model_input = {"messages": [{"role": "user", "content": f"turn {k} " + "x" * 100} for k in range(n)]}
+        assert digester.digest(model_input) == request_digest(model_input, digester.rules)
+        assert digester._bytes == sum(len(k[1]) + len(v) for k, v in digester._memo.items()) <= 4096
+    big = {"messages": [{"role": "user", "content": "y" * 1000}]}  # over a sixteenth of the budget: not kept
+    assert digester.digest(big) == request_digest(big, digester.rules)
+    assert all(b"y" * 1000 not in k[1] for k in digester._memo)
