@@ -32,7 +32,7 @@ from pathlib import Path
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import PYTHON, ROOT, Context, Section, md_table
+from benchmarks.common import PYTHON, ROOT, Context, Section, Target, md_table
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.cassette.store import save_trace
 from blackbox_mitm.cassette.trace import Trace
@@ -187,6 +187,22 @@ def measure(ctx: Context) -> Section:
     section.headline.append(
         f"golden suite: {count} goldens with `blackbox test -j {JOBS}` in {shared:.1f} s against {bare:.1f} s bare "
         f"({(shared - bare) / count * 1000:.0f} ms a golden against bare; {saved:.0f} ms a golden saved against a proxy per golden)"
+    )
+    overhead = (shared - bare) / count
+    section.targets.append(
+        Target(
+            "#28: a golden suite on one shared proxy: overhead per golden over the bare agents",
+            "≤ 0.20 s",
+            overhead,
+            0.2,
+            note=f"measured on {count} goldens (not 1,000: extrapolated, the shared proxy's per-call cost does not grow with "
+            "the suite, section 2)",
+        )
+    )
+    section.add(
+        "",
+        f"Issue #28 asks this of a 1,000-golden suite; it is measured here on {count} and extrapolated: one shared proxy "
+        "answers each call in a time that does not grow with the number of goldens (section 2's flat per-call cost).",
     )
     section.data = {
         "goldens": count,

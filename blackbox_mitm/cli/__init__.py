@@ -9,47 +9,57 @@ one ``main.add_command`` line each.
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
 from blackbox_mitm import __version__
-from blackbox_mitm.cli import (
-    cassette_commands,
-    compress_commands,
-    fork_commands,
-    golden_commands,
-    mcp_commands,
-    run_commands,
-    view_commands,
-)
-from blackbox_mitm.cli import compare_options as compare_commands
 from blackbox_mitm.cli.base import BlackboxGroup, UsageProblem
 
-__all__ = ["UsageProblem", "main"]
+__all__ = ["COMMANDS", "UsageProblem", "main"]
+
+#: Every command: its name -> the module and attribute that define it. A module is imported when its command is
+#: run (or listed by --help), not before: ``blackbox replay`` never imports the golden runner, diff, view, the mcp
+#: SDK or the compressors (issue #28: start-up no slower than mitmdump's). tests/cli/test_cli_lazy.py checks the
+#: table against the modules.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "record": ("run_commands", "record"),
+    "replay": ("run_commands", "replay"),
+    "proxy": ("run_commands", "proxy"),
+    "certs": ("run_commands", "certs"),
+    "fork": ("fork_commands", "fork"),
+    "forks": ("fork_commands", "forks"),
+    "verify": ("cassette_commands", "verify"),
+    "show": ("cassette_commands", "show"),
+    "diff": ("cassette_commands", "diff"),
+    "recover": ("cassette_commands", "recover"),
+    "golden": ("golden_commands", "golden"),
+    "test": ("golden_commands", "test_command"),
+    "junit": ("golden_commands", "junit"),
+    "masks": ("compare_options", "masks_command"),
+    "config": ("compare_options", "config_command"),
+    "view": ("view_commands", "view"),
+    "compress": ("compress_commands", "compress"),
+    "decompress": ("compress_commands", "decompress"),
+    "mcp": ("mcp_commands", "mcp"),
+}
 
 
-@click.group(cls=BlackboxGroup, context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(BlackboxGroup):
+    """The ``blackbox`` group: each command's module is imported the first time the command is looked up."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            importlib.import_module("blackbox_mitm.codecs")  # registers the provider facts verify checks (cassette.facts)
+            module, attr = COMMANDS[cmd_name]
+            self.add_command(getattr(importlib.import_module(f"blackbox_mitm.cli.{module}"), attr), cmd_name)
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="blackbox")
 def main() -> None:
     """Record an LLM agent's model calls through mitmproxy, replay them offline, fork them."""
-
-
-# Registration: one line per command.
-main.add_command(run_commands.record)
-main.add_command(run_commands.replay)
-main.add_command(run_commands.proxy)
-main.add_command(run_commands.certs)
-main.add_command(fork_commands.fork)
-main.add_command(fork_commands.forks)
-main.add_command(cassette_commands.verify)
-main.add_command(cassette_commands.show)
-main.add_command(cassette_commands.diff)
-main.add_command(cassette_commands.recover)
-main.add_command(golden_commands.golden)
-main.add_command(golden_commands.test_command)
-main.add_command(golden_commands.junit)
-main.add_command(compare_commands.masks_command)
-main.add_command(compare_commands.config_command)
-main.add_command(view_commands.view)
-main.add_command(compress_commands.compress)
-main.add_command(compress_commands.decompress)
-main.add_command(mcp_commands.mcp)

@@ -52,6 +52,7 @@ from typing import Any, Literal
 from blackbox_mitm.cassette.payloads import ModelInput
 from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.matcher.difference import Difference, first_difference
+from blackbox_mitm.matcher.digests import PieceDigester
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.matcher.normalize import request_digest
 from blackbox_mitm.matcher.outcomes import Divergence, Exhausted, RecordedCall, Served
@@ -69,8 +70,14 @@ DIVERGENCE_CACHE_SIZE = 256
 _TOOL_STEPS = ("tool_call", "tool_result")
 
 
-def recorded_calls_of(trace: Trace, *, upto: int | None = None, rules: CompareRules = NO_RULES) -> list[RecordedCall]:
-    """The recorded model calls of ``trace`` in recorded order (see the module docstring); digests under ``rules``."""
+def recorded_calls_of(
+    trace: Trace, *, upto: int | None = None, rules: CompareRules = NO_RULES, digester: PieceDigester | None = None
+) -> list[RecordedCall]:
+    """The recorded model calls of ``trace`` in recorded order (see the module docstring); digests under ``rules``.
+
+    ``digester`` (for ``rules``) makes the digests with its memo: a recorded run's history repeats call after call.
+    """
+    digest_of = digester.digest if digester is not None else (lambda model_input: request_digest(model_input, rules))
     calls: list[RecordedCall] = []
     pending: deque[tuple[int, int]] = deque()  # (model_input step, tool steps before it)
     tool_steps = 0
@@ -97,7 +104,7 @@ def recorded_calls_of(trace: Trace, *, upto: int | None = None, rules: CompareRu
                     output_step=step.index,
                     input=model_input,
                     output=output,
-                    digest=request_digest(model_input, rules),
+                    digest=digest_of(model_input),
                     timestamp=step.timestamp,
                     tool_steps_before=before,
                     input_timestamp=trace.steps[input_index].timestamp,
@@ -122,7 +129,10 @@ class RecordedCalls:
         self.rules = rules
         self.explain = explain
         self._trace = trace
-        self._calls: list[RecordedCall] = recorded_calls_of(trace, upto=upto, rules=rules)
+        # One memo of digest pieces for the recorded calls and the live requests (matcher.digests): the same
+        # history is not masked and encoded again for every call that repeats it.
+        self._digester = PieceDigester(rules)
+        self._calls: list[RecordedCall] = recorded_calls_of(trace, upto=upto, rules=rules, digester=self._digester)
         self._calls_view = tuple(self._calls)
         self._index: dict[str, deque[int]] = {}
         for call in self._calls:
@@ -155,10 +165,7 @@ class RecordedCalls:
         """
         if mode not in MATCH_MODES:
             raise ValueError(f"unknown match mode {mode!r}; expected one of {', '.join(MATCH_MODES)}")
-        # (called with the rules only when there are some: the plain call is the common, measured path)
-        digest = (
-            request_digest(model_input, self.rules) if self.rules != NO_RULES else request_digest(model_input)
-        )  # outside the lock: it is the costly part
+        digest = self._digester.digest(model_input)  # outside the lock: it is the costly part
         with self._lock:
             expected = self._earliest_unserved()
             if expected is None:
@@ -188,7 +195,8 @@ class RecordedCalls:
             if self._calls_served or self._divergences or self._exhausted or rules == self.rules:
                 return False
             self.rules = rules
-            self._calls = recorded_calls_of(self._trace, upto=self.upto, rules=rules)
+            self._digester = PieceDigester(rules)  # a memo is for one set of rules
+            self._calls = recorded_calls_of(self._trace, upto=self.upto, rules=rules, digester=self._digester)
             self._calls_view = tuple(self._calls)
             self._index = {}
             for call in self._calls:

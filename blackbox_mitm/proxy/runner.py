@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mitmproxy import addons, master, options
+from mitmproxy import master, options
 
 from blackbox_mitm.errors import ProxyStartError
 from blackbox_mitm.proxy.addon import BlackboxAddon
@@ -131,11 +131,48 @@ class ProxyRunner:
     async def _main(self) -> None:
         opts = options.Options()
         m = master.Master(opts)
-        m.addons.add(*addons.default_addons())
+        m.addons.add(*proxy_addons())
         m.addons.add(self.addon, _Ready(self))
         opts.update(**self._options())
         self._master = m
         await m.run()
+
+
+def proxy_addons() -> list[Any]:
+    """mitmproxy's addons that a Blackbox proxy uses, in ``default_addons()`` order; the others are left out.
+
+    Every addon in the chain is offered every event of every flow (mitmproxy's ``trigger_event`` walks the whole
+    chain, a context manager per addon and hook), and in a replay that walk was most of the proxy's own time per
+    call (issue #28's profiles: ``_iter_hooks``, ``trigger_event`` and ``contextlib`` above our hooks). The proxy
+    this runner starts sets only the options below, so it keeps:
+
+    * ``Core``, ``Proxyserver``, ``NextLayer``, ``TlsConfig`` — a proxy that intercepts TLS (``allow_hosts``,
+      ``connection_strategy``, ``upstream_cert`` are core options);
+    * ``Block`` — refuses clients from outside the machine (``block_global``): the proxy listens on 127.0.0.1 anyway;
+    * ``DisableH2C`` — answers an HTTP/2 cleartext upgrade instead of passing it on unparsed;
+    * ``DnsResolver`` and ``UpstreamAuth`` — name resolution for DNS-mode clients, and ``upstream_auth`` when
+      mitmproxy runs in upstream mode;
+    * ``MapRemote`` — ``map_remote``, which points a provider at a local server (``--map-remote``).
+
+    Left out: what a user of ``mitmdump`` drives by options or commands that Blackbox never sets — playback
+    (client and server), saving flows and HAR files, scripts, onboarding (mitm.it: ``blackbox certs`` hands out
+    the CA), proxy auth, body / header rewriting, sticky cookies and auth, anticache, anticomp, block lists,
+    command history, comments, cuts, exports, the browser, Alt-Svc rewriting, DNS HTTPS-record stripping.
+    ``mitmdump -s blackbox_mitm/proxy/addon.py`` keeps mitmdump's own chain.
+    """
+    from mitmproxy.addons import block, core, disable_h2c, dns_resolver, mapremote, next_layer, proxyserver, tlsconfig, upstream_auth
+
+    return [
+        core.Core(),
+        block.Block(),
+        disable_h2c.DisableH2C(),
+        proxyserver.Proxyserver(),
+        dns_resolver.DnsResolver(),
+        next_layer.NextLayer(),
+        mapremote.MapRemote(),
+        tlsconfig.TlsConfig(),
+        upstream_auth.UpstreamAuth(),
+    ]
 
 
 def _host_pattern(host: str) -> str:

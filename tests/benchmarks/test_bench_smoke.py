@@ -75,11 +75,32 @@ def test_every_target_is_met_or_missed_never_silently_absent(quick_run: tuple[st
     names = " ".join(t["name"] for t in targets)
     for fragment in ("server_replay", "passthrough", "last window / first window", "journal append", "peak memory"):
         assert fragment in names, fragment
+    for fragment in ("#28: (d) replay ≤ 0.9", "#28: (e) recording", "#28: `blackbox replay", "agent-sized request", "#28: Responses"):
+        assert fragment in names, fragment  # issue #28's targets
     for t in targets:
-        assert isinstance(t["value"], float) and t["value"] > 0, t
+        assert isinstance(t["value"], float), t
+        # A difference (an overhead, a cost above the small cassette's) may come out below zero on a busy machine.
+        assert t["value"] > 0 or "overhead" in t["name"] or "small cassette)" in t["name"], t
         assert isinstance(t["met"], bool), t
     rows = [line for line in report.splitlines() if line.startswith("| ") and ("met (" in line or "**missed**" in line)]
     assert len(rows) == len(targets)
+
+
+def test_the_report_states_its_commit_and_load_at_the_top(quick_run: tuple[str, dict, str]) -> None:
+    report, data, _ = quick_run
+    head = report.split("## The machine")[0]
+    assert f"Commit {data['machine']['commit']}" in head
+    assert "machine load" in head and "at the start" in head and "at the end" in head
+
+
+def test_the_agent_section_splits_the_cost_by_step(quick_run: tuple[str, dict, str]) -> None:
+    _, data, _ = quick_run
+    (section,) = [s for s in data["sections"] if s["key"] == "agent"]
+    assert section["error"] is None
+    steps = " ".join(name for name, _ in section["data"]["split_s"])
+    for step in ("decode", "mask", "canonicalize", "digest", "lookup", "encode", "warm digest"):
+        assert step in steps, step
+    assert section["data"]["sizes"][-1] > 100_000  # agent-sized: the last request is over 100 KB
 
 
 def test_the_quick_run_cleans_up_after_itself(quick_run: tuple[str, dict, str]) -> None:

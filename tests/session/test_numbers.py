@@ -6,10 +6,13 @@ import json
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from blackbox_mitm.cassette.canonical import canonical_bytes
 from blackbox_mitm.cassette.store import encode_json
 from blackbox_mitm.errors import BlackboxUnsupportedError
+from blackbox_mitm.session import numbers
 from blackbox_mitm.session.numbers import refuse_unrepresentable_numbers, unrepresentable_number
 
 
@@ -50,3 +53,30 @@ def test_the_encoder_never_fails_where_the_journal_wrote_and_writes_what_the_has
     assert back["steps"][0] == {"temperature": None, "n": None, "big": None}
     assert canonical_bytes(back["steps"][0]) == canonical_bytes(inf_step) == orjson.dumps({"big": None, "n": None, "temperature": None})
     assert inf_step["temperature"] == float("inf")  # the value itself is not changed
+
+
+# -- the orjson fast path (issue #28) agrees with the full check -------------------------------------------------
+
+_NUMBER_TEXTS = st.one_of(
+    st.integers(min_value=-(10**320), max_value=10**320).map(str),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.sampled_from(["1e400", "-1E+400", "1e308", "1.8e308", "2.5e-400", "NaN", "Infinity", "-Infinity", "1" + "0" * 308]),
+)
+
+
+def _slow_answer(body: bytes) -> tuple[str, str] | None:
+    """What ``unrepresentable_number`` answered before the fast path: the substring checks, then the hooked parse."""
+    if not numbers._might_hold_one(body):
+        return None
+    try:
+        data = json.loads(body, parse_float=numbers._float, parse_int=numbers._int, parse_constant=numbers._Bad)
+    except ValueError:
+        return None
+    return numbers._find(data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "e000", "x\ud800"]), _NUMBER_TEXTS), max_size=4))
+def test_the_orjson_fast_path_agrees_with_the_full_check(fields: list[tuple[str, str]]) -> None:
+    body = ("{" + ",".join(f"{json.dumps(k)}:{v}" for k, v in fields) + "}").encode("utf-8", "surrogatepass")
+    assert numbers.unrepresentable_number(body) == _slow_answer(body)

@@ -1,0 +1,134 @@
+"""Request digests with a memo of their pieces: a request that repeats earlier history does not re-mask or re-encode it.
+
+An agent re-sends its whole conversation on every call: the system prompt, the
+tool definitions and every earlier message, then a turn or two that are new. The
+digest strict replay looks requests up by (``normalize.request_digest``) is the
+SHA-256 of the canonical JSON of the compared view, and the costly parts of
+making it — the masks (RE2 over every text) and the canonical-JSON checks over
+the whole body — were paid again for all of that history on every call.
+
+Canonical JSON is compositional: an object is ``{`` + its sorted ``"key":value``
+members joined with ``,`` + ``}``, a list is ``[`` + its items joined + ``]``,
+and each member or item is itself canonical. So the canonical bytes of a view can
+be assembled from the canonical bytes of its pieces — the system prompt, each
+message, each tool definition — and each piece depends on that piece of the
+request alone (and the rules). ``PieceDigester`` keeps the canonical bytes of the
+masked view of each piece it has seen, keyed by the piece's exact JSON
+(``orjson.dumps`` of the decoded value, not sorted: a key that differs in any way
+is a miss, never a wrong hit), and joins them. On a hit a piece costs one
+``orjson.dumps`` and one dict look-up instead of its masks and its canonical
+encoding; the SHA-256 is still taken over the whole canonical view, so the digest
+is the same bytes as ``request_digest`` gives — ``tests/matcher/test_digests.py``
+checks that over random histories.
+
+A piece that ``orjson`` cannot dump (a lone surrogate, an integer past 64 bits)
+is not memoized: its canonical bytes are made as ``request_digest`` makes them.
+The memo holds at most ``MEMO_PIECES`` pieces and ``MEMO_BYTES`` bytes of keys
+and values (the oldest dropped first), one entry per distinct message, tool or
+system prompt; a piece larger than a sixteenth of the budget is not kept. It is
+shared by the recorded calls (their digests at load) and the live requests: an
+agent's history repeats within a few calls, so a small memo catches it. Safe across threads: a race
+costs a duplicate computation, never a wrong value (dict operations are atomic).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import orjson
+
+from blackbox_mitm.cassette.canonical import canonical_bytes
+from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
+from blackbox_mitm.matcher.normalize import _as_list, _message, _neutral_params, _tool
+from blackbox_mitm.session.transcript import order_tool_results
+
+__all__ = ["MEMO_PIECES", "PieceDigester"]
+
+#: Pieces kept (messages, tools, system prompts). A 200-call agent run has a few hundred distinct ones.
+MEMO_PIECES = 8192
+#: Bytes kept, keys and values: a bound on the memo's memory whatever the run (a 10,000-call run of distinct
+#: 4 KB tool results would otherwise keep 8,192 of them twice over).
+MEMO_BYTES = 32 * 1024 * 1024
+
+
+class PieceDigester:
+    """``request_digest(model_input, rules)``, with the canonical bytes of every piece memoized (module docstring)."""
+
+    def __init__(self, rules: CompareRules = NO_RULES, *, max_pieces: int = MEMO_PIECES, max_bytes: int = MEMO_BYTES) -> None:
+        self.rules = rules
+        self.max_pieces = max_pieces
+        self.max_bytes = max_bytes
+        self._memo: dict[tuple[str, bytes], bytes] = {}
+        self._bytes = 0  # len(key) + len(value) over the memo
+        self.hits = 0
+        self.misses = 0
+        masks = rules if rules else None
+        self._mask_message: Callable[[Any], Any] = masks._message if masks is not None else _same
+        self._mask_tool: Callable[[Any], Any] = masks._tool if masks is not None else _same
+        self._mask_text: Callable[[str], str] = masks.mask_text if masks is not None else _same
+
+    def digest(self, model_input: Mapping[str, Any]) -> str:
+        """The hex SHA-256 ``normalize.request_digest(model_input, self.rules)`` gives."""
+        return hashlib.sha256(self.canonical(model_input)).hexdigest()
+
+    def canonical(self, model_input: Mapping[str, Any]) -> bytes:
+        """The canonical JSON of the masked compared view of ``model_input``, assembled from its pieces."""
+        model_input = order_tool_results(model_input)
+        members: list[bytes] = []  # in sorted key order: messages, model, params, systemPrompt, tools
+        messages = _as_list(model_input.get("messages"))
+        members.append(b'"messages":[' + b",".join([self._piece("m", m, self._message_bytes) for m in messages]) + b"]")
+        model = model_input.get("model")
+        if model is not None:
+            members.append(b'"model":' + canonical_bytes(model))
+        params = model_input.get("params")
+        if params is not None and params != {}:
+            members.append(b'"params":' + canonical_bytes(_neutral_params(params)))
+        system = model_input.get("systemPrompt")
+        if system is not None:
+            members.append(b'"systemPrompt":' + self._piece("s", system, self._system_bytes))
+        tools = _as_list(model_input.get("tools"))
+        members.append(b'"tools":[' + b",".join([self._piece("t", t, self._tool_bytes) for t in tools]) + b"]")
+        return b"{" + b",".join(members) + b"}"
+
+    # -- pieces ------------------------------------------------------------------------
+
+    def _piece(self, kind: str, value: Any, make: Callable[[Any], bytes]) -> bytes:
+        try:
+            key = (kind, orjson.dumps(value))
+        except (TypeError, orjson.JSONEncodeError):
+            return make(value)  # not memoizable (lone surrogate, huge integer): made the slow, exact way
+        found = self._memo.get(key)
+        if found is not None:
+            self.hits += 1
+            return found
+        self.misses += 1
+        out = make(value)
+        size = len(key[1]) + len(out)
+        if size * 16 > self.max_bytes:
+            return out  # too big to be worth keeping
+        while self._memo and (len(self._memo) >= self.max_pieces or self._bytes + size > self.max_bytes):
+            try:
+                old_key = next(iter(self._memo))  # the oldest piece
+                old = self._memo.pop(old_key)
+            except (KeyError, StopIteration, RuntimeError):  # another thread got there first
+                break
+            self._bytes -= len(old_key[1]) + len(old)
+        if key not in self._memo:
+            self._memo[key] = out
+            self._bytes += size
+        return out
+
+    def _message_bytes(self, message: Any) -> bytes:
+        return canonical_bytes(self._mask_message(_message(message)))
+
+    def _tool_bytes(self, tool: Any) -> bytes:
+        return canonical_bytes(self._mask_tool(_tool(tool)))
+
+    def _system_bytes(self, system: Any) -> bytes:
+        return canonical_bytes(self._mask_text(system) if isinstance(system, str) else system)
+
+
+def _same(value: Any) -> Any:
+    return value

@@ -1,0 +1,110 @@
+"""The memoized digest (matcher.digests.PieceDigester) is request_digest, byte for byte, over random histories."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from blackbox_mitm.cassette.canonical import canonical_bytes
+from blackbox_mitm.matcher.digests import PieceDigester
+from blackbox_mitm.matcher.masks import NO_RULES, CompareRules, Mask
+from blackbox_mitm.matcher.normalize import compared_view, request_digest
+
+RULES = (NO_RULES, CompareRules.build(), CompareRules.build([r"id-[0-9]+"]))
+
+# Texts that hit the built-in masks, the canonical-JSON corner cases (astral / private-use characters, lone
+# surrogates), and plain words.
+TEXTS = st.one_of(
+    st.text(max_size=30),
+    st.sampled_from(
+        [
+            "Today's date is 2026-12-01.",
+            "cch=3f9a; cc_prompt_id=9b2e-77f0",
+            "<usage>tokens: 12</usage> id-42",
+            "\ue000\U0001f600",
+            "\ud800 lone",
+            "plain words",
+            "",
+        ]
+    ),
+)
+SCALARS = st.one_of(
+    TEXTS, st.integers(min_value=-(2**70), max_value=2**70), st.floats(allow_nan=False, allow_infinity=False), st.booleans(), st.none()
+)
+JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXTS, inner, max_size=3), max_leaves=8)
+TEXT_PART = st.builds(lambda t: {"type": "text", "text": t}, TEXTS)
+TOOL_USE = st.builds(
+    lambda n, i: {"type": "tool_use", "toolCallId": f"call-{n}", "toolName": "Read", "toolInput": i}, st.integers(0, 3), JSON
+)
+TOOL_RESULT = st.builds(
+    lambda n, r: {"type": "tool_result", "toolCallId": f"call-{n}", "toolName": "Read", "result": r}, st.integers(0, 3), JSON
+)
+CONTENT = st.one_of(TEXTS, st.lists(st.one_of(TEXT_PART, TOOL_USE, TOOL_RESULT), max_size=4), st.none(), JSON)
+MESSAGE = st.one_of(
+    st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "system"]), "content": CONTENT}, optional={"extra": JSON}),
+    JSON,
+)
+TOOL = st.fixed_dictionaries({"name": TEXTS}, optional={"description": st.one_of(TEXTS, st.none()), "inputSchema": JSON, "other": JSON})
+MODEL_INPUT = st.fixed_dictionaries(
+    {"messages": st.one_of(st.lists(MESSAGE, max_size=5), st.none(), MESSAGE)},
+    optional={
+        "model": st.one_of(TEXTS, st.none()),
+        "systemPrompt": st.one_of(TEXTS, st.none(), JSON),
+        "tools": st.one_of(st.lists(TOOL, max_size=3), st.none()),
+        "params": st.one_of(st.dictionaries(st.sampled_from(["temperature", "max_tokens", "topP", "top_p"]), SCALARS), st.none()),
+        "other": JSON,
+    },
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(MODEL_INPUT, st.sampled_from(range(len(RULES))))
+def test_the_memoized_digest_is_the_full_digest(model_input: dict[str, Any], which: int) -> None:
+    rules = RULES[which]
+    digester = PieceDigester(rules)
+    assert digester.canonical(model_input) == canonical_bytes(compared_view(model_input, rules))
+    assert digester.digest(model_input) == request_digest(model_input, rules)
+    assert digester.digest(model_input) == request_digest(model_input, rules)  # again: from the memo
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(MESSAGE, min_size=1, max_size=8), st.lists(TOOL, max_size=3), TEXTS, st.sampled_from(range(len(RULES))))
+def test_a_growing_history_hits_the_memo_and_keeps_the_digest(history: list[Any], tools: list[Any], system: str, which: int) -> None:
+    """An agent's calls: each re-sends the previous call's history and adds a message."""
+    rules = RULES[which]
+    digester = PieceDigester(rules)
+    for n in range(1, len(history) + 1):
+        model_input = {"model": "m", "systemPrompt": system, "messages": history[:n], "tools": tools}
+        assert digester.digest(model_input) == request_digest(model_input, rules)
+    assert digester.hits > 0 or len(history) == 1
+
+
+def test_a_bounded_memo_drops_the_oldest_and_stays_exact() -> None:
+    digester = PieceDigester(CompareRules.build(), max_pieces=4)
+    for n in range(20):
+        model_input = {"messages": [{"role": "user", "content": f"turn {k}"} for k in range(n)]}
+        assert digester.digest(model_input) == request_digest(model_input, digester.rules)
+    assert len(digester._memo) <= 4
+
+
+def test_a_mask_change_is_a_different_memo() -> None:
+    """The memo belongs to one set of rules: a masked text and the same text unmasked digest apart."""
+    model_input = {"messages": [{"role": "user", "content": "run id-7"}]}
+    masked = PieceDigester(CompareRules((Mask("ids", r"id-[0-9]+"),)))
+    plain = PieceDigester(NO_RULES)
+    assert masked.digest(model_input) == request_digest(model_input, masked.rules)
+    assert plain.digest(model_input) == request_digest(model_input)
+    assert masked.digest(model_input) != plain.digest(model_input)
+
+
+def test_the_memo_stays_within_its_byte_budget() -> None:
+    digester = PieceDigester(CompareRules.build(), max_bytes=4096)
+    for n in range(40):
+        model_input = {"messages": [{"role": "user", "content": f"turn {k} " + "x" * 100} for k in range(n)]}
+        assert digester.digest(model_input) == request_digest(model_input, digester.rules)
+        assert digester._bytes == sum(len(k[1]) + len(v) for k, v in digester._memo.items()) <= 4096
+    big = {"messages": [{"role": "user", "content": "y" * 1000}]}  # over a sixteenth of the budget: not kept
+    assert digester.digest(big) == request_digest(big, digester.rules)
+    assert all(b"y" * 1000 not in k[1] for k in digester._memo)
