@@ -223,7 +223,7 @@ class Session:
                     return _error(codec, str(exc))
                 except RecordFailed as exc:
                     return self._write_failed(codec, exc)
-            hold = self.order.hold(call.number) if self.order is not None and self.order.concerns(call.number) else None
+            hold = self._hold(call.number)
             return self._answer(codec, decoded, output, call.timestamp, delay_ms=self._delay(call), hold=hold)
         if isinstance(result, Divergence):
             secrets = secrets_from_request(req.headers, req.query)
@@ -271,6 +271,15 @@ class Session:
             except RecordFailed as exc:
                 return self._write_failed(codec, exc)
         return self._answer(codec, decoded, output, now_ms())
+
+    def _hold(self, number: int) -> Hold | None:
+        """The release rule's hold on call ``number``'s answer (None: sent at once, its arrival still noted)."""
+        if self.order is None:
+            return None
+        if self.order.concerns(number):
+            return self.order.hold(number)
+        self.order.arrived(number)  # a request that may gate an overlapping answer (session/release.py)
+        return None
 
     def _delay(self, call: RecordedCall) -> float:
         """--pace: how long the recorded call took (its model_output's timestamp less its model_input's), scaled."""
