@@ -30,6 +30,7 @@ from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
 from blackbox_mitm.matcher import Divergence, Exhausted, RecordedCalls, Served
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.matcher.outcomes import RecordedCall
+from blackbox_mitm.session.echoed_ids import EchoedIds
 from blackbox_mitm.session.exchanges import ExchangeServer
 from blackbox_mitm.session.numbers import refuse_unrepresentable_numbers
 from blackbox_mitm.session.recorder import RecordFailed, RunRecorder, SecretLeak, scrub, secrets_from_environ, secrets_from_request
@@ -124,6 +125,7 @@ class Session:
         self.tail = tail
         self.script = script
         self.ids = ids or CallIds()
+        self.echoed_ids = EchoedIds()  # the run's mapped ids in request text (session/echoed_ids.py)
         self.response_edit = response_edit
         self.tool_result_edit = tool_result_edit
         self.rules = rules
@@ -170,8 +172,9 @@ class Session:
         decoded = self._decode(codec, body, req)
         if isinstance(decoded, Answer):
             return decoded
-        # Tool results in call order, then redaction: what is recorded is what is matched.
-        decoded.model_input = self.redactor.payload(dict(order_tool_results(decoded.model_input)))
+        # Echoed call ids as call-N, tool results in call order, then redaction: what is recorded is what is matched.
+        neutral = self.echoed_ids.rewrite(decoded.model_input, self.ids.known())
+        decoded.model_input = self.redactor.payload(dict(order_tool_results(neutral)))
         if self.replay is not None:
             answer = self._from_recording(codec, decoded, req)
             if answer is not None:
