@@ -60,9 +60,7 @@ def test_tool_inputs_results_and_the_system_prompt_are_text_too() -> None:
     ids.assign(NATIVE)
     payload = {
         "systemPrompt": f"last call {NATIVE}",
-        "messages": [
-            {"role": "user", "content": [{"type": "tool_result", "toolCallId": "call-0", "result": {"log": [f"id={NATIVE}"]}}]}
-        ],
+        "messages": [{"role": "user", "content": [{"type": "tool_result", "toolCallId": "call-0", "result": {"log": [f"id={NATIVE}"]}}]}],
     }
     out = neutralize_echoed_ids(payload, ids)
     assert out["systemPrompt"] == "last call call-0"
@@ -109,7 +107,9 @@ def _record(path: Path) -> None:
     session = record_session(path)
     action = session.on_request(_first())
     assert isinstance(action, Forward)
-    session.on_response(action.ticket, 200, _message([{"type": "tool_use", "id": NATIVE, "name": "Agent", "input": {"prompt": "p"}}], "tool_use"))
+    session.on_response(
+        action.ticket, 200, _message([{"type": "tool_use", "id": NATIVE, "name": "Agent", "input": {"prompt": "p"}}], "tool_use")
+    )
     action = session.on_request(_second(NATIVE))
     assert isinstance(action, Forward)
     session.on_response(action.ticket, 200, _message([{"type": "text", "text": "Done."}], "end_turn"))
