@@ -40,7 +40,10 @@ completed cannot wait for X, so a faithful replay cannot deadlock on them; a
 gate not seen within ``gate_wait_ms`` (the agent took another path, or is
 slow beyond reason) is given up on, logged as a warning, and listed in the
 release's ``gates_timed_out``. The completion order and the gap stay, as the
-tie-breaker for what arrival times cannot tell.
+tie-breaker for what arrival times cannot tell. That order is the one the agent
+*took* the answers in, where its next request says so (``session/perceived.py``):
+on a loaded machine the recorded agent may have handled two answers that
+completed 5 ms apart the other way round.
 
 Every release is logged (``releases``): which call, when, the predecessor it
 waited for last, the earliest time the separation allowed and the gate request
@@ -61,6 +64,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from blackbox_mitm.matcher.outcomes import RecordedCall
+from blackbox_mitm.session.perceived import perceived_order
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +119,17 @@ def gates(calls: Sequence[RecordedCall], concerned: set[int]) -> dict[int, int]:
     return {c.number: bisect.bisect_left(arrivals, float(c.timestamp)) for c in calls if c.number in concerned}
 
 
+def _reordered(clocked: dict[int, tuple[int, ...]], order: Sequence[int]) -> dict[int, tuple[int, ...]]:
+    """The overlapping pairs of ``clocked``, each pointed the way ``order`` (the agent's) puts them."""
+    rank = {number: r for r, number in enumerate(order)}
+    out: dict[int, set[int]] = {}
+    for i, preds in clocked.items():
+        for j in preds:
+            first, then = (j, i) if rank[j] < rank[i] else (i, j)
+            out.setdefault(then, set()).add(first)
+    return {i: tuple(sorted(preds)) for i, preds in sorted(out.items())}
+
+
 @dataclass(frozen=True, slots=True)
 class Release:
     """One answer let go: ``at_ms`` on the scheduler's clock, after ``after`` (None: it waited for nobody)."""
@@ -145,8 +160,9 @@ class ReleaseOrder:
         self.gap_ms = float(gap_ms)
         self.wait_ms = float(wait_ms)
         self.gate_wait_ms = float(gate_wait_ms)
-        self.predecessors = overlaps(calls)
-        self._concerned = {*self.predecessors, *(j for preds in self.predecessors.values() for j in preds)}
+        clocked = overlaps(calls)
+        self._concerned = {*clocked, *(j for preds in clocked.values() for j in preds)}
+        self.predecessors = _reordered(clocked, perceived_order(calls, self._concerned))
         self.arrivals = arrival_order(calls)
         self.gates = gates(calls, self._concerned)
         self._clock = clock
