@@ -15,6 +15,7 @@ import pytest
 
 from blackbox_mitm.cassette import Trace
 from blackbox_mitm.matcher.recorded import recorded_calls_of
+from blackbox_mitm.session.perceived import perceived_order
 from blackbox_mitm.session.release import Release, ReleaseOrder, arrival_order, gates, overlaps
 
 
@@ -252,3 +253,42 @@ def test_an_agent_that_acts_on_each_end_never_deadlocks() -> None:
 def test_negative_settings_are_refused() -> None:
     with pytest.raises(ValueError, match="0 or more"):
         ReleaseOrder(SUBAGENTS, gap_ms=-1)
+
+
+def _quoted(order: list[str]) -> list:  # type: ignore[type-arg]
+    """Three subagents answered 5 ms apart (gamma, alpha, beta at the proxy), then a turn quoting them in ``order``."""
+    trace = Trace.new("release-2", created_at=0)
+    spans = [("gamma", 20, 800), ("alpha", 21, 805), ("beta", 22, 810)]
+    for name, start, end in spans:
+        trace.append("model_input", {"messages": [{"role": "user", "content": f"sub {name}"}], "tools": []}, timestamp=start)
+        trace.append("model_output", {"type": "final_answer", "text": f"The word {name} has {len(name)} letters."}, timestamp=end)
+    said = " ".join(f"<result>The word {n} has {len(n)} letters.</result>" for n in order)
+    trace.append("model_input", {"messages": [{"role": "user", "content": said}], "tools": []}, timestamp=1200)
+    trace.append("model_output", {"type": "final_answer", "text": "All done."}, timestamp=1210)
+    return recorded_calls_of(trace)
+
+
+def test_answers_go_in_the_order_the_next_request_quotes_them() -> None:
+    # The recorded agent, on a loaded machine, took beta's end first: its turn quotes beta, gamma, alpha.
+    recorded = _quoted(["beta", "gamma", "alpha"])
+    assert perceived_order(recorded, {0, 1, 2}) == [2, 0, 1, 3]
+    order = ReleaseOrder(recorded, gap_ms=25, clock=FakeClock())
+    assert order.predecessors == {0: (2,), 1: (0, 2)}
+    holds = [order.hold(n) for n in (0, 1, 2)]
+    assert not holds[0].now() and not holds[1].now()
+    assert holds[2].now()
+    assert [r.call for r in order.releases] == [2]
+
+
+def test_the_clock_order_stays_where_no_request_quotes_the_answers_or_they_are_far_apart() -> None:
+    assert perceived_order(_quoted(["gamma", "alpha", "beta"]), {0, 1, 2}) == [0, 1, 2, 3]
+    assert perceived_order(SUBAGENTS, {1, 2, 3}) == [0, 1, 2, 3, 4]  # "answer 1" is too short to be a quote
+    trace = Trace.new("release-3", created_at=0)
+    for name, end in (("alpha", 800), ("beta", 1900)):  # 1.1 s apart: the clock is right
+        trace.append("model_input", {"messages": [{"role": "user", "content": f"sub {name}"}], "tools": []}, timestamp=20)
+        trace.append("model_output", {"type": "final_answer", "text": f"The word {name} is here."}, timestamp=end)
+    trace.append(
+        "model_input", {"messages": [{"role": "user", "content": "The word beta is here. The word alpha is here."}]}, timestamp=2000
+    )
+    trace.append("model_output", {"type": "final_answer", "text": "ok"}, timestamp=2001)
+    assert perceived_order(recorded_calls_of(trace), {0, 1}) == [0, 1, 2]
