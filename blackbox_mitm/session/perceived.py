@@ -12,9 +12,10 @@ never saw in the recording, every time.
 that completed close together (within ``WINDOW_MS``) and that a later request
 quotes (the answer's text, whole, at least ``SHORTEST`` characters), their
 places in the completion order are given to them in the order that request
-quotes them. Answers no request quotes, or far apart in time, keep the clock's
-order. The result is a total order, so the release rule built on it cannot wait
-in a circle.
+quotes them. Answers no request quotes, far apart in time, or with a request
+arriving between their ends (it may depend on the first: the gates of
+``release.py`` keep the clock's order there) keep the clock's order. The result
+is a total order, so the release rule built on it cannot wait in a circle.
 """
 
 from __future__ import annotations
@@ -59,8 +60,9 @@ def perceived_order(calls: Sequence[RecordedCall], concerned: set[int]) -> list[
         if len(group) < 2:
             continue
         members = sorted(i for _, i in group)
-        if float(calls[members[-1]].timestamp) - float(calls[members[0]].timestamp) > WINDOW_MS:
-            continue
+        first, last = float(calls[members[0]].timestamp), float(calls[members[-1]].timestamp)
+        if last - first > WINDOW_MS or any(first < t < last for t, _ in timed):
+            continue  # far apart, or a request came between them: it may depend on the first (happens-before)
         for slot, (_, i) in zip(members, sorted(group), strict=True):
             order[slot] = calls[i].number
     return order

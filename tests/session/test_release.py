@@ -292,3 +292,17 @@ def test_the_clock_order_stays_where_no_request_quotes_the_answers_or_they_are_f
     )
     trace.append("model_output", {"type": "final_answer", "text": "ok"}, timestamp=2001)
     assert perceived_order(recorded_calls_of(trace), {0, 1}) == [0, 1, 2]
+
+
+def test_a_request_between_the_ends_keeps_the_clock_order() -> None:
+    # A request arriving between the answers may depend on the first: reordering them could make each wait for the other.
+    recorded = _quoted(["beta", "gamma", "alpha"])
+    trace = Trace.new("release-4", created_at=0)
+    for c in recorded[:3]:
+        trace.append("model_input", c.input, timestamp=c.input_timestamp)
+        trace.append("model_output", c.output, timestamp=c.timestamp)
+    trace.append("model_input", {"messages": [{"role": "user", "content": "between"}], "tools": []}, timestamp=807)
+    trace.append("model_output", {"type": "final_answer", "text": "noted"}, timestamp=1100)
+    trace.append("model_input", recorded[3].input, timestamp=1200)
+    trace.append("model_output", recorded[3].output, timestamp=1210)
+    assert perceived_order(recorded_calls_of(trace), {0, 1, 2}) == [0, 1, 2, 3, 4]
