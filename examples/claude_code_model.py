@@ -39,6 +39,14 @@ Tasks, chosen by a marker in the prompt (``claude -p "… TASK …"``):
     in is a race on any machine. Claude Code reports them as they finish;
     once all have, the answer sums up what they said.
 
+``BB-BEHIND``
+    Two background subagents, alpha thinking 0.2 s and beta 1.2 s
+    (``BEHIND_THINK_MS``), and the answer to the turn that reports alpha alone
+    is slow (``BEHIND_TURN_MS``): beta ends while that turn is still being
+    answered, so Claude Code reports it in a turn of its own afterwards. Its
+    request arrived before beta's answer completed: what a replay must wait for
+    before it lets beta end (``session/release.py``, happens-before).
+
 ``BB-FORKS``
     Call the ``list_forks`` tool of the ``blackbox`` MCP server (``blackbox mcp``,
     which Claude Code names ``mcp__blackbox__list_forks``) on ``runs/weather.json``,
@@ -72,6 +80,8 @@ Json = dict[str, Any]
 
 SUBAGENTS = ("alpha", "beta")
 BACKGROUND_THINK_MS = {"alpha": 200, "beta": 1500}
+BEHIND_THINK_MS = {"alpha": 200, "beta": 1200}
+BEHIND_TURN_MS = 1500  # the turn reporting alpha: still being answered when beta ends
 TOGETHER = ("alpha", "beta", "gamma")
 TOGETHER_THINK_MS = 800  # after the first subagent asked: every one of them has asked by then
 TOGETHER_SPACING_MS = 3
@@ -116,8 +126,8 @@ def _turns(body: Json) -> int:
     return sum(1 for m in body.get("messages", []) if isinstance(m, dict) and m.get("role") == "assistant")
 
 
-def _agent_call(name: str, background: bool, together: int = 0) -> Json:
-    where = f" (together {together})" if together else " (background)" if background else ""
+def _agent_call(name: str, background: bool, together: int = 0, behind: bool = False) -> Json:
+    where = f" (together {together})" if together else " (behind)" if behind else " (background)" if background else ""
     arguments: Json = {
         "description": f"Count {name}",
         "prompt": f"BB-SUB {name}{where}: say how many letters the word {name} has.",
@@ -146,6 +156,8 @@ def _subagent(name: str, body: Json) -> Answer:
     together = re.search(r"\(together (\d)\)", first)
     if together:
         delay: float = _together_delay(name, int(together.group(1)))
+    elif "(behind)" in first:
+        delay = BEHIND_THINK_MS[name]
     elif "(background)" in first:
         delay = BACKGROUND_THINK_MS[name]
     else:
@@ -177,12 +189,12 @@ def _task_copy(body: Json) -> Answer:
     return {"text": "Copied the first line of notes.txt to copy.txt."}
 
 
-def _task_agents(body: Json, background: bool, together: int = 0) -> Answer:
+def _task_agents(body: Json, background: bool, together: int = 0, behind: bool = False) -> Answer:
     results = _last_results(body)
     texts = _user_texts(body)
     names = TOGETHER[:together] if together else SUBAGENTS
     if _turns(body) == 0:
-        calls = [_agent_call(n, background, together) for n in names]
+        calls = [_agent_call(n, background, together, behind) for n in names]
         if not background:
             calls.append(_read(body))
         return {"text": f"{len(names)} background agents, at once." if together else "Two agents and a read, at once.", "tool_calls": calls}
@@ -191,7 +203,10 @@ def _task_agents(body: Json, background: bool, together: int = 0) -> Answer:
         said = " ".join(texts + results)
         finished = sorted((n for n in names if f"The word {n} has" in said), key=lambda n: said.index(f"The word {n} has"))
         if len(finished) < len(names):
-            return {"text": "Waiting for the agents: " + (", ".join(finished) or "none") + " finished so far."}
+            waiting: Answer = {"text": "Waiting for the agents: " + (", ".join(finished) or "none") + " finished so far."}
+            if behind and finished:
+                waiting["delay_ms"] = BEHIND_TURN_MS
+            return waiting
         if not together:
             return {"text": "Both agents finished: alpha has 5 letters, beta has 4."}
         return {"text": "All agents finished, in this order: " + ", ".join(f"{n} ({len(n)})" for n in finished) + "."}
@@ -266,6 +281,8 @@ def respond(kind: str, body: Json) -> Answer:
         return _task_mcp(body)
     if "BB-BACKGROUND" in first:
         return _task_agents(body, background=True)
+    if "BB-BEHIND" in first:
+        return _task_agents(body, background=True, behind=True)
     if "BB-FORKS" in first:
         return _task_forks(body)
     together = re.search(r"BB-TOGETHER-(\d)", first)

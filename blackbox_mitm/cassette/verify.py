@@ -29,7 +29,13 @@ valid); ``verify_file`` reads a file first. The checks:
   carries them in (``_scheme_credentials``): ``Authorization: Token …`` and
   ``Basic …``, an ``x-goog-api-key`` / ``x-api-key`` / ``api-key`` header line, and
   ``key=`` / ``api_key=`` query parameters. A tool that returns ``{"usage": 42}``
-  or reads source code mentioning ``toolu_`` is not a leak.
+  or reads source code mentioning ``toolu_`` is not a leak. One exception: a
+  provider id inside ``<tool-use-id>…</tool-use-id>`` (``provider_id``), the tag
+  Claude Code writes a tool call's id into its task notifications with — the
+  recorder replaces every id it mapped by its call-N there, so one left over is
+  a leak, not data. Ids elsewhere in text are not flagged: agents read code,
+  logs and docs full of realistic ``call_…`` / ``toolu_…`` examples, and the
+  recorder never saw those as ids (``session/echoed_ids.py``).
 
 Speed: each payload is serialized once (``canonical_bytes``, needed for its
 hash); a few fast scans of those bytes (``_scan``) decide whether anything in it
@@ -43,6 +49,7 @@ to name the key.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import re
@@ -100,6 +107,7 @@ _secret = re.compile(r"(?<![A-Za-z0-9_-])" + _SECRET_RE)
 # Every credential name holds one of these once lowercased.
 _CREDENTIAL_WORDS = (b"api_key", b"api-key", b"apikey", b"auth_token", b"auth-token", b"authtoken", b"authorization")
 # Every secret shape matches one of these (looser, each led by a literal).
+_ECHO_LEAD = b"<tool-use-id>"
 _SECRET_GATES = (
     re.compile(rb"sk-[A-Za-z0-9_-]{32}"),
     re.compile(rb"AIza[0-9A-Za-z_-]{35}"),
@@ -110,9 +118,18 @@ _SECRET_GATES = (
 )
 
 
+@functools.lru_cache(maxsize=8)
+def _echo_tag(prefixes: tuple[str, ...]) -> re.Pattern[str]:
+    """A provider id in the tag an agent echoes a tool call's id in (Claude Code's ``<tool-use-id>``)."""
+    ids = "|".join(re.escape(p) for p in prefixes)
+    return re.compile(rf"<tool-use-id>\s*((?:{ids})[A-Za-z0-9_-]+)\s*</tool-use-id>")
+
+
 def _scan(payload_json: bytes, facts: ProviderFacts) -> tuple[bool, bool]:
     """(walk the structure?, walk the user's data too?) for a payload's canonical JSON."""
     if any(rx.search(payload_json) for rx in _SECRET_GATES):
+        return True, True
+    if _ECHO_LEAD in payload_json and _echo_tag(facts.id_prefixes).search(payload_json.decode("utf-8", "replace")):
         return True, True
     lowered = payload_json.lower()
     words = any(word in lowered for word in _CREDENTIAL_WORDS)
@@ -570,6 +587,15 @@ class _Walker:
                 stack.extend((item, f"{path}[{n}]") for n, item in enumerate(node))
 
     def _secret(self, text: str, where: str) -> None:
+        if "<tool-use-id>" in text:
+            echoed = _echo_tag(self.facts.id_prefixes).search(text)
+            if echoed is not None:
+                self.add(
+                    "provider_id",
+                    where,
+                    f"{_quote(echoed.group(1))} in <tool-use-id> is a provider-native tool-call id the agent echoed; "
+                    "provider ids never enter a cassette (the recorder writes call-N there): re-record",
+                )
         for m in _secret.finditer(text):
             if _realistic(m.group()):
                 self.add(

@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from blackbox_mitm.cassette.payloads import ModelInput, ModelOutput, ToolResultPart, tool_calls_of
@@ -171,6 +172,10 @@ class CallIds:
 
     def name_of(self, call_id: str) -> str | None:
         return self._names.get(call_id)
+
+    def known(self) -> Mapping[str, str]:
+        """Every provider id (seen or served) mapped so far -> its call-N, read-only (session/echoed_ids.py)."""
+        return MappingProxyType(self._to_neutral)
 
     def next_index(self) -> int:
         return self._next

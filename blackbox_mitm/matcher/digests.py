@@ -40,9 +40,9 @@ from typing import Any
 import orjson
 
 from blackbox_mitm.cassette.canonical import canonical_bytes
+from blackbox_mitm.cassette.payloads import order_tool_results
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.matcher.normalize import _as_list, _message, _neutral_params, _tool
-from blackbox_mitm.session.transcript import order_tool_results
 
 __all__ = ["MEMO_PIECES", "PieceDigester"]
 

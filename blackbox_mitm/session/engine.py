@@ -31,6 +31,7 @@ from blackbox_mitm.matcher import Divergence, Exhausted, RecordedCalls, Served
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.matcher.outcomes import RecordedCall
 from blackbox_mitm.matcher.profiles import profile_for, with_profile
+from blackbox_mitm.session.echoed_ids import EchoedIds
 from blackbox_mitm.session.environment import EnvSubstitution
 from blackbox_mitm.session.exchanges import ExchangeServer
 from blackbox_mitm.session.numbers import refuse_unrepresentable_numbers
@@ -127,6 +128,7 @@ class Session:
         self.tail = tail
         self.script = script
         self.ids = ids or CallIds()
+        self.echoed_ids = EchoedIds()  # the run's mapped ids in request text (session/echoed_ids.py)
         self.response_edit = response_edit
         self.tool_result_edit = tool_result_edit
         self.rules = rules
@@ -175,8 +177,9 @@ class Session:
         decoded = self._decode(codec, body, req)
         if isinstance(decoded, Answer):
             return decoded
-        # Tool results in call order, then redaction: what is recorded is what is matched.
-        decoded.model_input = self.redactor.payload(dict(order_tool_results(decoded.model_input)))
+        # Echoed call ids as call-N, tool results in call order, then redaction: what is recorded is what is matched.
+        neutral = self.echoed_ids.rewrite(decoded.model_input, self.ids.known())
+        decoded.model_input = self.redactor.payload(dict(order_tool_results(neutral)))
         if self.replay is not None:
             answer = self._from_recording(codec, decoded, req)
             if answer is not None:
@@ -232,7 +235,7 @@ class Session:
                     return _error(codec, str(exc))
                 except RecordFailed as exc:
                     return self._write_failed(codec, exc)
-            hold = self.order.hold(call.number) if self.order is not None and self.order.concerns(call.number) else None
+            hold = self._hold(call.number)
             return self._answer(codec, decoded, output, call.timestamp, delay_ms=self._delay(call), hold=hold)
         if isinstance(result, Divergence):
             secrets = secrets_from_request(req.headers, req.query)
@@ -295,6 +298,15 @@ class Session:
             except RecordFailed as exc:
                 return self._write_failed(codec, exc)
         return self._answer(codec, decoded, output, now_ms())
+
+    def _hold(self, number: int) -> Hold | None:
+        """The release rule's hold on call ``number``'s answer (None: sent at once, its arrival still noted)."""
+        if self.order is None:
+            return None
+        if self.order.concerns(number):
+            return self.order.hold(number)
+        self.order.arrived(number)  # a request that may gate an overlapping answer (session/release.py)
+        return None
 
     def _delay(self, call: RecordedCall) -> float:
         """--pace: how long the recorded call took (its model_output's timestamp less its model_input's), scaled."""

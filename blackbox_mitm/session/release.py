@@ -26,14 +26,36 @@ it is listed in the release's ``skipped``. No answer ever waits for a later
 one (predecessors completed earlier), so a replay that repeats the recording
 cannot deadlock.
 
+The clock alone is a trade-off on a busy machine (too short a gap and the agent
+handles two ends together; too long and it starts its next turn before the last
+one), so an answer is first held on *causality* (happens-before): every recorded
+request that arrived before the answer's recorded completion cannot have
+depended on that answer, so a faithful agent sends it whatever the answer says.
+``gates`` lists, for each overlapping call, how many requests (in recorded
+arrival order) must have arrived in the replay before its answer goes: Claude
+Code's main-loop turn that carries subagent A's end arrived before B's answer
+completed, so it is B's gate, and B ends only once the agent has taken A's end
+in. Gates are requests, never answers, and a request that arrived before X
+completed cannot wait for X, so a faithful replay cannot deadlock on them; a
+gate not seen within ``gate_wait_ms`` (the agent took another path, or is
+slow beyond reason) is given up on, logged as a warning, and listed in the
+release's ``gates_timed_out``. The completion order and the gap stay, as the
+tie-breaker for what arrival times cannot tell. That order is the one the agent
+*took* the answers in, where its next request says so (``session/perceived.py``):
+on a loaded machine the recorded agent may have handled two answers that
+completed 5 ms apart the other way round.
+
 Every release is logged (``releases``): which call, when, the predecessor it
-waited for last and the earliest time the separation allowed. Plain Python and
-thread-safe; the clock is injectable (milliseconds, monotonic).
+waited for last, the earliest time the separation allowed and the gate request
+it waited for last. Plain Python and thread-safe; the clock is injectable
+(milliseconds, monotonic).
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
+import dataclasses
 import functools
 import logging
 import threading
@@ -42,13 +64,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from blackbox_mitm.matcher.outcomes import RecordedCall
+from blackbox_mitm.session.perceived import perceived_order
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_GAP_MS", "DEFAULT_WAIT_MS", "Hold", "Release", "ReleaseOrder", "overlaps"]
+__all__ = ["DEFAULT_GAP_MS", "DEFAULT_GATE_WAIT_MS", "DEFAULT_WAIT_MS", "Hold", "Release", "ReleaseOrder", "gates", "overlaps"]
 
 DEFAULT_GAP_MS = 25.0  # measured: Claude Code on a loaded 2-core machine (docs/replay-and-divergence.md)
 DEFAULT_WAIT_MS = 3000.0  # how long an answer waits for a predecessor the agent has not asked for
+DEFAULT_GATE_WAIT_MS = 10_000.0  # how long an answer waits for a request that arrived before it completed (generous)
 _ASKED_CAP_MS = 60_000.0  # a predecessor asked for but never delivered (its agent hung up): not waited for past this
 _SLICE_S = 0.1  # a waiting thread looks at its cancel event this often
 
@@ -79,6 +103,33 @@ def overlaps(calls: Sequence[RecordedCall]) -> dict[int, tuple[int, ...]]:
     return out
 
 
+def arrival_order(calls: Sequence[RecordedCall]) -> tuple[int, ...]:
+    """The call numbers in the order their requests arrived in the recording (calls without the time left out)."""
+    timed = [(float(c.input_timestamp), c.number) for c in calls if c.input_timestamp is not None]
+    return tuple(number for _, number in sorted(timed))
+
+
+def gates(calls: Sequence[RecordedCall], concerned: set[int]) -> dict[int, int]:
+    """For each concerned call, how many requests of ``arrival_order`` arrived strictly before its answer completed.
+
+    Those requests cannot have depended on the answer: it is held until they all arrived in the replay. A request
+    in the same millisecond as the completion may have been its consequence, so it is not a gate.
+    """
+    arrivals = sorted(float(c.input_timestamp) for c in calls if c.input_timestamp is not None)
+    return {c.number: bisect.bisect_left(arrivals, float(c.timestamp)) for c in calls if c.number in concerned}
+
+
+def _reordered(clocked: dict[int, tuple[int, ...]], order: Sequence[int]) -> dict[int, tuple[int, ...]]:
+    """The overlapping pairs of ``clocked``, each pointed the way ``order`` (the agent's) puts them."""
+    rank = {number: r for r, number in enumerate(order)}
+    out: dict[int, set[int]] = {}
+    for i, preds in clocked.items():
+        for j in preds:
+            first, then = (j, i) if rank[j] < rank[i] else (i, j)
+            out.setdefault(then, set()).add(first)
+    return {i: tuple(sorted(preds)) for i, preds in sorted(out.items())}
+
+
 @dataclass(frozen=True, slots=True)
 class Release:
     """One answer let go: ``at_ms`` on the scheduler's clock, after ``after`` (None: it waited for nobody)."""
@@ -88,6 +139,8 @@ class Release:
     after: int | None = None  # the predecessor delivered last
     not_before_ms: float = 0.0  # that delivery plus the separation
     skipped: tuple[int, ...] = ()  # predecessors never asked for in time: not waited for
+    gate: int | None = None  # of the requests that arrived before its recorded completion, the one seen last
+    gates_timed_out: tuple[int, ...] = ()  # such requests not seen within gate_wait_ms: released without them
 
 
 class ReleaseOrder:
@@ -99,19 +152,28 @@ class ReleaseOrder:
         *,
         gap_ms: float = DEFAULT_GAP_MS,
         wait_ms: float = DEFAULT_WAIT_MS,
+        gate_wait_ms: float = DEFAULT_GATE_WAIT_MS,
         clock: Callable[[], float] = _monotonic_ms,
     ) -> None:
-        if gap_ms < 0 or wait_ms < 0:
-            raise ValueError("gap_ms and wait_ms must be 0 or more")
+        if gap_ms < 0 or wait_ms < 0 or gate_wait_ms < 0:
+            raise ValueError("gap_ms, wait_ms and gate_wait_ms must be 0 or more")
         self.gap_ms = float(gap_ms)
         self.wait_ms = float(wait_ms)
-        self.predecessors = overlaps(calls)
-        self._concerned = {*self.predecessors, *(j for preds in self.predecessors.values() for j in preds)}
+        self.gate_wait_ms = float(gate_wait_ms)
+        clocked = overlaps(calls)
+        self._concerned = {*clocked, *(j for preds in clocked.values() for j in preds)}
+        self.predecessors = _reordered(clocked, perceived_order(calls, self._concerned))
+        self.arrivals = arrival_order(calls)
+        self.gates = gates(calls, self._concerned)
         self._clock = clock
         self._cond = threading.Condition()
         self._asked: set[int] = set()
+        self._seen = 0  # how many of ``arrivals`` (a prefix) arrived or were given up on
+        self._gave_up: set[int] = set()  # gate requests given up on
+        self._arrived_at: dict[int, int] = {}  # call -> its request's place in this replay's arrivals
         self._delivered: dict[int, float] = {}
         self._abandoned: set[int] = set()  # predecessors given up on
+        self._timed_out: dict[int, tuple[int, ...]] = {}  # call -> the gate requests its answer gave up on
         self._log: list[Release] = []
         self._wakers: list[Callable[[], None]] = []  # event-loop waiters (Hold.wait_async), woken by each release
 
@@ -125,17 +187,63 @@ class ReleaseOrder:
         """Whether call ``number`` overlapped another in the recording (else its answer is simply sent)."""
         return number in self._concerned
 
+    def arrived(self, number: int) -> None:
+        """Call ``number``'s request arrived and was served (an answer the rule does not hold: it is a gate only)."""
+        with self._cond:
+            self._arrive(number)
+
     def hold(self, number: int) -> Hold:
         """Call ``number`` was served: its answer's hold (``Hold.now`` or ``Hold.wait`` releases it)."""
         with self._cond:
-            self._asked.add(number)
-            self._cond.notify_all()
+            self._arrive(number)
         return Hold(self, number, self._clock())
 
     # -- under the lock ------------------------------------------------------------------
 
+    def _arrive(self, number: int) -> None:
+        self._asked.add(number)
+        self._arrived_at.setdefault(number, len(self._arrived_at))
+        self._advance()
+        self._cond.notify_all()
+        self._wake_all()
+
+    def _advance(self) -> None:
+        while self._seen < len(self.arrivals) and (self.arrivals[self._seen] in self._asked or self.arrivals[self._seen] in self._gave_up):
+            self._seen += 1
+
+    def _gate(self, number: int, ready_ms: float, now: float) -> float | None:
+        """None when every request that arrived before ``number``'s recorded completion arrived; else ms to wait."""
+        need = self.gates.get(number, 0)
+        if self._seen >= need:
+            return None
+        if now < ready_ms + self.gate_wait_ms:
+            return ready_ms + self.gate_wait_ms - now
+        missing = tuple(j for j in self.arrivals[:need] if j not in self._asked and j not in self._gave_up)
+        log.warning(
+            "blackbox: call %d's answer waited %.0f ms for the requests of calls %s, which arrived before it completed "
+            "in the recording and have not arrived in this replay; released without them",
+            number, now - ready_ms, ", ".join(map(str, missing)),
+        )  # fmt: skip
+        self._gave_up.update(missing)
+        self._timed_out[number] = self._timed_out.get(number, ()) + missing
+        self._advance()
+        return None
+
     def _decide(self, number: int, ready_ms: float, now: float) -> tuple[Release | None, float | None]:
         """(the release, None) when ``number`` may go at ``now``; else (None, how long to wait at most, ms)."""
+        gate_wait = self._gate(number, ready_ms, now)
+        if gate_wait is not None:
+            return None, gate_wait
+        release, wait = self._by_order(number, ready_ms, now)
+        if release is None:
+            return None, wait
+        need = self.gates.get(number, 0)
+        seen = [(self._arrived_at[j], j) for j in self.arrivals[:need] if j != number and j in self._arrived_at]
+        last_gate = max(seen)[1] if seen else None
+        return dataclasses.replace(release, gate=last_gate, gates_timed_out=self._timed_out.get(number, ())), None
+
+    def _by_order(self, number: int, ready_ms: float, now: float) -> tuple[Release | None, float | None]:
+        """The completion-order rule with its separation, once the gates are passed."""
         preds = self.predecessors.get(number, ())
         waiting = [j for j in preds if j not in self._delivered and j not in self._abandoned]
         if waiting:
@@ -143,7 +251,7 @@ class ReleaseOrder:
             deadline = ready_ms + (self.wait_ms if unasked else self.wait_ms + _ASKED_CAP_MS)
             if now >= deadline:
                 self._abandoned.update(unasked or waiting)
-                return self._decide(number, ready_ms, now)
+                return self._by_order(number, ready_ms, now)
             return None, deadline - now
         delivered = [(self._delivered[j], j) for j in preds if j in self._delivered]
         if not delivered:
@@ -159,10 +267,13 @@ class ReleaseOrder:
         self._delivered[release.call] = release.at_ms
         self._log.append(release)
         self._cond.notify_all()
+        self._wake_all()
+        return release
+
+    def _wake_all(self) -> None:
         wakers, self._wakers = self._wakers, []
         for wake in wakers:
             wake()
-        return release
 
 
 class Hold:

@@ -372,3 +372,28 @@ def test_clean_payloads_are_not_walked(monkeypatch: pytest.MonkeyPatch) -> None:
         "credential"
     ]
     assert walked[-1] == ("tool_result", True)
+
+
+# -- tool-call ids an agent echoes in text --------------------------------------------------------
+
+
+def _notification(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": [{"type": "text", "text": text}]}], "tools": []}
+
+
+def test_a_provider_id_in_a_tool_use_id_tag_is_a_leak() -> None:
+    text = "<task-notification>\n<tool-use-id>toolu_01MOPRgsCrnLw1OqnBwDeiuS</tool-use-id>\n</task-notification>"
+    problem = _only(verify_trace(_trace_with("model_input", _notification(text))), "provider_id")
+    assert problem.where == "payload.messages[0].content[0].text"
+    assert '"toolu_01MOPRgsCrnLw1OqnBwDeiuS" in <tool-use-id>' in problem.reason and "re-record" in problem.reason
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<tool-use-id>call-0</tool-use-id>",  # what the recorder writes there
+        "the docs' example id is toolu_01MOPRgsCrnLw1OqnBwDeiuS, and call_a8Kq2LmZx9PfR3tWvB7nYc1D in the log",
+    ],
+)
+def test_call_n_in_the_tag_and_ids_elsewhere_in_text_are_data(text: str) -> None:
+    assert verify_trace(_trace_with("model_input", _notification(text))) == []

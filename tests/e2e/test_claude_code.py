@@ -14,7 +14,10 @@ strict and flag-free; with background subagents, ``--pace recorded`` keeps
 when they finish, so ten replays out of ten are the recording. Background
 subagents the provider answers within milliseconds of each other end, in a
 replay with no flags, in the order the recording completed them
-(``session/release.py``), strict or ``--match sequence``.
+(``session/release.py``), strict or ``--match sequence``; a subagent that ended
+while the main loop's turn reporting the other was still being answered ends,
+in a replay, only once that turn was asked (happens-before). The tool-use ids
+Claude Code writes into its notifications are ``call-N`` in the cassette.
 
 And Claude Code with ``blackbox mcp`` registered as its docs say (``claude mcp
 add blackbox -- blackbox mcp``): the model calls ``mcp__blackbox__list_forks``,
@@ -38,7 +41,7 @@ from fake_provider import FakeProvider
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.cassette.verify import verify_trace
 from blackbox_mitm.matcher.recorded import recorded_calls_of
-from blackbox_mitm.session.release import overlaps
+from blackbox_mitm.session.release import ReleaseOrder, overlaps
 
 sys.path.insert(0, str(ROOT / "tests" / "mcp_server"))  # the blackbox mcp tests' runs (a parent and its two forks)
 
@@ -229,6 +232,26 @@ def test_claude_code_calls_blackbox_mcp_list_forks_and_the_round_replays_strictl
     assert_same_run(replay(cassette, prompt, cwd=workdir, confdir=confdir, claude_args=allow), rec, 2)
 
 
+def test_a_subagent_ends_only_after_the_turn_that_reported_the_one_before(
+    claude: Path, provider: FakeProvider, workdir: Path, confdir: Path
+) -> None:
+    cassette = workdir.parent / "behind.json"
+    prompt = "BB-BEHIND: count the letters of two words with two background agents"
+    rec = record(cassette, prompt, cwd=workdir, provider=provider, confdir=confdir)
+    assert "Both agents finished" in rec.stdout
+    calls = recorded_calls_of(load_trace(cassette))
+    beta = next(c for c in calls if "BB-SUB beta" in str(c.input["messages"][0]["content"]))
+    turn = next(c for c in calls if "Count alpha" in str(c.input["messages"][-1]["content"]) and c.number > beta.number)
+    # The turn reporting alpha arrived before beta's answer completed and was answered after it: a gate, not a
+    # predecessor. Without the gate beta ends an order gap after alpha and Claude Code reports both in one turn.
+    assert turn.input_timestamp is not None and turn.input_timestamp < beta.timestamp
+    order = ReleaseOrder(calls)
+    assert order.arrivals.index(turn.number) < order.gates[beta.number]
+    assert "toolu_" not in cassette.read_text()
+    for _ in range(3):  # by hand: 14 of 14 (before the gates: 0 of 4, both ends reported in one turn)
+        assert_same_run(replay(cassette, prompt, cwd=workdir, confdir=confdir), rec, len(calls))
+
+
 @pytest.mark.parametrize("agents", [2, 3])
 def test_background_subagents_answered_together_end_in_the_recorded_order(
     agents: int, claude: Path, provider: FakeProvider, workdir: Path, confdir: Path
@@ -243,6 +266,13 @@ def test_background_subagents_answered_together_end_in_the_recorded_order(
     # The provider sent the answers milliseconds apart (TOGETHER_SPACING_MS); the cassette says the calls overlapped.
     later = {c.number for c in subagents[1:]}
     assert later <= set(overlaps(calls))
-    for _ in range(3):  # by hand: 20 of 20 quiet, 19 of 20 beside a CPU-bound job (docs/replay-and-divergence.md)
+    # Claude Code wrote each Agent call's id into its notifications (<tool-use-id>): the cassette holds call-N there.
+    text = cassette.read_text()
+    assert "toolu_" not in text
+    assert text.count("<tool-use-id>call-") == agents
+    # By hand, 20 strict replays each (docs/replay-and-divergence.md): quiet (load ~9 from others) 19 of 20 (two and
+    # three), --match sequence 20 and 19 of 20; beside `yes > /dev/null` 20 of 20 (two), 18 of 20 (three). Misses are
+    # one batched turn naming two subagents in the other order: nothing but the gap orders ends with no request between.
+    for _ in range(3):
         assert_same_run(replay(cassette, prompt, cwd=workdir, confdir=confdir), rec, len(calls))
     assert_same_run(replay(cassette, prompt, "--match", "sequence", cwd=workdir, confdir=confdir), rec, len(calls))

@@ -1,0 +1,107 @@
+"""Tool-call ids an agent echoes in request text, replaced by the cassette's ``call-N`` before hashing and matching.
+
+The codecs map provider-native tool-call ids to neutral ``call-N`` in the
+structured fields (``CallIds``), and a replay serves ids of its own
+(``toolu_bb0``). Agents also write those ids into later prompt *text*: Claude
+Code's task notifications say ``<tool-use-id>toolu_01MOPRgsCrnLw1OqnBwDeiuS</tool-use-id>``,
+and any agent may quote a call id back to its model. Recorded as is, a
+provider-native id would enter the cassette; replayed as is, the agent's text
+would hold the served id where the recording held the native one, and a strict
+replay would diverge.
+
+``neutralize_echoed_ids`` rewrites every string of a neutral ``model_input``
+(message text, tool inputs and results, the system prompt), replacing each id
+the run has mapped — exactly those, as whole tokens — by its ``call-N``. The
+same call makes a recording neutral and a replay comparable: while recording,
+``CallIds`` knows the native ids the provider sent; in a replay, the ids it
+served. An id the run never mapped (an id in a file the agent read, an example
+in source code) is left alone: it is the user's data, not this run's protocol;
+so is one shorter than 8 characters (a bare ``1`` could be any word).
+
+Cheap when there is nothing to do: no mapped id, or no string holding the
+start of one, costs a substring test per string; the payload is copied only
+where something was replaced.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from blackbox_mitm.codecs.base import CallIds
+
+__all__ = ["EchoedIds", "neutralize_echoed_ids"]
+
+_TOKEN = "A-Za-z0-9_-"  # what a provider id is made of: a match must not continue a longer token
+_SHORTEST = 8  # an "id" shorter than this (a bare "1") could be any word of the text: never replaced
+
+
+class EchoedIds:
+    """The replacement rule for one run's mapped ids, rebuilt only when the run has mapped new ones (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._rule: tuple[int, re.Pattern[str] | None, tuple[str, ...], dict[str, str]] = (0, None, (), {})
+
+    def _current(self, known: Mapping[str, str]) -> tuple[int, re.Pattern[str] | None, tuple[str, ...], dict[str, str]]:
+        rule = self._rule
+        if len(known) == rule[0]:
+            return rule  # ids are only ever added: the same count is the same set
+        snapshot = dict(known.items())  # one C-level copy: another thread may be mapping an id meanwhile
+        ids = sorted((k for k, v in snapshot.items() if len(k) >= _SHORTEST and k != v), key=len, reverse=True)
+        heads = tuple(sorted({_head(k) for k in ids}))
+        body = "|".join(re.escape(k) for k in ids)
+        pattern = re.compile(f"(?<![{_TOKEN}])(?:{body})(?![{_TOKEN}])") if ids else None
+        self._rule = rule = (len(snapshot), pattern, heads, snapshot)
+        return rule
+
+    def rewrite(self, model_input: Mapping[str, Any], known: Mapping[str, str]) -> Mapping[str, Any]:
+        """``model_input`` with every mapped id in its text replaced (the same object when none was)."""
+        _, pattern, heads, mapped = self._current(known)
+        if pattern is None:
+            return model_input
+
+        def text(s: str) -> str:
+            if not any(h in s for h in heads):
+                return s
+            new = pattern.sub(lambda m: mapped[m.group()], s)
+            return s if new == s else new
+
+        out = _walk(model_input, text)
+        return out if isinstance(out, Mapping) else model_input
+
+
+def neutralize_echoed_ids(model_input: Mapping[str, Any], ids: CallIds, rule: EchoedIds | None = None) -> Mapping[str, Any]:
+    """``model_input`` with the ids ``ids`` has mapped, wherever they appear in its text, as their ``call-N``."""
+    return (rule or EchoedIds()).rewrite(model_input, ids.known())
+
+
+def _head(native: str) -> str:
+    """The part of an id every occurrence starts with, for the fast substring test (``toolu_``, ``call_``)."""
+    cut = max(native.find("_"), native.find("-"))
+    return native[: cut + 1] if 0 < cut < 12 else native[:6]
+
+
+def _walk(node: Any, text: Any) -> Any:
+    """``node`` with ``text`` applied to every string value (dict keys left alone), copied only where it changed."""
+    if isinstance(node, str):
+        return text(node)
+    if isinstance(node, dict):
+        changed: dict[str, Any] | None = None
+        for key, value in node.items():
+            new = _walk(value, text)
+            if new is not value:
+                if changed is None:
+                    changed = dict(node)
+                changed[key] = new
+        return node if changed is None else changed
+    if isinstance(node, list):
+        items: list[Any] | None = None
+        for i, value in enumerate(node):
+            new = _walk(value, text)
+            if new is not value:
+                if items is None:
+                    items = list(node)
+                items[i] = new
+        return node if items is None else items
+    return node

@@ -1,0 +1,139 @@
+"""Tool-call ids an agent echoes in its prompt text: recorded as call-N, and a replay's served ids compared as call-N."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from blackbox_mitm.cassette import load_trace
+from blackbox_mitm.cassette.verify import verify_trace
+from blackbox_mitm.codecs.base import CallIds
+from blackbox_mitm.session.build import record_session, replay_session
+from blackbox_mitm.session.echoed_ids import EchoedIds, neutralize_echoed_ids
+from blackbox_mitm.session.engine import Answer, Forward, ModelRequest
+
+NATIVE = "toolu_01MOPRgsCrnLw1OqnBwDeiuS"
+PATH = "/v1/messages"
+
+
+def _input(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": [{"type": "text", "text": text}]}], "tools": []}
+
+
+def test_a_mapped_id_in_text_becomes_its_call_n_and_nothing_else_changes() -> None:
+    ids = CallIds()
+    assert ids.assign(NATIVE) == "call-0"
+    payload = _input(f"<tool-use-id>{NATIVE}</tool-use-id> and again {NATIVE}.")
+    out = neutralize_echoed_ids(payload, ids)
+    assert out["messages"][0]["content"][0]["text"] == "<tool-use-id>call-0</tool-use-id> and again call-0."
+    assert payload["messages"][0]["content"][0]["text"].startswith(f"<tool-use-id>{NATIVE}")  # the input is not modified
+    assert out["tools"] is payload["tools"]  # only what changed is copied
+
+
+def test_only_exact_known_ids_as_whole_tokens_are_replaced() -> None:
+    ids = CallIds()
+    ids.assign(NATIVE)
+    served = ids.served_id("call-1", "toolu_")  # toolu_bb1, what a replay serves
+    text = (
+        f"unknown toolu_01AAAAbbbbCCCCddddEEEEffff, longer {NATIVE}x, inside x{NATIVE}, "
+        f"a served id {served}, not {served}2, a short id {served[:5]}"
+    )
+    out = neutralize_echoed_ids(_input(text), ids)["messages"][0]["content"][0]["text"]
+    assert out == (
+        f"unknown toolu_01AAAAbbbbCCCCddddEEEEffff, longer {NATIVE}x, inside x{NATIVE}, "
+        f"a served id call-1, not {served}2, a short id {served[:5]}"
+    )
+
+
+def test_ids_shorter_than_eight_characters_are_never_replaced() -> None:
+    ids = CallIds()
+    ids.assign("1")  # an agent that numbers its calls: "1" could be any word of the text
+    payload = _input("step 1 of 1")
+    assert neutralize_echoed_ids(payload, ids) is payload
+
+
+def test_tool_inputs_results_and_the_system_prompt_are_text_too() -> None:
+    ids = CallIds()
+    ids.assign(NATIVE)
+    payload = {
+        "systemPrompt": f"last call {NATIVE}",
+        "messages": [{"role": "user", "content": [{"type": "tool_result", "toolCallId": "call-0", "result": {"log": [f"id={NATIVE}"]}}]}],
+    }
+    out = neutralize_echoed_ids(payload, ids)
+    assert out["systemPrompt"] == "last call call-0"
+    assert out["messages"][0]["content"][0]["result"] == {"log": ["id=call-0"]}
+
+
+def test_the_rule_follows_new_ids_as_the_run_maps_them() -> None:
+    ids, rule = CallIds(), EchoedIds()
+    payload = _input(f"see {NATIVE}")
+    assert rule.rewrite(payload, ids.known()) is payload  # nothing mapped yet
+    ids.assign(NATIVE)
+    assert rule.rewrite(payload, ids.known())["messages"][0]["content"][0]["text"] == "see call-0"
+
+
+# --- through the session: recorded neutral, replayed strictly ------------------------------
+
+
+def _request(*messages: dict[str, Any]) -> ModelRequest:
+    body = {"model": "claude-test", "max_tokens": 100, "messages": list(messages)}
+    return ModelRequest(path=PATH, headers={"x-api-key": "sk-ant-test"}, body=json.dumps(body).encode())
+
+
+def _first() -> ModelRequest:
+    return _request({"role": "user", "content": "Start a background agent."})
+
+
+def _second(tool_id: str) -> ModelRequest:
+    return _request(
+        {"role": "user", "content": "Start a background agent."},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": tool_id, "name": "Agent", "input": {"prompt": "p"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": "Async agent launched."}]},
+        {"role": "user", "content": f"<task-notification><tool-use-id>{tool_id}</tool-use-id> finished</task-notification>"},
+    )
+
+
+def _message(content: list[dict[str, Any]], stop: str) -> bytes:
+    return orjson.dumps(
+        {"id": "msg_01XyZ", "type": "message", "role": "assistant", "model": "claude-test", "content": content, "stop_reason": stop,
+         "usage": {"input_tokens": 1, "output_tokens": 1}}
+    )  # fmt: skip
+
+
+def _record(path: Path) -> None:
+    session = record_session(path)
+    action = session.on_request(_first())
+    assert isinstance(action, Forward)
+    session.on_response(
+        action.ticket, 200, _message([{"type": "tool_use", "id": NATIVE, "name": "Agent", "input": {"prompt": "p"}}], "tool_use")
+    )
+    action = session.on_request(_second(NATIVE))
+    assert isinstance(action, Forward)
+    session.on_response(action.ticket, 200, _message([{"type": "text", "text": "Done."}], "end_turn"))
+    assert session.recorder is not None
+    session.recorder.finish(path, exit_code=0)
+
+
+def test_a_recording_holds_call_n_where_the_agent_wrote_the_provider_id(tmp_path: Path) -> None:
+    path = tmp_path / "run.json"
+    _record(path)
+    text = path.read_text()
+    assert "toolu_" not in text
+    assert "<tool-use-id>call-0</tool-use-id>" in text
+    assert verify_trace(load_trace(path)) == []
+
+
+def test_a_strict_replay_matches_the_served_id_the_agent_echoes(tmp_path: Path) -> None:
+    path = tmp_path / "run.json"
+    _record(path)
+    session = replay_session(path)
+    first = session.on_request(_first())
+    assert isinstance(first, Answer) and first.status == 200
+    served = next(b["id"] for b in json.loads(first.body)["content"] if b["type"] == "tool_use")
+    assert served != NATIVE and served.startswith("toolu_")
+    second = session.on_request(_second(served))  # the agent echoes the id it was served, in text too
+    assert isinstance(second, Answer) and second.status == 200, second.body
+    assert json.loads(second.body)["content"][0]["text"] == "Done."
