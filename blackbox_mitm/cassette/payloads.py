@@ -89,13 +89,22 @@ class ToolDefinition(TypedDict):
     name: str
     description: NotRequired[str]
     inputSchema: Any  # JSON Schema, as sent
+    strict: NotRequired[bool]  # Blackbox's extension: present (true) only when the tool asked for strict schema adherence
 
 
-def tool_definition(name: str, schema: Any, description: Any = None) -> ToolDefinition:
-    """A tool definition, its keys in the spec's order; ``description`` None: the tool has none."""
-    if description is None:
-        return {"name": name, "inputSchema": schema}
-    return {"name": name, "description": description, "inputSchema": schema}
+def tool_definition(name: str, schema: Any, description: Any = None, *, strict: bool = False) -> ToolDefinition:
+    """A tool definition, its keys in the spec's order; ``description`` None: the tool has none.
+
+    ``strict``: the wire's ``strict: true``. It is written only when true, so a tool
+    without it (or with ``strict: false``) is the same payload, and hash, as before
+    the field existed.
+    """
+    out: ToolDefinition = {"name": name, "inputSchema": schema}
+    if description is not None:
+        out = {"name": name, "description": description, "inputSchema": schema}
+    if strict:
+        out["strict"] = True
+    return out
 
 
 class ModelInput(TypedDict):

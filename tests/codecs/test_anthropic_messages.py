@@ -484,9 +484,6 @@ REFUSAL_CASES: dict[str, list[tuple[str, Any, str]]] = {
             "content[0].caller",
         ),
     ],
-    "anthropic.strict_tool": [
-        ("request", _req(tools=[{"name": "lookup", "input_schema": {"type": "object"}, "strict": True}]), "tools[0].strict"),
-    ],
     "anthropic.stop_sequence": [
         ("response", _resp([TEXT], "stop_sequence", stop_sequence="END"), "stop_reason"),
         ("stream", _stream_events([TEXT], {"stop_reason": "stop_sequence", "stop_sequence": "END"}), "stop_reason"),
@@ -935,3 +932,11 @@ def test_a_fork_edit_with_nothing_to_rewrite_is_none(body: bytes) -> None:
     ids = CallIds()
     ids.assign("toolu_01Pdf", "fetch_pdf")
     assert codec.rewrite_tool_result(body, ids, "call-0", "x") is None
+
+
+def test_strict_true_on_a_tool_is_recorded_and_false_records_like_leaving_it_out() -> None:
+    schema = {"type": "object"}
+    decode = codec.decode_request
+    tools = [{"name": "a", "input_schema": schema, "strict": True}, {"name": "b", "input_schema": schema, "strict": False}]
+    mi = decode(json.dumps(_req(tools=tools)).encode(), CallIds()).model_input
+    assert mi["tools"] == [{"name": "a", "inputSchema": schema, "strict": True}, {"name": "b", "inputSchema": schema}]

@@ -92,7 +92,7 @@ def test_a_chained_round_and_a_whole_history_give_the_same_transcript() -> None:
         "type": "tool_calls",
         "calls": [{"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Oslo", "unit": "celsius"}}],
     }
-    assert first.model_input["tools"] == [WEATHER]  # strict: true, this API's default, records like leaving it out
+    assert first.model_input["tools"] == [{**WEATHER, "strict": True}]  # the fixture's tool says strict: true
     assert second.model_input["messages"] == TOOL_ROUND
     assert answer == {"type": "final_answer", "text": "It is 4 °C and overcast in Oslo."}
 
@@ -196,15 +196,17 @@ def test_fields_that_are_not_compared_do_not_change_the_input() -> None:
     assert decode(body(noisy), CallIds()).model_input == decode(body(base), CallIds()).model_input
 
 
-def test_strict_is_not_compared_and_codex_configuration_updates_are_not_messages() -> None:
-    """Codex sends ``strict: false`` on every function tool and restates its settings in a configuration_update item."""
+def test_strict_is_recorded_as_this_apis_default_and_codex_configuration_updates_are_not_messages() -> None:
+    """A function tool is strict unless it says ``strict: false`` (what Codex sends); Codex restates its settings in a configuration_update item."""
     tool = {"type": "function", "name": "f", "parameters": {"type": "object", "properties": {}}}
     decode = openai_responses.decode_request
     inputs = [
         decode(body({"model": "m", "input": "hi", "tools": [{**tool, **strict}]}), CallIds()).model_input
-        for strict in ({}, {"strict": True}, {"strict": False})
+        for strict in ({}, {"strict": True}, {"strict": None}, {"strict": False})
     ]
-    assert inputs[0] == inputs[1] == inputs[2]
+    assert inputs[0] == inputs[1] == inputs[2] != inputs[3]
+    assert inputs[0]["tools"][0]["strict"] is True
+    assert "strict" not in inputs[3]["tools"][0]
     updated = {"model": "m", "input": ["hi", {"type": "configuration_update", "reasoning": {"effort": "low"}}]}
     updated["input"][0] = {"role": "user", "content": "hi"}
     assert decode(body(updated), CallIds()).model_input == decode(body({"model": "m", "input": "hi"}), CallIds()).model_input

@@ -124,13 +124,13 @@ def _decode_tools(tools: Any) -> list[ToolDefinition]:
             raise BlackboxUnsupportedError(f"tools[{i}]", "expected a tool object", provider=PROVIDER)
         if tool.get("type") not in (None, "custom"):
             REFUSALS.refuse("anthropic.server_tool", f"tools[{i}].type")
-        if tool.get("strict") is True:
-            REFUSALS.refuse("anthropic.strict_tool", f"tools[{i}].strict")
         if not isinstance(tool.get("name"), str) or "input_schema" not in tool:
             raise BlackboxUnsupportedError(f"tools[{i}]", "a client tool needs a name and an input_schema", provider=PROVIDER)
         neutral: ToolDefinition = {"name": tool["name"], "inputSchema": tool["input_schema"]}
         if "description" in tool:  # kept even when null: it was sent
             neutral = {"name": tool["name"], "description": tool["description"], "inputSchema": tool["input_schema"]}
+        if tool.get("strict") is True:
+            neutral["strict"] = True
         out.append(neutral)
     return out
 

@@ -71,10 +71,8 @@ def _decode_tools(raw: Any) -> list[ToolDefinition]:
         fn = tool.get("function")
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
             REFUSALS.malformed(f"{path}.function", "a function tool without a name")
-        if fn.get("strict") is True:
-            REFUSALS.refuse("openai.strict_tool", f"{path}.function.strict")
         schema = fn["parameters"] if given(fn, "parameters") else dict(EMPTY_SCHEMA)
-        tools.append(tool_definition(fn["name"], schema, fn.get("description")))
+        tools.append(tool_definition(fn["name"], schema, fn.get("description"), strict=fn.get("strict") is True))
     return tools
 
 

@@ -71,13 +71,11 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
     if calls:
         if finish not in ("tool_calls", "length"):
             REFUSALS.refuse("openai.tool_calls_finish", "choices[0].finish_reason", finish)
-        if content == "":
-            REFUSALS.refuse("openai.null_content", f"{at}.content")
         out: ModelOutput = {
             "type": "tool_calls",
             "calls": [{"toolCallId": ids.assign(native, name), "toolName": name, "toolInput": args} for native, name, args in calls],
         }
-        if content:
+        if content is not None:  # "" too: some OpenAI-compatible servers send it beside tool calls, and get it back
             out["text"] = content
     else:
         if content is None:
@@ -117,7 +115,7 @@ def message_of(output: Any, ids: CallIds) -> tuple[str | None, str | None, list[
         if not calls:
             raise ValueError("a tool_calls model_output without calls")
         text = output.get("text")
-        return (text if isinstance(text, str) and text else None), None, calls, STOP_LENGTH if stop == STOP_LENGTH else "tool_calls"
+        return (text if isinstance(text, str) else None), None, calls, STOP_LENGTH if stop == STOP_LENGTH else "tool_calls"
     raise ValueError(f"not a model_output: type {kind!r}")
 
 

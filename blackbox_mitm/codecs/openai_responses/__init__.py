@@ -13,10 +13,10 @@ WebSocket transport. Plain Python, no mitmproxy. Decisions the spec leaves open:
   ``verbosity``); ``store``, ``metadata``, ``include``, ``prompt_cache_key``,
   ``service_tier``, ``truncation``, ``stream_options``, item ids and statuses, an
   assistant message's ``phase`` and every other field are not compared.
-* ``strict`` on a function tool is not compared: ``true`` (this API's default)
-  and ``false`` both record like leaving it out. (Refusing ``strict: false``, as
-  the chat codec refuses the non-default, would refuse Codex: it sends ``strict:
-  false`` on every function tool.)
+* ``strict`` on a function tool is recorded as the neutral ``"strict": true``
+  when the tool is strict, which in this API is the default: ``strict: true``,
+  ``null`` or absent. ``strict: false`` (what Codex sends on every function
+  tool) records no field, like a chat-completions tool without ``strict``.
 * ``previous_response_id``: the request's items are appended to the stored
   conversation of that response (this run's, recorded or served by us), so
   ``model_input`` holds the whole conversation, exactly as if the client had sent

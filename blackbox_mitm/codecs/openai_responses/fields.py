@@ -144,8 +144,13 @@ def decode_tools(raw: Any, path: str, prefix: str = "") -> list[ToolDefinition]:
             schema = tool["parameters"] if given(tool, "parameters") else dict(EMPTY_SCHEMA)
         else:
             schema = {"type": "string", "format": tool["format"] if given(tool, "format") else dict(TEXT_FORMAT)}
-        out.append(tool_definition(prefix + name, schema, tool.get("description")))
+        out.append(tool_definition(prefix + name, schema, tool.get("description"), strict=_strict(tool)))
     return out
+
+
+def _strict(tool: Mapping[str, Any]) -> bool:
+    """Whether a function tool is strict: this API's default is true (``strict`` absent or null)."""
+    return tool.get("type") == "function" and tool.get("strict") is not False
 
 
 def is_custom(tool: Mapping[str, Any]) -> bool:
