@@ -32,6 +32,7 @@ __all__ = [
     "ModelOutput",
     "SingleToolCall",
     "TextPart",
+    "Tokens",
     "ToolCall",
     "ToolCalls",
     "ToolDefinition",
@@ -42,6 +43,8 @@ __all__ = [
     "json_kind",
     "order_tool_results",
     "output_text",
+    "tokens",
+    "tokens_of",
     "tool_calls_of",
     "tool_definition",
 ]
@@ -126,10 +129,25 @@ class ToolCall(TypedDict):
     toolInput: Any  # JSON
 
 
+class Tokens(TypedDict):
+    """Blackbox's extension: an answer's token counts, in neutral names (see docs/cassette.md).
+
+    ``input`` counts every input token (cached ones included), ``output`` every
+    output token (reasoning included); ``cachedInput`` and ``reasoning`` are the
+    parts of those, present only when not zero.
+    """
+
+    input: int
+    output: int
+    cachedInput: NotRequired[int]
+    reasoning: NotRequired[int]
+
+
 class FinalAnswer(TypedDict):
     type: Literal["final_answer"]
     text: str
     stop: NotRequired[str]  # "length" or "refusal"; absent for the end of the turn
+    tokens: NotRequired[Tokens]
 
 
 class ToolCalls(TypedDict):
@@ -137,6 +155,7 @@ class ToolCalls(TypedDict):
     calls: list[ToolCall]
     text: NotRequired[str]  # what the model wrote beside the calls
     stop: NotRequired[str]  # "length"; absent for tool use
+    tokens: NotRequired[Tokens]
 
 
 class SingleToolCall(TypedDict):
@@ -189,6 +208,35 @@ def tool_calls_of(output: Any) -> list[dict[str, Any]]:
         calls = output.get("calls")
         return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
     return []
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def tokens(given_input: Any, given_output: Any, cached_input: Any = 0, reasoning: Any = 0) -> Tokens | None:
+    """Neutral token counts from a provider's numbers (anything not a positive integer is 0); None when all are 0.
+
+    None keeps an answer without counts (or with zero usage, what a replay reported
+    before counts were recorded) the payload, and hash, it always was.
+    """
+    counts = [_count(v) for v in (given_input, given_output, cached_input, reasoning)]
+    if not any(counts):
+        return None
+    out: Tokens = {"input": counts[0], "output": counts[1]}
+    if counts[2]:
+        out["cachedInput"] = counts[2]
+    if counts[3]:
+        out["reasoning"] = counts[3]
+    return out
+
+
+def tokens_of(output: Any) -> tuple[int, int, int, int]:
+    """(input, output, cached input, reasoning) of a model_output: zeros when it has no ``tokens``."""
+    t = output.get("tokens") if isinstance(output, dict) else None
+    if not isinstance(t, dict):
+        return 0, 0, 0, 0
+    return _count(t.get("input")), _count(t.get("output")), _count(t.get("cachedInput")), _count(t.get("reasoning"))
 
 
 def output_text(output: Any) -> str | None:

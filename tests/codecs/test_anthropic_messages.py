@@ -45,6 +45,9 @@ def _response_body(call: dict[str, Any]) -> bytes:
     return _b(call["response"])
 
 
+TOKENS = {"input": 10, "output": 5}  # what _resp's usage decodes to
+
+
 def _record(fixture: dict[str, Any]) -> list[tuple[DecodedRequest, dict[str, Any]]]:
     """Decode every call of a fixture in run order with one CallIds, as a recording does."""
     found = codec_for_path(fixture["path"])
@@ -89,7 +92,7 @@ def _resp(content: list[Any], stop_reason: str | None = "end_turn", **fields: An
         "stop_sequence": None,
         "stop_details": None,
         "container": None,
-        "usage": {"input_tokens": 10, "output_tokens": 5},
+        "usage": {"input_tokens": 10, "output_tokens": 5},  # TOKENS
     }
     body.update(fields)
     return body
@@ -344,11 +347,11 @@ def test_ids_seen_in_a_request_stay_the_same_call_in_later_requests() -> None:
 def test_empty_text_blocks_and_thinking_are_dropped_from_a_response() -> None:
     thinking = [{"type": "thinking", "thinking": "t", "signature": "s"}, {"type": "redacted_thinking", "data": "d"}]
     output = codec.decode_response(_b(_resp([*thinking, {"type": "text", "text": ""}, TOOL_USE], "tool_use")), CallIds(), _request())
-    assert output == {"type": "tool_calls", "calls": [{"toolCallId": "call-0", "toolName": "lookup", "toolInput": {"q": "x"}}]}
-    assert codec.decode_response(_b(_resp([{"type": "text", "text": ""}])), CallIds(), _request()) == {"type": "final_answer", "text": ""}
-    assert codec.decode_response(_b(_resp([])), CallIds(), _request()) == {"type": "final_answer", "text": ""}
+    assert output == {"type": "tool_calls", "calls": [{"toolCallId": "call-0", "toolName": "lookup", "toolInput": {"q": "x"}}], "tokens": TOKENS}
+    assert codec.decode_response(_b(_resp([{"type": "text", "text": ""}])), CallIds(), _request()) == {"type": "final_answer", "text": "", "tokens": TOKENS}
+    assert codec.decode_response(_b(_resp([])), CallIds(), _request()) == {"type": "final_answer", "text": "", "tokens": TOKENS}
     empty_citations = [{"type": "text", "text": "ok", "citations": None}, {"type": "text", "text": "", "citations": []}]
-    assert codec.decode_response(_b(_resp(empty_citations)), CallIds(), _request()) == {"type": "final_answer", "text": "ok"}
+    assert codec.decode_response(_b(_resp(empty_citations)), CallIds(), _request()) == {"type": "final_answer", "text": "ok", "tokens": TOKENS}
 
 
 def test_tool_calls_cut_by_max_tokens_keep_the_length_stop() -> None:
@@ -358,6 +361,7 @@ def test_tool_calls_cut_by_max_tokens_keep_the_length_stop() -> None:
         "calls": [{"toolCallId": "call-0", "toolName": "lookup", "toolInput": {"q": "x"}}],
         "text": "Here you go.",
         "stop": "length",
+        "tokens": TOKENS,
     }
 
 
@@ -742,12 +746,21 @@ def test_thinking_deltas_append_and_a_signature_delta_replaces() -> None:
         {"type": "thinking", "thinking": "ab", "signature": "Sig2"},
         {"type": "redacted_thinking", "data": "EmwK"},
     ]
-    assert codec.decode_response(_b(message), CallIds(), _request()) == {"type": "final_answer", "text": "", "stop": "length"}
+    assert codec.decode_response(_b(message), CallIds(), _request()) == {
+        "type": "final_answer",
+        "text": "",
+        "stop": "length",
+        "tokens": {"input": 10, "output": 2},
+    }
 
 
 def test_events_without_an_event_line_are_read_by_their_type() -> None:
     events = [SseEvent(None, e.data) for e in parse_sse(_stream_events([TEXT], {"stop_reason": "end_turn", "stop_sequence": None}))]
-    assert codec.decode_response(codec.aggregate_stream(events), CallIds(), _request()) == {"type": "final_answer", "text": "Here you go."}
+    assert codec.decode_response(codec.aggregate_stream(events), CallIds(), _request()) == {
+        "type": "final_answer",
+        "text": "Here you go.",
+        "tokens": {"input": 10, "output": 9},
+    }
 
 
 def test_an_error_event_is_not_a_completed_call() -> None:

@@ -198,6 +198,7 @@ def test_id_less_calls_keep_their_call_ids_across_the_run_by_position() -> None:
             {"toolCallId": "call-1", "toolName": "get_time", "toolInput": {}},
         ],
         "text": "Let me check.",
+        "tokens": {"input": 9, "output": 3},
     }
     model_turn = {"role": "model", "parts": [{"text": "Let me check."}, CALL, {"functionCall": {"name": "get_time", "args": {}}}]}
     # Results in another order, and with ids of the agent's own making (Gemini CLI does that): paired by name.
@@ -213,7 +214,7 @@ def test_id_less_calls_keep_their_call_ids_across_the_run_by_position() -> None:
     assert [p["toolCallId"] for p in history[1]["content"] if p["type"] == "tool_use"] == ["call-0", "call-1"]
     assert [(p["toolCallId"], p["toolName"]) for p in history[2]["content"]] == [("call-1", "get_time"), ("call-0", "get_weather")]
     answer = codec.decode_response(_response({"text": "Sunny at noon."}), ids, second)
-    assert answer == {"type": "final_answer", "text": "Sunny at noon."}
+    assert answer == {"type": "final_answer", "text": "Sunny at noon.", "tokens": {"input": 9, "output": 3}}
     # Asked again (a retry, or the next turn): the same history gives the same ids.
     again = _decode(ids, contents=[USER, model_turn, results, {"role": "model", "parts": [{"text": "Sunny at noon."}]}, USER])
     assert again.model_input["messages"][:3] == history
@@ -286,16 +287,18 @@ def test_a_response_decodes_to_a_final_answer_without_provider_fields() -> None:
     output = codec.decode_response(
         _response({"text": "Sunny"}, {"text": ", 21°C."}, {"text": "", "thoughtSignature": "c2ln"}), CallIds(), _decode()
     )
-    assert output == {"type": "final_answer", "text": "Sunny, 21°C."}
+    assert output == {"type": "final_answer", "text": "Sunny, 21°C.", "tokens": {"input": 9, "output": 3}}
     assert codec.decode_response(_response({"text": "Sun"}, finish="MAX_TOKENS"), CallIds(), _decode()) == {
         "type": "final_answer",
         "text": "Sun",
+        "tokens": {"input": 9, "output": 3},
         "stop": "length",
     }
     assert codec.decode_response(_response(finish="MAX_TOKENS"), CallIds(), _decode()) == {
         "type": "final_answer",
         "text": "",
         "stop": "length",
+        "tokens": {"input": 9, "output": 3},
     }
 
 

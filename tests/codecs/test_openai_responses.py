@@ -38,14 +38,23 @@ def calls_of(name: str) -> list[dict[str, Any]]:
     return data.get("calls", [data])
 
 
+# Every fixture's answer reports this usage (input_tokens 74, output_tokens 19, no cached or reasoning tokens).
+FIXTURE_TOKENS = {"input": 74, "output": 19}
+
+
 def run(name: str, ids: CallIds | None = None) -> list[tuple[DecodedRequest, dict[str, Any]]]:
-    """Decode a fixture's calls in order with one run's CallIds: (request, model_output) per call."""
+    """Decode a fixture's calls in order with one run's CallIds: (request, model_output without its tokens) per call.
+
+    Each answer's ``tokens`` are checked here (``FIXTURE_TOKENS``), so the tests below look at the rest.
+    """
     ids = ids or CallIds()
     out = []
     for call in calls_of(name):
         request = openai_responses.decode_request(body(call["request"]), ids)
         raw = openai_responses.aggregate_stream(parse_sse(call["stream"].encode())) if "stream" in call else body(call["response"])
-        out.append((request, openai_responses.decode_response(raw, ids, request)))
+        output = dict(openai_responses.decode_response(raw, ids, request))
+        assert output.pop("tokens") == FIXTURE_TOKENS
+        out.append((request, output))
     return out
 
 
@@ -265,7 +274,7 @@ def test_the_synthesized_stream_is_the_full_event_sequence() -> None:
         "response.output_text.done",
     ]
     assert kinds.count("response.function_call_arguments.done") == 2 and kinds.count("response.output_item.done") == 3
-    assert kinds[-1] == "response.completed" and data[-1]["response"]["usage"]["total_tokens"] == 0
+    assert kinds[-1] == "response.completed" and data[-1]["response"]["usage"]["total_tokens"] == 0  # no tokens recorded: zero
 
 
 def test_a_final_event_without_output_takes_the_done_items() -> None:
@@ -275,7 +284,8 @@ def test_a_final_event_without_output_takes_the_done_items() -> None:
     events[-1] = SseEvent(events[-1].event, json.dumps(last))
     ids = CallIds()
     request = openai_responses.decode_request(body(calls_of("stream_parallel_calls")[0]["request"]), ids)
-    assert openai_responses.decode_response(openai_responses.aggregate_stream(events), ids, request) == run("stream_parallel_calls")[0][1]
+    got = openai_responses.decode_response(openai_responses.aggregate_stream(events), ids, request)
+    assert got == {**run("stream_parallel_calls")[0][1], "tokens": FIXTURE_TOKENS}
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from blackbox_mitm.cassette.payloads import ModelOutput, ToolCall, output_text, tool_calls_of
+from blackbox_mitm.cassette.payloads import ModelOutput, Tokens, ToolCall, output_text, tokens, tokens_of, tool_calls_of
 from blackbox_mitm.codecs.base import STOP_LENGTH, CallIds, DecodedRequest, ErrorResponse
 from blackbox_mitm.codecs.common.ids import answer_key, digest
 from blackbox_mitm.codecs.common.jsonio import dumps, load_object
@@ -82,11 +82,35 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
         call_id = ids.assign(native, name)
         positions[f"{at}:{k}:{name}"] = call_id
         out_calls.append({"toolCallId": call_id, "toolName": name, "toolInput": args})
-    return neutral_output("".join(texts), out_calls, reason == "MAX_TOKENS")
+    out = neutral_output("".join(texts), out_calls, reason == "MAX_TOKENS")
+    counts = _tokens_of_usage(data.get("usageMetadata"))
+    if counts is not None:
+        out["tokens"] = counts
+    return out
+
+
+def _tokens_of_usage(usage: Any) -> Tokens | None:
+    """``usageMetadata`` -> neutral counts: output is the candidates' tokens and the thoughts' (reasoning)."""
+    if not isinstance(usage, dict):
+        return None
+    candidates, thoughts = (usage.get(k) for k in ("candidatesTokenCount", "thoughtsTokenCount"))
+    counts = [v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0 for v in (candidates, thoughts)]
+    return tokens(usage.get("promptTokenCount"), sum(counts), usage.get("cachedContentTokenCount"), counts[1])
+
+
+def _usage_of(output: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer's recorded counts as ``usageMetadata`` (zeros when it has none)."""
+    given_in, given_out, cached, reasoning = tokens_of(output)
+    usage: dict[str, Any] = {"promptTokenCount": given_in, "candidatesTokenCount": given_out - reasoning, "totalTokenCount": given_in + given_out}
+    if cached:
+        usage["cachedContentTokenCount"] = cached
+    if reasoning:
+        usage["thoughtsTokenCount"] = reasoning
+    return usage
 
 
 def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]:
-    """A neutral ``model_output`` -> a GenerateContentResponse with our ids, the requested model and zero usage."""
+    """A neutral ``model_output`` -> a GenerateContentResponse with our ids, the requested model and the recorded usage."""
     text = output_text(output) or ""
     calls = tool_calls_of(output)
     if output.get("type") not in ("final_answer", "tool_calls", "tool_call"):
@@ -112,7 +136,7 @@ def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: 
                 "index": 0,
             }
         ],
-        "usageMetadata": {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0},
+        "usageMetadata": _usage_of(output),
         "modelVersion": request.model or "",
         "responseId": f"bb{digest(answer_key(output, created_ms), 22)}",
     }

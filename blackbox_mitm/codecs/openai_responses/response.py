@@ -6,7 +6,7 @@
   back to ``call-N``). Every served response is put in the run's store, so a
   later ``previous_response_id`` naming it is resolved as in the recording.
 * The request's own settings (tools, tool_choice, instructions, text, ...) are
-  echoed the way the API echoes them; usage is zero.
+  echoed the way the API echoes them; usage is the recorded token counts (zero without).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from blackbox_mitm.cassette.payloads import ModelOutput, tool_calls_of
+from blackbox_mitm.cassette.payloads import ModelOutput, Tokens, tokens, tokens_of, tool_calls_of
 from blackbox_mitm.codecs import openai_chat
 from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse
 from blackbox_mitm.codecs.common.ids import digest
@@ -155,18 +155,36 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
     if not isinstance(resp, dict):
         REFUSALS.malformed("body", "the response body is not a JSON object")
     out = _model_output(resp, ids)
+    counts = _tokens_of_usage(resp.get("usage"))
+    if counts is not None:
+        out["tokens"] = counts
     if isinstance(resp.get("id"), str):
         remember(ids, resp["id"], request, resp["output"])
     return out
 
 
-def _zero_usage() -> dict[str, Any]:
+def _tokens_of_usage(usage: Any) -> Tokens | None:
+    """A Response's ``usage`` -> neutral token counts (None for no usage, or all zero)."""
+    if not isinstance(usage, dict):
+        return None
+    given_in, given_out = usage.get("input_tokens_details"), usage.get("output_tokens_details")
+    return tokens(
+        usage.get("input_tokens"),
+        usage.get("output_tokens"),
+        given_in.get("cached_tokens") if isinstance(given_in, dict) else 0,
+        given_out.get("reasoning_tokens") if isinstance(given_out, dict) else 0,
+    )
+
+
+def _usage_of(output: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer's recorded token counts as a Response ``usage`` (zeros when it has none)."""
+    given_in, given_out, cached, reasoning = tokens_of(output)
     return {
-        "input_tokens": 0,
-        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-        "output_tokens": 0,
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": 0,
+        "input_tokens": given_in,
+        "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
+        "output_tokens": given_out,
+        "output_tokens_details": {"reasoning_tokens": reasoning},
+        "total_tokens": given_in + given_out,
     }
 
 
@@ -269,7 +287,7 @@ def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: 
     if length:
         body["incomplete_details"] = {"reason": "max_output_tokens"}
     body["output"] = items
-    body["usage"] = _zero_usage()
+    body["usage"] = _usage_of(output)
     remember(ids, response_id, request, items, served=True)
     return body
 
