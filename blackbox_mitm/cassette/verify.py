@@ -182,6 +182,7 @@ _FIELDS: dict[str, dict[str, str]] = {
     "metadata": {"result": _DATA, "message": _DATA, "toolName": _DATA},
 }
 _LIST_OF = {"messages": "message", "tools": "tool", "calls": "call"}
+_TOKEN_NAMES = ("input", "output", "cachedInput", "reasoning")  # model_output.tokens (payloads.Tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,6 +395,7 @@ class _Walker:
                 for key in params:
                     self.param_key(key, f"payload.params{_key_path(key)}")
         elif step_type == "model_output":
+            self._tokens(payload)
             kind = payload.get("type")
             if kind not in _OUTPUT_TYPES:
                 self.add("shape", "payload.type", f"a model_output's type must be one of {', '.join(_OUTPUT_TYPES)}, found {_quote(kind)}")
@@ -418,6 +420,17 @@ class _Walker:
             if ("result" in payload) == ("error" in payload):
                 self.add("shape", "payload", "a tool_result holds exactly one of `result` and `error`")
             self._may(payload, "error", str)
+
+    def _tokens(self, payload: dict[str, Any]) -> None:
+        """Blackbox's ``tokens`` extension: an object of counts (non-negative integers) in the neutral names."""
+        counts = payload.get("tokens")
+        if not self._may(payload, "tokens", dict) or not isinstance(counts, dict):
+            return
+        for key, value in counts.items():
+            if key not in _TOKEN_NAMES:
+                self.add("shape", f"payload.tokens{_key_path(key)}", f"a token count is one of {', '.join(_TOKEN_NAMES)}, not {_quote(key)}")
+            elif not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+                self.add("shape", f"payload.tokens{_key_path(key)}", f"a token count is a non-negative integer, found {json_kind(value)}")
 
     def param_key(self, key: str, where: str) -> None:
         """A request control's name: any name but a provider response field or a credential's."""

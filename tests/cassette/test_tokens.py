@@ -1,0 +1,68 @@
+"""Token counts in a cassette (``model_output.tokens``): verify accepts them, ``show`` and ``forks`` add them up."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from cassette_builders import save
+
+from blackbox_mitm.cassette import Trace
+from blackbox_mitm.cassette.timeline import build_timeline, render_timeline
+from blackbox_mitm.cassette.verify import verify_trace
+from blackbox_mitm.session.lineage import list_forks, render_forks
+
+T0 = 1_732_981_200_000
+QUESTION = {"messages": [{"role": "user", "content": "Weather?"}], "tools": []}
+
+
+def _run(run_id: str, answers: list[dict[str, Any]], *, parent: str | None = None) -> Trace:
+    trace = Trace.new(run_id, created_at=T0)
+    if parent is not None:
+        trace.parentId, trace.forkedFromStepId = parent, f"{parent}:0"
+    for n, answer in enumerate(answers):
+        trace.append("model_input", QUESTION, timestamp=T0 + 10 * n)
+        trace.append("model_output", answer, timestamp=T0 + 10 * n + 5)
+    trace.append("metadata", {"event": "run_completed", "status": "success", "result": "ok"}, timestamp=T0 + 999)
+    return trace
+
+
+BIG = {"type": "final_answer", "text": "ok", "tokens": {"input": 151_000, "output": 812, "cachedInput": 150_000, "reasoning": 64}}
+SMALL = {"type": "final_answer", "text": "ok", "tokens": {"input": 20, "output": 7}}
+
+
+def test_verify_accepts_the_neutral_counts_and_still_flags_a_provider_usage_object() -> None:
+    assert verify_trace(_run("r", [BIG, SMALL])) == []
+    leaked = _run("r", [{"type": "final_answer", "text": "ok", "usage": {"prompt_tokens": 3}}])
+    assert {p.code for p in verify_trace(leaked)} >= {"provider_field"}
+    bad = _run("r", [{"type": "final_answer", "text": "ok", "tokens": {"input": -1, "prompt_tokens": 3}}])
+    reasons = [str(p) for p in verify_trace(bad)]
+    assert any("payload.tokens.input" in r and "non-negative integer" in r for r in reasons)
+    assert any("payload.tokens.prompt_tokens" in r for r in reasons)
+
+
+def test_show_gives_tokens_per_answer_and_for_the_run() -> None:
+    timeline = build_timeline(_run("r", [BIG, SMALL]))
+    assert timeline.tokens == {"input": 151_020, "output": 819, "cachedInput": 150_000, "reasoning": 64, "calls": 2}
+    text = render_timeline(timeline)
+    assert "tokens 151,020 in (150,000 cached) / 819 out (64 reasoning) over 2 answers" in text
+    assert "[151,000 in (150,000 cached) / 812 out (64 reasoning)] answer: " in text
+    assert timeline.to_json()["tokens"]["calls"] == 2
+
+
+def test_a_run_without_counts_shows_none() -> None:
+    timeline = build_timeline(_run("r", [{"type": "final_answer", "text": "ok"}]))
+    assert timeline.tokens is None and "tokens" not in render_timeline(timeline)
+
+
+def test_forks_compare_tokens_with_their_parent(tmp_path: Path) -> None:
+    parent = save(_run("parent-1", [BIG]), tmp_path / "parent.json")
+    save(_run("fork-1", [SMALL, SMALL], parent="parent-1"), tmp_path / "fork.json")
+    listing = list_forks(parent)
+    [fork] = listing["forks"]
+    assert fork["delta"]["tokens"] == {"input": 40 - 151_000, "output": 14 - 812}
+    text = render_forks(listing)
+    assert "151,000 in / 812 out tokens" in text.splitlines()[0]
+    assert "-150,960 in / -798 out tokens" in text
+    json.dumps(listing)  # the --json listing stays JSON
