@@ -65,7 +65,7 @@ def _delete(key: str) -> Callable[[dict[str, Any]], None]:
     [
         pytest.param(_set(("metadata",), {"user_id": "u-1"}), id="other request field"),
         pytest.param(_set(("messages", 1, "name"), "bob"), id="other message key"),
-        pytest.param(_set(("tools", 0, "strict"), False), id="other tool key"),
+        pytest.param(_set(("tools", 0, "cache_control"), {"type": "ephemeral"}), id="other tool key"),
         pytest.param(_set(("params", "temperature"), 0.20), id="same number written differently"),
         pytest.param(_set(("params", "maxTokens"), 256.0), id="integer as float"),
         pytest.param(_set(("messages", 1, "content"), [{"type": "text", "text": "What's the weather in Paris?"}]), id="one text part"),
@@ -129,3 +129,28 @@ def test_adjacent_text_parts_beside_tool_calls_are_joined() -> None:
     assert request_digest(split) == request_digest(whole)
     reordered = {"messages": [{"role": "assistant", "content": [call, {"type": "text", "text": "Let me check."}]}]}
     assert request_digest(reordered) != request_digest(whole)
+
+
+def _tools(*names: str) -> dict[str, Any]:
+    schema = {"type": "object", "properties": {}}
+    return {"messages": [{"role": "user", "content": "hi"}], "tools": [{"name": n, "inputSchema": schema} for n in names]}
+
+
+def test_a_vanished_or_new_tool_is_named_not_its_neighbour() -> None:
+    from blackbox_mitm.matcher.difference import first_difference
+
+    gone = first_difference(_tools("Read", "mcp__db__query", "Monitor"), _tools("Read", "Monitor"))
+    assert gone is not None and gone.headline() == "tool 1 (mcp__db__query): missing from the agent's request"
+    added = first_difference(_tools("Read", "Monitor"), _tools("Read", "WebFetch", "Monitor"))
+    assert added is not None and added.headline() == "tool 1 (WebFetch): extra, not in the recording's request"
+    changed = first_difference(_tools("Read", "Monitor"), {**_tools("Read"), "tools": [*_tools("Read")["tools"], {"name": "Monitor", "inputSchema": {}}]})
+    assert changed is not None and changed.headline().startswith("tool 1 (Monitor): definition differs")
+
+
+def test_strict_on_a_tool_is_compared() -> None:
+    from blackbox_mitm.matcher.difference import first_difference
+
+    strict = _tools("f")
+    strict["tools"][0]["strict"] = True
+    found = first_difference(strict, _tools("f"))
+    assert found is not None and found.headline().startswith("tool 0 (f): definition differs")
