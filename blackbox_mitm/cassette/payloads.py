@@ -167,6 +167,7 @@ class SingleToolCall(TypedDict):
     toolInput: Any
     text: NotRequired[str]
     stop: NotRequired[str]
+    tokens: NotRequired[Tokens]
 
 
 ModelOutput = FinalAnswer | ToolCalls | SingleToolCall

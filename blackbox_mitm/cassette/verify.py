@@ -428,7 +428,9 @@ class _Walker:
             return
         for key, value in counts.items():
             if key not in _TOKEN_NAMES:
-                self.add("shape", f"payload.tokens{_key_path(key)}", f"a token count is one of {', '.join(_TOKEN_NAMES)}, not {_quote(key)}")
+                self.add(
+                    "shape", f"payload.tokens{_key_path(key)}", f"a token count is one of {', '.join(_TOKEN_NAMES)}, not {_quote(key)}"
+                )
             elif not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
                 self.add("shape", f"payload.tokens{_key_path(key)}", f"a token count is a non-negative integer, found {json_kind(value)}")
 

@@ -126,7 +126,8 @@ def render_forks(listing: dict[str, Any]) -> str:
         d = f["delta"]
         tokens = f", {d['tokens']['input']:+,} in / {d['tokens']['output']:+,} out tokens" if "tokens" in d else ""
         lines.append(
-            f"    delta: {d['steps']:+d} steps, {d['errors']:+d} errors{tokens}" + ("; DIVERGED BEFORE THE CUT" if f["diverged_before_cut"] else "")
+            f"    delta: {d['steps']:+d} steps, {d['errors']:+d} errors{tokens}"
+            + ("; DIVERGED BEFORE THE CUT" if f["diverged_before_cut"] else "")
         )
     for s in listing["skipped"]:
         lines.append(f"  skipped {s['file']}: {s['why']}")

@@ -347,11 +347,23 @@ def test_ids_seen_in_a_request_stay_the_same_call_in_later_requests() -> None:
 def test_empty_text_blocks_and_thinking_are_dropped_from_a_response() -> None:
     thinking = [{"type": "thinking", "thinking": "t", "signature": "s"}, {"type": "redacted_thinking", "data": "d"}]
     output = codec.decode_response(_b(_resp([*thinking, {"type": "text", "text": ""}, TOOL_USE], "tool_use")), CallIds(), _request())
-    assert output == {"type": "tool_calls", "calls": [{"toolCallId": "call-0", "toolName": "lookup", "toolInput": {"q": "x"}}], "tokens": TOKENS}
-    assert codec.decode_response(_b(_resp([{"type": "text", "text": ""}])), CallIds(), _request()) == {"type": "final_answer", "text": "", "tokens": TOKENS}
+    assert output == {
+        "type": "tool_calls",
+        "calls": [{"toolCallId": "call-0", "toolName": "lookup", "toolInput": {"q": "x"}}],
+        "tokens": TOKENS,
+    }
+    assert codec.decode_response(_b(_resp([{"type": "text", "text": ""}])), CallIds(), _request()) == {
+        "type": "final_answer",
+        "text": "",
+        "tokens": TOKENS,
+    }
     assert codec.decode_response(_b(_resp([])), CallIds(), _request()) == {"type": "final_answer", "text": "", "tokens": TOKENS}
     empty_citations = [{"type": "text", "text": "ok", "citations": None}, {"type": "text", "text": "", "citations": []}]
-    assert codec.decode_response(_b(_resp(empty_citations)), CallIds(), _request()) == {"type": "final_answer", "text": "ok", "tokens": TOKENS}
+    assert codec.decode_response(_b(_resp(empty_citations)), CallIds(), _request()) == {
+        "type": "final_answer",
+        "text": "ok",
+        "tokens": TOKENS,
+    }
 
 
 def test_tool_calls_cut_by_max_tokens_keep_the_length_stop() -> None:

@@ -389,7 +389,11 @@ def _gemini_usage(url: str, stream: bool) -> tuple[int, int, int]:
     else:
         usage = client.models.generate_content(model="m", contents="hi").usage_metadata
     assert usage is not None
-    return usage.prompt_token_count or 0, (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0), usage.cached_content_token_count or 0
+    return (
+        usage.prompt_token_count or 0,
+        (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0),
+        usage.cached_content_token_count or 0,
+    )
 
 
 def _responses_usage(url: str, stream: bool) -> tuple[int, int, int]:
@@ -422,7 +426,11 @@ def test_the_real_sdk_reads_the_recorded_token_counts(name: str, stream: bool, s
     request = _request(codec, CallIds(), stream=stream)
     request.include_usage = True
     if stream:
-        one_shot.answer = (200, {"content-type": "text/event-stream"}, codec.encode_stream(output, request=request, ids=CallIds(), created_ms=CREATED_MS))
+        one_shot.answer = (
+            200,
+            {"content-type": "text/event-stream"},
+            codec.encode_stream(output, request=request, ids=CallIds(), created_ms=CREATED_MS),
+        )
     else:
         body = json.dumps(codec.encode_response(output, request=request, ids=CallIds(), created_ms=CREATED_MS)).encode()
         one_shot.answer = (200, {"content-type": "application/json"}, body)

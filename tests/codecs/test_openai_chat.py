@@ -355,7 +355,16 @@ def test_empty_content_beside_streamed_tool_calls_is_recorded_and_served_back() 
     assert whole["choices"][0]["message"]["content"] == ""
     served = stream_chunks(openai_chat.encode_stream(output, request=REQUEST_STREAM, ids=CallIds(), created_ms=CREATED_MS))
     assert served[0]["choices"][0]["delta"]["content"] == ""
-    assert openai_chat.decode_response(openai_chat.aggregate_stream(parse_sse(openai_chat.encode_stream(output, request=REQUEST_STREAM, ids=CallIds(), created_ms=CREATED_MS))), CallIds(), request) == output
+    assert (
+        openai_chat.decode_response(
+            openai_chat.aggregate_stream(
+                parse_sse(openai_chat.encode_stream(output, request=REQUEST_STREAM, ids=CallIds(), created_ms=CREATED_MS))
+            ),
+            CallIds(),
+            request,
+        )
+        == output
+    )
 
 
 def test_assistant_text_beside_tool_calls_leads_and_empty_text_is_dropped() -> None:

@@ -143,7 +143,9 @@ def test_a_vanished_or_new_tool_is_named_not_its_neighbour() -> None:
     assert gone is not None and gone.headline() == "tool 1 (mcp__db__query): missing from the agent's request"
     added = first_difference(_tools("Read", "Monitor"), _tools("Read", "WebFetch", "Monitor"))
     assert added is not None and added.headline() == "tool 1 (WebFetch): extra, not in the recording's request"
-    changed = first_difference(_tools("Read", "Monitor"), {**_tools("Read"), "tools": [*_tools("Read")["tools"], {"name": "Monitor", "inputSchema": {}}]})
+    changed = first_difference(
+        _tools("Read", "Monitor"), {**_tools("Read"), "tools": [*_tools("Read")["tools"], {"name": "Monitor", "inputSchema": {}}]}
+    )
     assert changed is not None and changed.headline().startswith("tool 1 (Monitor): definition differs")
 
 

@@ -13,7 +13,16 @@ from blackbox_mitm.codecs.common.ids import digest
 from blackbox_mitm.codecs.common.jsonio import dumps, dumps_bytes, load_object
 from blackbox_mitm.errors import BlackboxUnsupportedError
 
-__all__ = ["blocks_of", "decode_response", "encode_error", "encode_response", "message_head", "normalize_answer", "stop_reason_of", "usage_of"]
+__all__ = [
+    "blocks_of",
+    "decode_response",
+    "encode_error",
+    "encode_response",
+    "message_head",
+    "normalize_answer",
+    "stop_reason_of",
+    "usage_of",
+]
 
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -212,22 +221,3 @@ def normalize_answer(answer: Any, ids: CallIds) -> ModelOutput | None:
     if stop_reason == "max_tokens":
         output["stop"] = STOP_LENGTH
     return output
-
-
-def _tokens_of_usage(usage: Any) -> Tokens | None:
-    """A Message's ``usage`` -> neutral counts: input is every input token, cache reads and writes included."""
-    if not isinstance(usage, dict):
-        return None
-    counts = [usage.get(k) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
-    uncached, read, written = (v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0 for v in counts)
-    return tokens(uncached + read + written, usage.get("output_tokens"), read)
-
-
-def usage_of(output: Mapping[str, Any]) -> dict[str, Any]:
-    """The answer's recorded counts as a Message ``usage`` (zeros when it has none; cache writes count as uncached input)."""
-    given_in, given_out, cached, _ = tokens_of(output)
-    usage: dict[str, Any] = {"input_tokens": given_in - cached, "output_tokens": given_out}
-    if cached:
-        usage["cache_read_input_tokens"] = cached
-        usage["cache_creation_input_tokens"] = 0
-    return usage

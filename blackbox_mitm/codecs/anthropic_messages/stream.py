@@ -30,7 +30,13 @@ def encode_stream(output: Mapping[str, Any], *, request: DecodedRequest, ids: Ca
             for piece in _pieces(dumps(block["input"], allow_nan=False), JSON_FRAGMENT):
                 events.append(_event("content_block_delta", index=index, delta={"type": "input_json_delta", "partial_json": piece}))
         events.append(_event("content_block_stop", index=index))
-    events.append(_event("message_delta", delta={"stop_reason": stop_reason_of(output), "stop_sequence": None}, usage={"output_tokens": head["usage"]["output_tokens"]}))
+    events.append(
+        _event(
+            "message_delta",
+            delta={"stop_reason": stop_reason_of(output), "stop_sequence": None},
+            usage={"output_tokens": head["usage"]["output_tokens"]},
+        )
+    )
     events.append(_event("message_stop"))
     return format_sse(events)
 

@@ -101,7 +101,11 @@ def _tokens_of_usage(usage: Any) -> Tokens | None:
 def _usage_of(output: Mapping[str, Any]) -> dict[str, Any]:
     """The answer's recorded counts as ``usageMetadata`` (zeros when it has none)."""
     given_in, given_out, cached, reasoning = tokens_of(output)
-    usage: dict[str, Any] = {"promptTokenCount": given_in, "candidatesTokenCount": given_out - reasoning, "totalTokenCount": given_in + given_out}
+    usage: dict[str, Any] = {
+        "promptTokenCount": given_in,
+        "candidatesTokenCount": given_out - reasoning,
+        "totalTokenCount": given_in + given_out,
+    }
     if cached:
         usage["cachedContentTokenCount"] = cached
     if reasoning:

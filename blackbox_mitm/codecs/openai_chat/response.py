@@ -13,7 +13,16 @@ from blackbox_mitm.codecs.common.jsonio import dumps, loads
 from blackbox_mitm.codecs.openai_chat import PROVIDER, REFUSALS
 from blackbox_mitm.codecs.openai_chat.fields import function_call, given, refusal_text
 
-__all__ = ["completion_id", "decode_response", "encode_error", "encode_response", "message_of", "normalize_answer", "tokens_of_usage", "usage_of"]
+__all__ = [
+    "completion_id",
+    "decode_response",
+    "encode_error",
+    "encode_response",
+    "message_of",
+    "normalize_answer",
+    "tokens_of_usage",
+    "usage_of",
+]
 
 _ERROR_TYPES = {
     400: "invalid_request_error",
