@@ -30,6 +30,7 @@ __all__ = [
     "Metadata",
     "ModelInput",
     "ModelOutput",
+    "ReasoningPart",
     "SingleToolCall",
     "TextPart",
     "Tokens",
@@ -43,6 +44,7 @@ __all__ = [
     "json_kind",
     "order_tool_results",
     "output_text",
+    "reasoning_of",
     "tokens",
     "tokens_of",
     "tool_calls_of",
@@ -143,11 +145,29 @@ class Tokens(TypedDict):
     reasoning: NotRequired[int]
 
 
+class ReasoningPart(TypedDict):
+    """Blackbox's extension: what the model thought before answering, kept to be served back (never compared).
+
+    ``thinking``: visible thinking (``text``: Anthropic thinking, a Gemini thought)
+    or a summary of it (``summary``: the Responses API's summary texts), with the
+    provider's opaque ``signature`` (Anthropic's signature, the Responses API's
+    ``encrypted_content``, Gemini's ``thoughtSignature``) that it checks when the
+    turn is sent back. ``redacted_thinking``: Anthropic's encrypted ``data``.
+    """
+
+    type: Literal["thinking", "redacted_thinking"]
+    text: NotRequired[str]
+    summary: NotRequired[list[str]]
+    signature: NotRequired[str]
+    data: NotRequired[str]
+
+
 class FinalAnswer(TypedDict):
     type: Literal["final_answer"]
     text: str
     stop: NotRequired[str]  # "length" or "refusal"; absent for the end of the turn
     tokens: NotRequired[Tokens]
+    reasoning: NotRequired[list[ReasoningPart]]
 
 
 class ToolCalls(TypedDict):
@@ -156,6 +176,7 @@ class ToolCalls(TypedDict):
     text: NotRequired[str]  # what the model wrote beside the calls
     stop: NotRequired[str]  # "length"; absent for tool use
     tokens: NotRequired[Tokens]
+    reasoning: NotRequired[list[ReasoningPart]]
 
 
 class SingleToolCall(TypedDict):
@@ -168,6 +189,7 @@ class SingleToolCall(TypedDict):
     text: NotRequired[str]
     stop: NotRequired[str]
     tokens: NotRequired[Tokens]
+    reasoning: NotRequired[list[ReasoningPart]]
 
 
 ModelOutput = FinalAnswer | ToolCalls | SingleToolCall
@@ -238,6 +260,12 @@ def tokens_of(output: Any) -> tuple[int, int, int, int]:
     if not isinstance(t, dict):
         return 0, 0, 0, 0
     return _count(t.get("input")), _count(t.get("output")), _count(t.get("cachedInput")), _count(t.get("reasoning"))
+
+
+def reasoning_of(output: Any) -> list[dict[str, Any]]:
+    """The reasoning parts a model_output carries, in order (empty when none were recorded)."""
+    parts = output.get("reasoning") if isinstance(output, dict) else None
+    return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
 
 
 def output_text(output: Any) -> str | None:

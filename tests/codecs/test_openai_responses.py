@@ -121,7 +121,12 @@ def test_custom_tools_from_an_additional_tools_item_record_as_ordinary_rounds() 
     assert first.model_input["tools"] == [exec_tool]
     assert first.model_input["systemPrompt"] == "You are Codex, a coding agent.\n\n<permissions>sandbox: workspace-write</permissions>"
     assert first.model_input["params"] == {"toolChoice": "auto", "parallelToolCalls": False, "reasoningEffort": "medium", "stream": True}
-    assert call == {"type": "tool_calls", "calls": [{"toolCallId": "call-0", "toolName": "exec", "toolInput": "ls -1 | wc -l"}]}
+    assert call == {
+        "type": "tool_calls",
+        "calls": [{"toolCallId": "call-0", "toolName": "exec", "toolInput": "ls -1 | wc -l"}],
+        # Codex's reasoning item, kept with its encrypted_content so a fork --live continuation can send it back.
+        "reasoning": [{"type": "thinking", "summary": [], "signature": "gAAAAABo_codex_blob=="}],
+    }
     assert second.model_input["messages"][-2:] == [
         {"role": "assistant", "content": [{"type": "tool_use", "toolCallId": "call-0", "toolName": "exec", "toolInput": "ls -1 | wc -l"}]},
         {"role": "user", "content": [{"type": "tool_result", "toolCallId": "call-0", "toolName": "exec", "result": "3\n"}]},
@@ -131,8 +136,10 @@ def test_custom_tools_from_an_additional_tools_item_record_as_ordinary_rounds() 
 
 def test_a_replayed_custom_call_is_a_custom_tool_call_again() -> None:
     (first, call), _ = run("codex_custom_exec")
-    [item] = openai_responses.encode_response(call, request=first, ids=CallIds(), created_ms=CREATED_MS)["output"]
+    [reasoning, item] = openai_responses.encode_response(call, request=first, ids=CallIds(), created_ms=CREATED_MS)["output"]
     assert item["type"] == "custom_tool_call" and item["input"] == "ls -1 | wc -l" and item["call_id"] == "call_bb0"
+    assert reasoning["type"] == "reasoning" and reasoning["encrypted_content"] == "gAAAAABo_codex_blob=="
+    assert reasoning["id"].startswith("rs_bb") and reasoning["summary"] == []
 
 
 def test_namespaced_tools_and_their_calls() -> None:
@@ -500,3 +507,31 @@ def test_refusal(case: Case) -> None:
         run_case(case.side, doc)
     assert err.value.field == case.field
     assert err.value.reason == next(r.reason for r in openai_responses.REFUSALS if r.id == case.row)
+
+
+def test_reasoning_items_are_kept_served_back_and_sent_upstream_after_a_cut() -> None:
+    """Summaries and encrypted_content are recorded with the answer, replayed (whole and streamed), and forwarded."""
+    ids = CallIds()
+    request = openai_responses.decode_request(body({"model": "m", "input": "hi", "stream": True}), ids)
+    item = {
+        "id": "rs_1",
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": "**Plan** look first."}],
+        "encrypted_content": "gAAAA_secret_state==",
+    }
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done."}]}
+    output = openai_responses.decode_response(body({"id": "resp_1", "status": "completed", "output": [item, message]}), ids, request)
+    assert output["reasoning"] == [{"type": "thinking", "summary": ["**Plan** look first."], "signature": "gAAAA_secret_state=="}]
+    served = openai_responses.encode_response(output, request=request, ids=ids, created_ms=CREATED_MS)
+    assert [i["type"] for i in served["output"]] == ["reasoning", "message"]
+    assert served["output"][0]["encrypted_content"] == "gAAAA_secret_state=="
+    events = parse_sse(openai_responses.encode_stream(output, request=request, ids=CallIds(), created_ms=CREATED_MS))
+    assert openai_responses.decode_response(openai_responses.aggregate_stream(events), CallIds(), request) == output
+    kinds = [json.loads(e.data)["type"] for e in events]
+    assert "response.reasoning_summary_text.delta" in kinds
+    # Live after the cut: the chain of the served response is inlined with its reasoning item.
+    upstream = openai_responses.forward_body(body({"model": "m", "previous_response_id": served["id"], "input": "next"}), ids)
+    assert upstream is not None
+    sent = json.loads(upstream)["input"]
+    [sent_reasoning] = [i for i in sent if i.get("type") == "reasoning"]
+    assert sent_reasoning["encrypted_content"] == "gAAAA_secret_state==" and "id" not in sent_reasoning

@@ -5,7 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from blackbox_mitm.cassette.payloads import ModelOutput, Tokens, ToolCall, output_text, tokens, tokens_of, tool_calls_of
+from blackbox_mitm.cassette.payloads import (
+    ModelOutput,
+    ReasoningPart,
+    Tokens,
+    ToolCall,
+    output_text,
+    reasoning_of,
+    tokens,
+    tokens_of,
+    tool_calls_of,
+)
 from blackbox_mitm.codecs.anthropic_messages import PROVIDER, REFUSALS, THINKING
 from blackbox_mitm.codecs.anthropic_messages.fields import block_kind, is_server_block, server_caller, text_of
 from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse
@@ -91,7 +101,37 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
     counts = _tokens_of_usage(data.get("usage"))
     if counts is not None:
         output["tokens"] = counts
+    reasoning = [_reasoning_part(block, f"content[{i}]") for i, block in enumerate(content) if block_kind(block) in THINKING]
+    if reasoning:
+        output["reasoning"] = reasoning
     return output
+
+
+def _reasoning_part(block: dict[str, Any], where: str) -> ReasoningPart:
+    """A thinking block kept for the replay (with its signature, which the API checks when the turn comes back)."""
+    if block["type"] == "redacted_thinking":
+        data = block.get("data")
+        if not isinstance(data, str):
+            raise BlackboxUnsupportedError(f"{where}.data", "a redacted_thinking block needs a string data", provider=PROVIDER)
+        return {"type": "redacted_thinking", "data": data}
+    thinking, signature = block.get("thinking"), block.get("signature")
+    if not isinstance(thinking, str):
+        raise BlackboxUnsupportedError(f"{where}.thinking", "a thinking block needs a string thinking", provider=PROVIDER)
+    part: ReasoningPart = {"type": "thinking", "text": thinking}
+    if isinstance(signature, str) and signature:
+        part["signature"] = signature
+    return part
+
+
+def thinking_blocks(output: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The recorded reasoning as Messages blocks, in their order (they lead the answer's content)."""
+    blocks: list[dict[str, Any]] = []
+    for part in reasoning_of(output):
+        if part.get("type") == "redacted_thinking":
+            blocks.append({"type": "redacted_thinking", "data": str(part.get("data", ""))})
+        elif part.get("type") == "thinking" and "text" in part:
+            blocks.append({"type": "thinking", "thinking": str(part["text"]), "signature": str(part.get("signature", ""))})
+    return blocks
 
 
 def _tokens_of_usage(usage: Any) -> Tokens | None:
@@ -161,7 +201,7 @@ def message_head(output: Mapping[str, Any], request: DecodedRequest, created_ms:
 
 
 def blocks_of(output: Mapping[str, Any], ids: CallIds) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
+    blocks: list[dict[str, Any]] = thinking_blocks(output)
     text = output_text(output)
     if text:
         blocks.append({"type": "text", "text": text})

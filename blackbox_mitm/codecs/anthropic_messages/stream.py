@@ -21,7 +21,17 @@ def encode_stream(output: Mapping[str, Any], *, request: DecodedRequest, ids: Ca
     # Input (and cache) counts open the stream and the output count closes it, as the API sends them.
     events = [_event("message_start", message={**head, "content": [], "stop_reason": None, "usage": {**head["usage"], "output_tokens": 0}})]
     for index, block in enumerate(blocks_of(output, ids)):
-        if block["type"] == "text":
+        if block["type"] == "thinking":
+            events.append(_event("content_block_start", index=index, content_block={"type": "thinking", "thinking": "", "signature": ""}))
+            for piece in _pieces(block["thinking"], TEXT_FRAGMENT):
+                events.append(_event("content_block_delta", index=index, delta={"type": "thinking_delta", "thinking": piece}))
+            if block["signature"]:
+                events.append(
+                    _event("content_block_delta", index=index, delta={"type": "signature_delta", "signature": block["signature"]})
+                )
+        elif block["type"] == "redacted_thinking":
+            events.append(_event("content_block_start", index=index, content_block=block))
+        elif block["type"] == "text":
             events.append(_event("content_block_start", index=index, content_block={"type": "text", "text": ""}))
             for piece in _pieces(block["text"], TEXT_FRAGMENT):
                 events.append(_event("content_block_delta", index=index, delta={"type": "text_delta", "text": piece}))

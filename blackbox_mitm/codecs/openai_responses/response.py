@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from blackbox_mitm.cassette.payloads import ModelOutput, Tokens, tokens, tokens_of, tool_calls_of
+from blackbox_mitm.cassette.payloads import ModelOutput, ReasoningPart, Tokens, reasoning_of, tokens, tokens_of, tool_calls_of
 from blackbox_mitm.codecs import openai_chat
 from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse
 from blackbox_mitm.codecs.common.ids import digest
@@ -111,12 +111,14 @@ def _model_output(resp: dict[str, Any], ids: CallIds) -> ModelOutput:
     text: str | None = None
     refusal: str | None = None
     calls: list[tuple[str | None, str, Any]] = []
+    reasoning: list[ReasoningPart] = []
     for k, item in enumerate(output):
         at = f"output[{k}]"
         kind = item.get("type") if isinstance(item, dict) else None
         if not isinstance(kind, str):
             REFUSALS.malformed(f"{at}.type", "an output item's type is not a string")
         if kind == "reasoning":
+            reasoning.append(_reasoning_part(item))
             continue
         if kind == "message":
             if text is not None or refusal is not None or calls:
@@ -146,7 +148,48 @@ def _model_output(resp: dict[str, Any], ids: CallIds) -> ModelOutput:
         out = {"type": "final_answer", "text": text or ""}
     if length:
         out["stop"] = STOP_LENGTH
+    if reasoning:
+        out["reasoning"] = reasoning
     return out
+
+
+def _texts(parts: Any, kind: str) -> list[str]:
+    return (
+        [p["text"] for p in parts if isinstance(p, dict) and p.get("type") == kind and isinstance(p.get("text"), str)]
+        if isinstance(parts, list)
+        else []
+    )
+
+
+def _reasoning_part(item: dict[str, Any]) -> ReasoningPart:
+    """A reasoning item kept for the replay: its summaries, its reasoning text, its ``encrypted_content``."""
+    part: ReasoningPart = {"type": "thinking", "summary": _texts(item.get("summary"), "summary_text")}
+    content = _texts(item.get("content"), "reasoning_text")
+    if content:
+        part["text"] = "".join(content)
+    if isinstance(item.get("encrypted_content"), str) and item["encrypted_content"]:
+        part["signature"] = item["encrypted_content"]
+    return part
+
+
+def reasoning_items(output: Any, response_id: str) -> list[dict[str, Any]]:
+    """The recorded reasoning as output items (our ids), ahead of the answer's message and calls."""
+    items: list[dict[str, Any]] = []
+    for n, part in enumerate(reasoning_of(output)):
+        if part.get("type") != "thinking":
+            continue
+        summary = part.get("summary") if isinstance(part.get("summary"), list) else []
+        item: dict[str, Any] = {
+            "id": f"rs_bb{_digest(response_id, 'reasoning', n)}",
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": str(t)} for t in summary],
+        }
+        if isinstance(part.get("text"), str):
+            item["content"] = [{"type": "reasoning_text", "text": part["text"]}]
+        if isinstance(part.get("signature"), str):
+            item["encrypted_content"] = part["signature"]
+        items.append(item)
+    return items
 
 
 def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> ModelOutput:
@@ -224,6 +267,7 @@ def output_items(output: Any, request: DecodedRequest, ids: CallIds, response_id
     length = stop == STOP_LENGTH
     status = "incomplete" if length else "completed"
     msg_id = f"msg_bb{_digest(response_id, 'message')}"
+    thought = reasoning_items(output, response_id)
     if kind == "final_answer":
         if not isinstance(text, str):
             raise ValueError("a final_answer model_output has no text")
@@ -232,11 +276,11 @@ def output_items(output: Any, request: DecodedRequest, ids: CallIds, response_id
             if stop == STOP_REFUSAL
             else {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
         )
-        return [{"id": msg_id, "type": "message", "status": status, "content": [part], "role": "assistant"}], length
+        return [*thought, {"id": msg_id, "type": "message", "status": status, "content": [part], "role": "assistant"}], length
     if kind not in ("tool_calls", "tool_call"):
         raise ValueError(f"not a model_output: type {kind!r}")
     kinds = {str(t.get("name")): is_custom(t) for t in request.model_input.get("tools") or [] if isinstance(t, dict)}
-    items: list[dict[str, Any]] = []
+    items: list[dict[str, Any]] = thought
     if isinstance(text, str) and text:
         items.append(
             {
