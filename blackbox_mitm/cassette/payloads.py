@@ -153,6 +153,8 @@ class ReasoningPart(TypedDict):
     provider's opaque ``signature`` (Anthropic's signature, the Responses API's
     ``encrypted_content``, Gemini's ``thoughtSignature``) that it checks when the
     turn is sent back. ``redacted_thinking``: Anthropic's encrypted ``data``.
+    A Gemini signature that came on the answer's text or a call has no text and
+    says where (``on``), so a replay puts it back there.
     """
 
     type: Literal["thinking", "redacted_thinking"]
@@ -160,6 +162,7 @@ class ReasoningPart(TypedDict):
     summary: NotRequired[list[str]]
     signature: NotRequired[str]
     data: NotRequired[str]
+    on: NotRequired[str]  # Gemini: a signature that came on the answer's "text" or on a function "call", not on a thought
 
 
 class FinalAnswer(TypedDict):

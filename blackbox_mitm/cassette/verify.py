@@ -174,14 +174,16 @@ _FIELDS: dict[str, dict[str, str]] = {
     "message": {"content": "content"},
     "part": {"text": _DATA, "toolName": _DATA, "toolInput": _DATA, "result": _DATA, "error": _DATA},
     "tool": {"name": _DATA, "description": _DATA, "inputSchema": _DATA},
-    "model_output": {"text": _DATA, "toolName": _DATA, "toolInput": _DATA, "calls": "calls"},
+    "model_output": {"text": _DATA, "toolName": _DATA, "toolInput": _DATA, "calls": "calls", "reasoning": "reasoning"},
+    # Blackbox's extension (payloads.ReasoningPart): what the model thought, and its provider's opaque signature.
+    "reasoning_part": {"text": _DATA, "summary": _DATA, "signature": _DATA, "data": _DATA},
     "call": {"toolName": _DATA, "toolInput": _DATA},
     "tool_call": {"toolName": _DATA, "toolInput": _DATA},
     "tool_result": {"toolName": _DATA, "result": _DATA, "error": _DATA},
     # A terminal event's final answer and error message are text the agent wrote.
     "metadata": {"result": _DATA, "message": _DATA, "toolName": _DATA},
 }
-_LIST_OF = {"messages": "message", "tools": "tool", "calls": "call"}
+_LIST_OF = {"messages": "message", "tools": "tool", "calls": "call", "reasoning": "reasoning_part"}
 _TOKEN_NAMES = ("input", "output", "cachedInput", "reasoning")  # model_output.tokens (payloads.Tokens)
 
 

@@ -287,7 +287,14 @@ def test_a_response_decodes_to_a_final_answer_without_provider_fields() -> None:
     output = codec.decode_response(
         _response({"text": "Sunny"}, {"text": ", 21°C."}, {"text": "", "thoughtSignature": "c2ln"}), CallIds(), _decode()
     )
-    assert output == {"type": "final_answer", "text": "Sunny, 21°C.", "tokens": {"input": 9, "output": 3}}
+    assert output == {
+        "type": "final_answer",
+        "text": "Sunny, 21°C.",
+        "tokens": {"input": 9, "output": 3},
+        "reasoning": [{"type": "thinking", "on": "text", "signature": "c2ln"}],  # kept, to be served back on the text
+    }
+    served = codec.encode_response(output, request=_decode(), ids=CallIds(), created_ms=1)["candidates"][0]["content"]["parts"]
+    assert served == [{"text": "Sunny, 21°C.", "thoughtSignature": "c2ln"}]
     assert codec.decode_response(_response({"text": "Sun"}, finish="MAX_TOKENS"), CallIds(), _decode()) == {
         "type": "final_answer",
         "text": "Sun",
@@ -345,7 +352,11 @@ def test_a_recorded_stream_adds_up_to_the_whole_response() -> None:
         "type": "tool_calls",
         "calls": [{"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Paris"}}],
         "text": "Let me check.",
+        "reasoning": [{"type": "thinking", "text": "thinking"}],  # the thought part, served back as one
     }
+    again = codec.aggregate_stream(parse_sse(codec.encode_stream(output, request=_decode(), ids=CallIds(), created_ms=1)))
+    assert again["candidates"][0]["content"]["parts"][0] == {"text": "thinking", "thought": True}
+    assert codec.decode_response(again, CallIds(), _decode()) == output
 
 
 def test_a_stream_without_its_finish_reason_or_with_an_error_is_incomplete() -> None:

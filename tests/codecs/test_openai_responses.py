@@ -125,7 +125,7 @@ def test_custom_tools_from_an_additional_tools_item_record_as_ordinary_rounds() 
         "type": "tool_calls",
         "calls": [{"toolCallId": "call-0", "toolName": "exec", "toolInput": "ls -1 | wc -l"}],
         # Codex's reasoning item, kept with its encrypted_content so a fork --live continuation can send it back.
-        "reasoning": [{"type": "thinking", "summary": [], "signature": "gAAAAABo_codex_blob=="}],
+        "reasoning": [{"type": "thinking", "signature": "gAAAAABo_codex_blob=="}],
     }
     assert second.model_input["messages"][-2:] == [
         {"role": "assistant", "content": [{"type": "tool_use", "toolCallId": "call-0", "toolName": "exec", "toolInput": "ls -1 | wc -l"}]},

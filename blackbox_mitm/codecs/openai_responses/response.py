@@ -163,7 +163,10 @@ def _texts(parts: Any, kind: str) -> list[str]:
 
 def _reasoning_part(item: dict[str, Any]) -> ReasoningPart:
     """A reasoning item kept for the replay: its summaries, its reasoning text, its ``encrypted_content``."""
-    part: ReasoningPart = {"type": "thinking", "summary": _texts(item.get("summary"), "summary_text")}
+    part: ReasoningPart = {"type": "thinking"}
+    summary = _texts(item.get("summary"), "summary_text")
+    if summary:
+        part["summary"] = summary
     content = _texts(item.get("content"), "reasoning_text")
     if content:
         part["text"] = "".join(content)

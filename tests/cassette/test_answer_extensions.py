@@ -1,4 +1,4 @@
-"""Token counts in a cassette (``model_output.tokens``): verify accepts them, ``show`` and ``forks`` add them up."""
+"""Blackbox's extensions of the answer: token counts (verify, show, forks) and kept thinking (verify)."""
 
 from __future__ import annotations
 
@@ -66,3 +66,12 @@ def test_forks_compare_tokens_with_their_parent(tmp_path: Path) -> None:
     assert "151,000 in / 812 out tokens" in text.splitlines()[0]
     assert "-150,960 in / -798 out tokens" in text
     json.dumps(listing)  # the --json listing stays JSON
+
+
+def test_verify_reads_kept_thinking_as_the_models_data() -> None:
+    """A thought that mentions a provider id is the model's text, not a leak; a real key in it is still flagged."""
+    thought = {"type": "thinking", "text": "The docs mention toolu_01 and msg_02.", "signature": "EqQBCkgIARAB"}
+    assert verify_trace(_run("r", [{**SMALL, "reasoning": [thought]}])) == []
+    key = "sk-ant-api03-" + "Zq9X" * 12
+    leaked = _run("r", [{**SMALL, "reasoning": [{**thought, "text": f"use {key}"}]}])
+    assert [p.code for p in verify_trace(leaked)] == ["credential"]
