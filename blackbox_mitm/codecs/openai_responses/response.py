@@ -181,7 +181,8 @@ def reasoning_items(output: Any, response_id: str) -> list[dict[str, Any]]:
     for n, part in enumerate(reasoning_of(output)):
         if part.get("type") != "thinking":
             continue
-        summary = part.get("summary") if isinstance(part.get("summary"), list) else []
+        given = part.get("summary")
+        summary: list[Any] = given if isinstance(given, list) else []
         item: dict[str, Any] = {
             "id": f"rs_bb{_digest(response_id, 'reasoning', n)}",
             "type": "reasoning",
