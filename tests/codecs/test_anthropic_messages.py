@@ -976,3 +976,25 @@ def test_strict_true_on_a_tool_is_recorded_and_false_records_like_leaving_it_out
     tools = [{"name": "a", "input_schema": schema, "strict": True}, {"name": "b", "input_schema": schema, "strict": False}]
     mi = decode(json.dumps(_req(tools=tools)).encode(), CallIds()).model_input
     assert mi["tools"] == [{"name": "a", "inputSchema": schema, "strict": True}, {"name": "b", "inputSchema": schema}]
+
+
+def test_a_tool_search_result_of_tool_references_is_a_list_of_neutral_parts() -> None:
+    """Claude Code's ToolSearch loads tools with tool_reference blocks: recorded (and compared) by tool name."""
+    use = {"type": "tool_use", "id": "toolu_ts", "name": "ToolSearch", "input": {"query": "select:WebFetch,WebSearch"}}
+    refs = [
+        {"type": "tool_reference", "tool_name": "WebFetch"},
+        {"type": "tool_reference", "tool_name": "WebSearch", "cache_control": {"type": "ephemeral"}},
+    ]
+    result = {"type": "tool_result", "tool_use_id": "toolu_ts", "content": refs}
+    messages = [{"role": "user", "content": "fetch it"}, {"role": "assistant", "content": [use]}, {"role": "user", "content": [result]}]
+    mi = codec.decode_request(json.dumps(_req(messages=messages)).encode(), CallIds()).model_input
+    [part] = cast(list[Any], mi["messages"][2]["content"])
+    assert part == {
+        "type": "tool_result",
+        "toolCallId": "call-0",
+        "toolName": "ToolSearch",
+        "result": [{"type": "tool_reference", "toolName": "WebFetch"}, {"type": "tool_reference", "toolName": "WebSearch"}],
+    }
+    text_only = {**result, "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}
+    again = codec.decode_request(json.dumps(_req(messages=[*messages[:2], {"role": "user", "content": [text_only]}])).encode(), CallIds())
+    assert cast(list[Any], again.model_input["messages"][2]["content"])[0]["result"] == "ab"  # text alone: a string, as always

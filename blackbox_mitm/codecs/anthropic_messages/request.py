@@ -107,10 +107,37 @@ def _decode_tool_result(block: dict[str, Any], where: str, ids: CallIds, names: 
     if name is None:
         name = ids.name_of(call_id) or ""
     content = block.get("content")
-    value = "" if content is None else _joined_text(content, f"{where}.content")
     if block.get("is_error") is True:
-        return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "error": value}
-    return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": value}
+        error = "" if content is None else _joined_text(content, f"{where}.content")
+        return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "error": error}
+    return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": _result_content(content, f"{where}.content")}
+
+
+def _result_content(content: Any, path: str) -> Any:
+    """A tool result's content: text alone as one string (as always); with tool references, a list of parts.
+
+    Claude Code's ToolSearch answers with ``tool_reference`` blocks (the tools it
+    loads): each is ``{"type": "tool_reference", "toolName"}``, text between them
+    ``{"type": "text", "text"}``, in order.
+    """
+    if content is None:
+        return ""
+    if not isinstance(content, list) or all(block_kind(b) == "text" for b in content):
+        return _joined_text(content, path)
+    parts: list[dict[str, Any]] = []
+    for k, block in enumerate(content):
+        kind = block_kind(block)
+        if kind == "text":
+            text = text_of(block, f"{path}[{k}]")
+            if parts and parts[-1]["type"] == "text":
+                parts[-1]["text"] += text
+            elif text:
+                parts.append({"type": "text", "text": text})
+        elif kind == "tool_reference" and isinstance(block.get("tool_name"), str):
+            parts.append({"type": "tool_reference", "toolName": block["tool_name"]})
+        else:
+            REFUSALS.refuse("anthropic.image_content", f"{path}[{k}]")
+    return parts
 
 
 def _decode_tools(tools: Any) -> list[ToolDefinition]:
