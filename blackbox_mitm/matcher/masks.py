@@ -140,6 +140,24 @@ BUILT_IN_MASKS: tuple[Mask, ...] = (
         needs=("Wall time ",),
         about="how long a command took, in the result of Codex CLI's exec tool (Wall time 0.2 seconds)",
     ),
+    # Gemini CLI's shell tool (run_shell_command) ends each result with the process group it ran in and
+    # lists background processes by pid; a backgrounded command says its pid. Written without
+    # lookarounds (RE2 syntax): the label is part of the masked span, on both sides alike.
+    Mask(
+        "gemini-cli.pgid",
+        r"Process Group PGID: \d+",
+        source="built-in",
+        needs=("Process Group PGID: ",),
+        about="the process group id at the end of a Gemini CLI shell result (Process Group PGID: N): a new one every run",
+    ),
+    Mask(
+        "gemini-cli.background-pids",
+        r"Background PIDs: \d+(?:, \d+)*|Command moved to background \(PID: \d+\)",
+        source="built-in",
+        needs=("Background PIDs: ", "Command moved to background (PID: "),
+        about="the pids of the background processes a Gemini CLI shell command started (Background PIDs: …, "
+        "Command moved to background (PID: N))",
+    ),
     Mask(
         "claude-code.date",
         r"(?<=Today's date is )\d{4}-\d{2}-\d{2}",
