@@ -156,3 +156,23 @@ def test_strict_on_a_tool_is_compared() -> None:
     strict["tools"][0]["strict"] = True
     found = first_difference(strict, _tools("f"))
     assert found is not None and found.headline().startswith("tool 0 (f): definition differs")
+
+
+def test_a_divergence_right_after_a_high_usage_answer_says_so() -> None:
+    from blackbox_mitm.cassette import Trace
+    from blackbox_mitm.matcher.outcomes import Divergence, Served
+    from blackbox_mitm.matcher.recorded import RecordedCalls
+
+    trace = Trace.new("long-1", created_at=1)
+    first, second = _tools("Read"), {**_tools("Read"), "messages": [{"role": "user", "content": "go on"}]}
+    trace.append("model_input", first, timestamp=2)
+    trace.append("model_output", {"type": "final_answer", "text": "ok", "tokens": {"input": 190_000, "output": 900}}, timestamp=3)
+    trace.append("model_input", second, timestamp=4)
+    trace.append("model_output", {"type": "final_answer", "text": "done"}, timestamp=5)
+    calls = RecordedCalls(trace)
+    assert isinstance(calls.match(first), Served)
+    compacted = {**second, "messages": [{"role": "user", "content": "<summary of the conversation>"}]}
+    divergence = calls.match(compacted)
+    assert isinstance(divergence, Divergence) and divergence.difference is not None
+    assert "reported high usage (190,000 input and 900 output tokens)" in (divergence.difference.note or "")
+    assert "note: the recorded answer just before (step 1)" in divergence.human()
