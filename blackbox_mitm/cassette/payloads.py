@@ -18,6 +18,8 @@ recorder and the matcher both apply it).
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NotRequired, TypedDict
 
@@ -25,6 +27,7 @@ __all__ = [
     "OUTPUT_TYPES",
     "TERMINAL_EVENTS",
     "FinalAnswer",
+    "MediaPart",
     "Message",
     "MessagePart",
     "Metadata",
@@ -40,8 +43,12 @@ __all__ = [
     "ToolResult",
     "ToolResultPart",
     "ToolUsePart",
+    "data_url",
     "is_terminal",
+    "joined_parts",
     "json_kind",
+    "media_kind",
+    "media_part",
     "order_tool_results",
     "output_text",
     "reasoning_of",
@@ -82,7 +89,92 @@ class ToolResultPart(ToolResult):
     type: Literal["tool_result"]
 
 
-MessagePart = TextPart | ToolUsePart | ToolResultPart
+class MediaPart(TypedDict):
+    """Blackbox's extension: an image, document or audio in a message or tool result, content-addressed.
+
+    Inline bytes are ``mediaType`` and the ``sha256`` (hex) and ``size`` of the
+    decoded bytes (the bytes themselves are not in the part); a reference the
+    provider fetches is kept as sent: ``url`` or ``file`` (the provider's file id).
+    ``name`` and ``detail`` are kept when sent (a file name, an image's detail level).
+    """
+
+    type: Literal["image", "document", "audio"]
+    mediaType: NotRequired[str]
+    sha256: NotRequired[str]
+    size: NotRequired[int]
+    url: NotRequired[str]
+    file: NotRequired[str]
+    name: NotRequired[str]
+    detail: NotRequired[str]
+
+
+MessagePart = TextPart | ToolUsePart | ToolResultPart | MediaPart
+
+_MEDIA_KINDS = (("image/", "image"), ("audio/", "audio"))
+
+
+def media_kind(media_type: str) -> Literal["image", "document", "audio"]:
+    """``image`` / ``audio`` by the media type's top level, else ``document`` (PDF, plain text, ...)."""
+    for prefix, kind in _MEDIA_KINDS:
+        if media_type.startswith(prefix):
+            return "image" if kind == "image" else "audio"
+    return "document"
+
+
+def media_part(
+    kind: Literal["image", "document", "audio"] | None,
+    media_type: str | None = None,
+    data: str | bytes | None = None,
+    *,
+    url: str | None = None,
+    file: str | None = None,
+    name: str | None = None,
+    detail: str | None = None,
+) -> MediaPart:
+    """A neutral media part: base64 ``data`` (or raw bytes) become their digest; ``url`` / ``file`` are kept.
+
+    Raises ValueError when ``data`` is not base64 (the codec names the field).
+    """
+    chosen = kind or media_kind(media_type or "")
+    out: MediaPart = {"type": chosen}
+    if media_type:
+        out["mediaType"] = media_type
+    if data is not None:
+        raw = data if isinstance(data, bytes) else base64.b64decode(data, validate=True)
+        out["sha256"] = hashlib.sha256(raw).hexdigest()
+        out["size"] = len(raw)
+    if url is not None:
+        out["url"] = url
+    if file is not None:
+        out["file"] = file
+    if name is not None:
+        out["name"] = name
+    if detail is not None:
+        out["detail"] = detail
+    return out
+
+
+def data_url(url: str) -> tuple[str, str] | None:
+    """(media type, base64 data) of a ``data:<type>;base64,<data>`` URL; None for any other URL."""
+    if not url.startswith("data:"):
+        return None
+    head, sep, data = url[5:].partition(",")
+    if not sep or not head.endswith(";base64"):
+        return None
+    return head[: -len(";base64")] or "application/octet-stream", data
+
+
+def joined_parts(parts: list[Any]) -> Any:
+    """Content of text and media parts: a string when it is text alone (adjacent text joined), else the parts."""
+    out: list[Any] = []
+    for part in parts:
+        if part.get("type") == "text" and out and out[-1].get("type") == "text":
+            out[-1] = {"type": "text", "text": out[-1]["text"] + part["text"]}
+        elif part.get("type") != "text" or part.get("text"):
+            out.append(part)
+    if all(p.get("type") == "text" for p in out):
+        return "".join(p["text"] for p in out)
+    return out
 
 
 class Message(TypedDict):

@@ -401,7 +401,7 @@ REFUSAL_CASES: dict[str, list[tuple[str, Any, str]]] = {
                         "role": "user",
                         "content": [
                             {"type": "text", "text": "What is this?"},
-                            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+                            {"type": "search_result", "source": "https://example.com", "title": "t", "content": []},
                         ],
                     }
                 ]
@@ -421,14 +421,14 @@ REFUSAL_CASES: dict[str, list[tuple[str, Any, str]]] = {
                                 "tool_use_id": "toolu_01Pdf",
                                 "content": [
                                     {"type": "text", "text": "Page 1"},
-                                    {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}},
+                                    {"type": "document", "source": {"type": "content", "content": [{"type": "text", "text": "p"}]}},
                                 ],
                             }
                         ],
                     },
                 ]
             ),
-            "messages[2].content[0].content[1]",
+            "messages[2].content[0].content[1].source.type",
         ),
         (
             "request",
@@ -998,3 +998,44 @@ def test_a_tool_search_result_of_tool_references_is_a_list_of_neutral_parts() ->
     text_only = {**result, "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}
     again = codec.decode_request(json.dumps(_req(messages=[*messages[:2], {"role": "user", "content": [text_only]}])).encode(), CallIds())
     assert cast(list[Any], again.model_input["messages"][2]["content"])[0]["result"] == "ab"  # text alone: a string, as always
+
+
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000")
+
+
+def test_images_and_documents_are_content_addressed_parts() -> None:
+    """Claude Code reading a PNG or a PDF: the bytes become their digest; a URL or file id is kept as the reference."""
+    import base64
+    import hashlib
+
+    data = base64.b64encode(PNG).decode()
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+    pdf = {"type": "document", "title": "report.pdf", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0xLjQ="}}
+    by_url = {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}
+    plain = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "notes"}}
+    use = {"type": "tool_use", "id": "toolu_r", "name": "Read", "input": {"file_path": "/w/img.png"}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_r", "content": [image]}
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": "Look:"}, pdf, by_url, plain]},
+        {"role": "assistant", "content": [use]},
+        {"role": "user", "content": [result]},
+    ]
+    mi = codec.decode_request(json.dumps(_req(messages=messages)).encode(), CallIds()).model_input
+    digest = hashlib.sha256(PNG).hexdigest()
+    assert mi["messages"][0]["content"] == [
+        {"type": "text", "text": "Look:"},
+        {"type": "document", "mediaType": "application/pdf", "sha256": hashlib.sha256(b"%PDF-1.4").hexdigest(), "size": 8, "name": "report.pdf"},
+        {"type": "image", "url": "https://example.com/a.png"},
+        {"type": "document", "mediaType": "text/plain", "sha256": hashlib.sha256(b"notes").hexdigest(), "size": 5},
+    ]
+    [part] = cast(list[Any], mi["messages"][2]["content"])
+    assert part["result"] == [{"type": "image", "mediaType": "image/png", "sha256": digest, "size": len(PNG)}]
+    # Another image is another digest: a strict replay tells them apart.
+    other = json.loads(json.dumps(messages))
+    other[2]["content"][0]["content"][0]["source"]["data"] = base64.b64encode(PNG + b"\0").decode()
+    changed = codec.decode_request(json.dumps(_req(messages=other)).encode(), CallIds()).model_input
+    assert changed["messages"][2] != mi["messages"][2] and changed["messages"][0] == mi["messages"][0]
+    broken = json.loads(json.dumps(messages))
+    broken[0]["content"][1]["source"]["data"] = "not base64!"
+    with pytest.raises(BlackboxUnsupportedError, match=r"messages\[0\]\.content\[1\]\.source\.data"):
+        codec.decode_request(json.dumps(_req(messages=broken)).encode(), CallIds())
