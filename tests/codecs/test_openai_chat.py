@@ -898,30 +898,16 @@ def both(*edits: Any) -> Any:
 CASES = [
     Case(
         "openai.image_content",
-        "image_url",
+        "unknown_part",
         "request",
-        req_edit("messages[0].content[1]", {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBOR"}}),
+        req_edit("messages[0].content[1]", {"type": "video_url", "video_url": {"url": "https://x/y.mp4"}}),
         "messages[0].content[1].type",
     ),
     Case(
         "openai.image_content",
-        "input_audio",
+        "tool_result_unknown_part",
         "request",
-        req_edit("messages[0].content[0]", {"type": "input_audio", "input_audio": {"data": "AAA", "format": "wav"}}),
-        "messages[0].content[0].type",
-    ),
-    Case(
-        "openai.image_content",
-        "file",
-        "request",
-        req_edit("messages[0].content[0]", {"type": "file", "file": {"file_id": "file-1"}}),
-        "messages[0].content[0].type",
-    ),
-    Case(
-        "openai.image_content",
-        "tool_result_image",
-        "request",
-        req_edit("messages[2].content[0]", {"type": "image_url", "image_url": {"url": "https://x/y.png"}}),
+        req_edit("messages[2].content[0]", {"type": "input_video", "input_video": {"data": "AAAA"}}),
         "messages[2].content[0].type",
     ),
     Case("openai.custom_tool", "custom", "request", req_edit("tools[0]", {"type": "custom", "custom": {"name": "grep"}}), "tools[0].type"),
@@ -1144,3 +1130,34 @@ def test_empty_refusal_is_no_refusal() -> None:
     req = copy.deepcopy(BASE_REQUEST)
     req["messages"][1]["refusal"] = ""
     openai_chat.decode_request(body(req), CallIds())
+
+
+def test_images_files_and_audio_are_content_addressed_parts() -> None:
+    """image_url (a data URL or a URL), input_audio and file parts: inline bytes by digest, references kept."""
+    import base64
+    import hashlib
+
+    png = b"\x89PNG\r\n\x1a\n-pixels"
+    data = base64.b64encode(png).decode()
+    content = [
+        {"type": "text", "text": "What is in "},
+        {"type": "text", "text": "these?"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}", "detail": "high"}},
+        {"type": "image_url", "image_url": {"url": "https://example.com/cat.jpg"}},
+        {"type": "input_audio", "input_audio": {"data": base64.b64encode(b"RIFF").decode(), "format": "wav"}},
+        {"type": "file", "file": {"filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBERi0xLjQ="}},
+    ]
+    call = {"id": "call_1", "type": "function", "function": {"name": "shot", "arguments": "{}"}}
+    tool = {"role": "tool", "tool_call_id": "call_1", "content": [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}}]}
+    mi = decode({"messages": [{"role": "user", "content": content}, {"role": "assistant", "content": None, "tool_calls": [call]}, tool]})
+    digest = hashlib.sha256(png).hexdigest()
+    assert mi["messages"][0]["content"] == [
+        {"type": "text", "text": "What is in these?"},
+        {"type": "image", "mediaType": "image/png", "sha256": digest, "size": len(png), "detail": "high"},
+        {"type": "image", "url": "https://example.com/cat.jpg"},
+        {"type": "audio", "mediaType": "audio/wav", "sha256": hashlib.sha256(b"RIFF").hexdigest(), "size": 4},
+        {"type": "document", "mediaType": "application/pdf", "sha256": hashlib.sha256(b"%PDF-1.4").hexdigest(), "size": 8, "name": "a.pdf"},
+    ]
+    assert mi["messages"][2]["content"][0]["result"] == [{"type": "image", "mediaType": "image/png", "sha256": digest, "size": len(png)}]
+    with pytest.raises(BlackboxUnsupportedError, match="not base64"):
+        decode({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,@@"}}]}]})
