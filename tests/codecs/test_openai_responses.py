@@ -453,8 +453,7 @@ CASES = [
     Case("openai.responses.previous_response_id", "unknown", "request", put("previous_response_id", "resp_never_seen"), "previous_response_id"),
     Case("openai.responses.prompt", "field", "request", put("prompt", {"id": "pmpt_1"}), "prompt"),
     Case("openai.responses.item_reference", "item", "request", put("input[1]", {"type": "item_reference", "id": "fc_1"}), "input[1].type"),
-    Case("openai.responses.non_text", "image", "request", put("input[0].content", [{"type": "input_image", "image_url": "data:x"}]), "input[0].content[0].type"),
-    Case("openai.responses.non_text", "tool_output", "request", put("input[2].output", [{"type": "input_file", "file_id": "f"}]), "input[2].output[0].type"),
+    Case("openai.responses.non_text", "developer_image", "request", put("input[0]", {"role": "developer", "content": [{"type": "input_image", "image_url": "https://x/y.png"}]}), "input[0].content[0].type"),
     Case("openai.responses.refusal_history", "part", "request", put("input[0]", {"role": "assistant", "content": [{"type": "refusal", "refusal": "No."}]}), "input[0].content[0].type"),
     Case("openai.responses.tool_arguments", "history", "request", put("input[1].arguments", '{"city": '), "input[1].arguments"),
     Case("openai.responses.tool_arguments", "response", "response", put("output[0]", {**FC, "arguments": "not json"}), "output[0].arguments"),
@@ -535,3 +534,31 @@ def test_reasoning_items_are_kept_served_back_and_sent_upstream_after_a_cut() ->
     sent = json.loads(upstream)["input"]
     [sent_reasoning] = [i for i in sent if i.get("type") == "reasoning"]
     assert sent_reasoning["encrypted_content"] == "gAAAA_secret_state==" and "id" not in sent_reasoning
+
+
+def test_images_files_and_audio_in_user_messages_and_tool_outputs_are_content_addressed() -> None:
+    """Codex --image (input_image in a user message) and view_image (input_image in a function_call_output)."""
+    import base64
+    import hashlib
+
+    png = b"\x89PNG\r\n\x1a\nCodex"
+    url = "data:image/png;base64," + base64.b64encode(png).decode()
+    digest = hashlib.sha256(png).hexdigest()
+    req = {
+        "model": "m",
+        "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": "What is this?"}, {"type": "input_image", "image_url": url, "detail": "auto"}]},
+            {"type": "function_call", "call_id": "call_v", "name": "view_image", "arguments": '{"path": "a.png"}'},
+            {"type": "function_call_output", "call_id": "call_v", "output": [{"type": "input_image", "image_url": url}]},
+            {"role": "user", "content": [{"type": "input_file", "filename": "r.pdf", "file_data": "data:application/pdf;base64,JVBERi0xLjQ="}]},
+        ],
+    }
+    mi = openai_responses.decode_request(body(req), CallIds()).model_input
+    assert mi["messages"][0]["content"] == [
+        {"type": "text", "text": "What is this?"},
+        {"type": "image", "mediaType": "image/png", "sha256": digest, "size": len(png), "detail": "auto"},
+    ]
+    assert mi["messages"][2]["content"][0]["result"] == [{"type": "image", "mediaType": "image/png", "sha256": digest, "size": len(png)}]
+    assert mi["messages"][3]["content"] == [
+        {"type": "document", "mediaType": "application/pdf", "sha256": hashlib.sha256(b"%PDF-1.4").hexdigest(), "size": 8, "name": "r.pdf"}
+    ]
