@@ -89,8 +89,11 @@ class ToolResultPart(ToolResult):
     type: Literal["tool_result"]
 
 
+MediaKind = Literal["image", "document", "audio", "video"]
+
+
 class MediaPart(TypedDict):
-    """Blackbox's extension: an image, document or audio in a message or tool result, content-addressed.
+    """Blackbox's extension: an image, document, audio or video in a message or tool result, content-addressed.
 
     Inline bytes are ``mediaType`` and the ``sha256`` (hex) and ``size`` of the
     decoded bytes (the bytes themselves are not in the part); a reference the
@@ -98,7 +101,7 @@ class MediaPart(TypedDict):
     ``name`` and ``detail`` are kept when sent (a file name, an image's detail level).
     """
 
-    type: Literal["image", "document", "audio"]
+    type: MediaKind
     mediaType: NotRequired[str]
     sha256: NotRequired[str]
     size: NotRequired[int]
@@ -110,19 +113,21 @@ class MediaPart(TypedDict):
 
 MessagePart = TextPart | ToolUsePart | ToolResultPart | MediaPart
 
-_MEDIA_KINDS = (("image/", "image"), ("audio/", "audio"))
 
-
-def media_kind(media_type: str) -> Literal["image", "document", "audio"]:
-    """``image`` / ``audio`` by the media type's top level, else ``document`` (PDF, plain text, ...)."""
-    for prefix, kind in _MEDIA_KINDS:
-        if media_type.startswith(prefix):
-            return "image" if kind == "image" else "audio"
+def media_kind(media_type: str) -> MediaKind:
+    """``image`` / ``audio`` / ``video`` by the media type's top level, else ``document`` (PDF, plain text, ...)."""
+    top = media_type.partition("/")[0]
+    if top == "image":
+        return "image"
+    if top == "audio":
+        return "audio"
+    if top == "video":
+        return "video"
     return "document"
 
 
 def media_part(
-    kind: Literal["image", "document", "audio"] | None,
+    kind: MediaKind | None,
     media_type: str | None = None,
     data: str | bytes | None = None,
     *,
@@ -140,7 +145,7 @@ def media_part(
     if media_type:
         out["mediaType"] = media_type
     if data is not None:
-        raw = data if isinstance(data, bytes) else base64.b64decode(data, validate=True)
+        raw = data if isinstance(data, bytes) else _b64decode(data)
         out["sha256"] = hashlib.sha256(raw).hexdigest()
         out["size"] = len(raw)
     if url is not None:
@@ -152,6 +157,12 @@ def media_part(
     if detail is not None:
         out["detail"] = detail
     return out
+
+
+def _b64decode(data: str) -> bytes:
+    """Base64, standard or URL-safe (the SDKs send either); ValueError when it is neither."""
+    altchars = b"-_" if ("-" in data or "_" in data) else None
+    return base64.b64decode(data, altchars=altchars, validate=True)
 
 
 def data_url(url: str) -> tuple[str, str] | None:

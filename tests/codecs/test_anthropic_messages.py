@@ -1024,7 +1024,13 @@ def test_images_and_documents_are_content_addressed_parts() -> None:
     digest = hashlib.sha256(PNG).hexdigest()
     assert mi["messages"][0]["content"] == [
         {"type": "text", "text": "Look:"},
-        {"type": "document", "mediaType": "application/pdf", "sha256": hashlib.sha256(b"%PDF-1.4").hexdigest(), "size": 8, "name": "report.pdf"},
+        {
+            "type": "document",
+            "mediaType": "application/pdf",
+            "sha256": hashlib.sha256(b"%PDF-1.4").hexdigest(),
+            "size": 8,
+            "name": "report.pdf",
+        },
         {"type": "image", "url": "https://example.com/a.png"},
         {"type": "document", "mediaType": "text/plain", "sha256": hashlib.sha256(b"notes").hexdigest(), "size": 5},
     ]

@@ -419,8 +419,8 @@ def _refusal_cases() -> dict[str, Any]:
         "gemini.stream_json": (lambda: _decode(path=STREAM_PATH), "alt"),
         "gemini.candidate_count": (request(generationConfig={"candidateCount": 2}), "generationConfig.candidateCount: (it was 2)"),
         "gemini.non_text": (
-            request(contents=[{"role": "user", "parts": [{"inlineData": {"mimeType": "image/png", "data": "AAAA"}}]}]),
-            "contents[0].parts[0].inlineData",
+            request(contents=[{"role": "user", "parts": [{"executableCode": {"language": "PYTHON", "code": "print(1)"}}]}]),
+            "contents[0].parts[0].executableCode",
         ),
         "gemini.builtin_tool": (request(tools=[{"googleSearch": {}}]), "tools[0].googleSearch"),
         "gemini.cached_content": (request(cachedContent="cachedContents/abc"), "cachedContent"),
@@ -552,3 +552,27 @@ def test_recorded_calls_decode_to_their_neutral_steps(fixture: Path) -> None:
         assert request.model_input == call["model_input"]
         body = codec.aggregate_stream(parse_sse(call["stream"].encode())) if "stream" in call else json.loads(json.dumps(call["response"]))
         assert codec.decode_response(body, ids, request) == call["model_output"]
+
+
+def test_inline_data_and_file_data_are_content_addressed_parts() -> None:
+    """Gemini CLI's @img.png / @doc.pdf (inlineData beside the text) and a fileData URI."""
+    import base64
+    import hashlib
+
+    png = b"\x89PNG\r\n\x1a\ngemini"
+    parts = [
+        {"text": "Describe "},
+        {"text": "these."},
+        {"inlineData": {"mimeType": "image/png", "data": base64.b64encode(png).decode()}},
+        {"inlineData": {"mimeType": "application/pdf", "data": base64.urlsafe_b64encode(b"%PDF-1.4 ~~~").decode()}},
+        {"fileData": {"mimeType": "video/mp4", "fileUri": "https://generativelanguage.googleapis.com/v1beta/files/abc"}},
+    ]
+    mi = _decode(contents=[{"role": "user", "parts": parts}]).model_input
+    assert mi["messages"][0]["content"] == [
+        {"type": "text", "text": "Describe these."},
+        {"type": "image", "mediaType": "image/png", "sha256": hashlib.sha256(png).hexdigest(), "size": len(png)},
+        {"type": "document", "mediaType": "application/pdf", "sha256": hashlib.sha256(b"%PDF-1.4 ~~~").hexdigest(), "size": 12},
+        {"type": "video", "mediaType": "video/mp4", "url": "https://generativelanguage.googleapis.com/v1beta/files/abc"},
+    ]
+    with pytest.raises(BlackboxUnsupportedError, match="not base64"):
+        _decode(contents=[{"role": "user", "parts": [{"inlineData": {"mimeType": "image/png", "data": "@@@"}}]}])

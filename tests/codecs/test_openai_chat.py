@@ -1148,7 +1148,11 @@ def test_images_files_and_audio_are_content_addressed_parts() -> None:
         {"type": "file", "file": {"filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBERi0xLjQ="}},
     ]
     call = {"id": "call_1", "type": "function", "function": {"name": "shot", "arguments": "{}"}}
-    tool = {"role": "tool", "tool_call_id": "call_1", "content": [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}}]}
+    tool = {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}}],
+    }
     mi = decode({"messages": [{"role": "user", "content": content}, {"role": "assistant", "content": None, "tool_calls": [call]}, tool]})
     digest = hashlib.sha256(png).hexdigest()
     assert mi["messages"][0]["content"] == [

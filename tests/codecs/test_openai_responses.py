@@ -547,10 +547,16 @@ def test_images_files_and_audio_in_user_messages_and_tool_outputs_are_content_ad
     req = {
         "model": "m",
         "input": [
-            {"role": "user", "content": [{"type": "input_text", "text": "What is this?"}, {"type": "input_image", "image_url": url, "detail": "auto"}]},
+            {
+                "role": "user",
+                "content": [{"type": "input_text", "text": "What is this?"}, {"type": "input_image", "image_url": url, "detail": "auto"}],
+            },
             {"type": "function_call", "call_id": "call_v", "name": "view_image", "arguments": '{"path": "a.png"}'},
             {"type": "function_call_output", "call_id": "call_v", "output": [{"type": "input_image", "image_url": url}]},
-            {"role": "user", "content": [{"type": "input_file", "filename": "r.pdf", "file_data": "data:application/pdf;base64,JVBERi0xLjQ="}]},
+            {
+                "role": "user",
+                "content": [{"type": "input_file", "filename": "r.pdf", "file_data": "data:application/pdf;base64,JVBERi0xLjQ="}],
+            },
         ],
     }
     mi = openai_responses.decode_request(body(req), CallIds()).model_input

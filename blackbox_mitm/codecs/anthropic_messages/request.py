@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from blackbox_mitm.cassette.payloads import MediaPart, Message, MessagePart, ModelInput, ToolDefinition, ToolResultPart, ToolUsePart, media_part
+from blackbox_mitm.cassette.payloads import (
+    MediaPart,
+    Message,
+    MessagePart,
+    ModelInput,
+    ToolDefinition,
+    ToolResultPart,
+    ToolUsePart,
+    media_part,
+)
 from blackbox_mitm.codecs.anthropic_messages import NAME, PARAMS, PROVIDER, REFUSALS, THINKING
 from blackbox_mitm.codecs.anthropic_messages.fields import block_kind, is_server_block, server_caller, text_of
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest

@@ -35,7 +35,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from blackbox_mitm.cassette.payloads import MediaPart, Message, MessagePart, ToolDefinition, data_url, joined_parts, media_part, tool_definition
+from blackbox_mitm.cassette.payloads import (
+    MediaPart,
+    Message,
+    MessagePart,
+    ToolDefinition,
+    data_url,
+    joined_parts,
+    media_part,
+    tool_definition,
+)
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.codecs.openai_responses import EMPTY_SCHEMA, NAME, PROVIDER, REFUSALS, TEXT_FORMAT
 from blackbox_mitm.errors import BlackboxUnsupportedError
@@ -324,7 +333,11 @@ class _Transcript:
         role = item.get("role")
         if role not in ("user", "system", "developer", "assistant"):
             REFUSALS.malformed(f"{path}.role", f"unknown role {role!r}")
-        text: Any = _content_of(item.get("content"), f"{path}.content", role) if role == "user" else _text_of(item.get("content"), f"{path}.content", role)
+        text: Any = (
+            _content_of(item.get("content"), f"{path}.content", role)
+            if role == "user"
+            else _text_of(item.get("content"), f"{path}.content", role)
+        )
         if role in ("system", "developer") and self.leading:
             self.system.append(text)
             return
