@@ -75,3 +75,19 @@ def test_verify_reads_kept_thinking_as_the_models_data() -> None:
     key = "sk-ant-api03-" + "Zq9X" * 12
     leaked = _run("r", [{**SMALL, "reasoning": [{**thought, "text": f"use {key}"}]}])
     assert [p.code for p in verify_trace(leaked)] == ["credential"]
+
+
+def test_verify_accepts_media_parts_and_their_references() -> None:
+    digest = "ab" * 32
+    message = {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "see"},
+            {"type": "image", "mediaType": "image/png", "sha256": digest, "size": 12},
+            {"type": "document", "url": "https://example.com/msg_report.pdf", "name": "msg_report.pdf"},
+        ],
+    }
+    trace = Trace.new("media-1", created_at=T0)
+    trace.append("model_input", {"messages": [message], "tools": []}, timestamp=T0 + 1)
+    trace.append("model_output", SMALL, timestamp=T0 + 2)
+    assert verify_trace(trace) == []
