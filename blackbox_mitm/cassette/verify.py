@@ -173,7 +173,16 @@ _FIELDS: dict[str, dict[str, str]] = {
     "model_input": {"messages": "messages", "tools": "tools", "systemPrompt": _DATA, "params": "params"},
     "message": {"content": "content"},
     # A media part's reference (url, file) and file name are the user's data (payloads.MediaPart).
-    "part": {"text": _DATA, "toolName": _DATA, "toolInput": _DATA, "result": _DATA, "error": _DATA, "url": _DATA, "file": _DATA, "name": _DATA},
+    "part": {
+        "text": _DATA,
+        "toolName": _DATA,
+        "toolInput": _DATA,
+        "result": _DATA,
+        "error": _DATA,
+        "url": _DATA,
+        "file": _DATA,
+        "name": _DATA,
+    },
     "tool": {"name": _DATA, "description": _DATA, "inputSchema": _DATA},
     "model_output": {"text": _DATA, "toolName": _DATA, "toolInput": _DATA, "calls": "calls", "reasoning": "reasoning"},
     # Blackbox's extension (payloads.ReasoningPart): what the model thought, and its provider's opaque signature.

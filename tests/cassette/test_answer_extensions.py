@@ -91,3 +91,47 @@ def test_verify_accepts_media_parts_and_their_references() -> None:
     trace.append("model_input", {"messages": [message], "tools": []}, timestamp=T0 + 1)
     trace.append("model_output", SMALL, timestamp=T0 + 2)
     assert verify_trace(trace) == []
+
+
+JS_MEDIA = Path(__file__).resolve().parent.parent / "fixtures" / "cassettes" / "js_media.json"
+PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg=="
+
+
+def test_a_node_written_cassette_with_the_extensions_verifies_and_matches_the_codecs() -> None:
+    """make_js_extensions.js writes media, tokens, thinking and strict from the docs alone: the chain holds, verify
+    passes, and an Anthropic request reading the same PNG decodes to the very model_input it recorded."""
+    from blackbox_mitm.cassette import load_trace
+    from blackbox_mitm.cassette.verify import verify_file
+    from blackbox_mitm.codecs import anthropic_messages
+    from blackbox_mitm.codecs.base import CallIds
+    from blackbox_mitm.matcher.outcomes import Served
+    from blackbox_mitm.matcher.recorded import RecordedCalls
+
+    assert verify_file(JS_MEDIA).ok
+    trace = load_trace(JS_MEDIA)
+    tool = {
+        "name": "Read",
+        "description": "Read a file.",
+        "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}},
+        "strict": True,
+    }
+    use = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "/w/img.png"}}
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64}}
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 1024,
+        "tools": [tool],
+        "messages": [
+            {"role": "user", "content": "What is in img.png?"},
+            {"role": "assistant", "content": [{"type": "thinking", "thinking": "t", "signature": "s"}, use]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [image]}]},
+        ],
+    }
+    ids = CallIds()
+    first = anthropic_messages.decode_request(json.dumps({**body, "messages": body["messages"][:1]}).encode(), ids)
+    ids.assign("toolu_1", "Read")
+    second = anthropic_messages.decode_request(json.dumps(body).encode(), ids)
+    calls = RecordedCalls(trace)
+    assert isinstance(calls.match(first.model_input), Served)
+    assert isinstance(calls.match(second.model_input), Served)
+    assert build_timeline(trace).tokens == {"input": 302_200, "output": 51, "cachedInput": 150_000, "reasoning": 0, "calls": 2}
