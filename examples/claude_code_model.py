@@ -27,6 +27,11 @@ Tasks, chosen by a marker in the prompt (``claude -p "… TASK …"``):
     both finish at once and Claude Code makes one call fewer; replayed with
     the recorded pace, it makes the same calls.
 
+``BB-IMAGE``
+    Think (a signed thinking block), Read ``img.png`` in the working directory
+    (Claude Code sends the picture back as an image block), then think again
+    and say what it received.
+
 Subagents are told apart by their prompt (``BB-SUB alpha`` / ``BB-SUB beta``).
 Anything else gets a short text answer (Claude Code's side calls, such as a
 title for the session).
@@ -114,6 +119,18 @@ def _task_read(body: Json) -> Answer:
     return {"text": "The first line of notes.txt is: " + re.sub(r"^\s*\d+\s*[→\t]\s*", "", first)}
 
 
+def _task_image(body: Json) -> Answer:
+    messages = [m for m in body.get("messages", []) if isinstance(m, dict)]
+    last = _blocks(messages[-1].get("content")) if messages else []
+    results = [b for b in last if b.get("type") == "tool_result"]
+    if not results:
+        read = {"name": "Read", "arguments": {"file_path": f"{_working_directory(body)}/img.png"}}
+        return {"thinking": "The user asks about an image: read it first.", "text": "I'll look at the image.", "tool_calls": [read]}
+    content = results[0].get("content")
+    kinds = sorted({b.get("type", "?") for b in content if isinstance(b, dict)}) if isinstance(content, list) else ["text"]
+    return {"thinking": "The Read result came back.", "text": "The Read result held: " + ", ".join(kinds) + "."}
+
+
 def _task_agents(body: Json, background: bool) -> Answer:
     results = _last_results(body)
     texts = _user_texts(body)
@@ -142,6 +159,8 @@ def respond(kind: str, body: Json) -> Answer:
             return _subagent(name, body)
     if "BB-READ" in first:
         return _task_read(body)
+    if "BB-IMAGE" in first:
+        return _task_image(body)
     if "BB-AGENTS" in first:
         return _task_agents(body, background=False)
     if "BB-BACKGROUND" in first:

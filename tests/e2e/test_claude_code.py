@@ -153,3 +153,37 @@ def test_background_subagents_replay_with_the_recorded_pace_ten_times_in_ten(
     fast = replay(cassette, prompt, cwd=workdir, confdir=confdir)
     assert fast.returncode != 0
     assert "incomplete" in fast.stderr
+
+
+# A 1x1 PNG.
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d49444154789c6360606060000000050001a5f645400000000049454e44ae426082"
+)
+
+
+def test_claude_code_reads_a_png_and_thinks_recorded_and_replayed_strictly(
+    claude: Path, provider: FakeProvider, workdir: Path, confdir: Path
+) -> None:
+    """The issue's "reads a PNG" session: recorded (the image by digest, the thinking with its signature, the token
+    counts), verified, and replayed strictly offline with no flags."""
+    import hashlib
+
+    (workdir / "img.png").write_bytes(PNG)
+    cassette = workdir.parent / "image.json"
+    prompt = "BB-IMAGE: what is in img.png?"
+    rec = record(cassette, prompt, cwd=workdir, provider=provider, confdir=confdir)
+    assert rec.stdout.strip() == "The Read result held: image."
+    trace = load_trace(cassette)
+    results = [s.payload for s in trace.steps if s.type == "tool_result"]
+    [image] = [p for p in results[0]["result"] if p["type"] == "image"]
+    assert image == {"type": "image", "mediaType": "image/png", "sha256": hashlib.sha256(PNG).hexdigest(), "size": len(PNG)}
+    answers = [s.payload for s in trace.steps if s.type == "model_output" and "reasoning" in s.payload]
+    assert answers and all(a["reasoning"][0]["signature"].startswith("Eq") for a in answers)
+    assert all(s.payload.get("tokens", {}).get("input", 0) > 0 for s in trace.steps if s.type == "model_output")
+    rep = replay(cassette, prompt, cwd=workdir, confdir=confdir)
+    calls = sum(1 for s in trace.steps if s.type == "model_input")
+    assert_same_run(rep, rec, calls)
+    # Another picture is another digest: the strict replay diverges at the tool result.
+    (workdir / "img.png").write_bytes(PNG[:-12] + bytes(12))
+    other = replay(cassette, prompt, cwd=workdir, confdir=confdir)
+    assert other.returncode != 0 and "diverged" in other.stderr
