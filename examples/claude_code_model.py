@@ -32,6 +32,10 @@ Tasks, chosen by a marker in the prompt (``claude -p "… TASK …"``):
     (Claude Code sends the picture back as an image block), then think again
     and say what it received.
 
+``BB-TOOLSEARCH``
+    Load WebFetch through Claude Code's ``ToolSearch`` tool (its result is
+    ``tool_reference`` blocks), then say which tools the result named.
+
 Subagents are told apart by their prompt (``BB-SUB alpha`` / ``BB-SUB beta``).
 Anything else gets a short text answer (Claude Code's side calls, such as a
 title for the session).
@@ -131,6 +135,27 @@ def _task_image(body: Json) -> Answer:
     return {"thinking": "The Read result came back.", "text": "The Read result held: " + ", ".join(kinds) + "."}
 
 
+def _task_tool_search(body: Json) -> Answer:
+    messages = [m for m in body.get("messages", []) if isinstance(m, dict)]
+    last = _blocks(messages[-1].get("content")) if messages else []
+    results = [b for b in last if b.get("type") == "tool_result"]
+    if not results:
+        names = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+        if "ToolSearch" not in names:
+            return {"text": "No ToolSearch tool offered."}
+        return {
+            "text": "Loading WebFetch.",
+            "tool_calls": [{"name": "ToolSearch", "arguments": {"query": "select:WebFetch", "max_results": 1}}],
+        }
+    content = results[0].get("content")
+    refs = (
+        [b.get("tool_name") for b in content if isinstance(b, dict) and b.get("type") == "tool_reference"]
+        if isinstance(content, list)
+        else []
+    )
+    return {"text": "Loaded: " + (", ".join(str(r) for r in refs) or "nothing") + "."}
+
+
 def _task_agents(body: Json, background: bool) -> Answer:
     results = _last_results(body)
     texts = _user_texts(body)
@@ -159,6 +184,8 @@ def respond(kind: str, body: Json) -> Answer:
             return _subagent(name, body)
     if "BB-READ" in first:
         return _task_read(body)
+    if "BB-TOOLSEARCH" in first:
+        return _task_tool_search(body)
     if "BB-IMAGE" in first:
         return _task_image(body)
     if "BB-AGENTS" in first:

@@ -187,3 +187,19 @@ def test_claude_code_reads_a_png_and_thinks_recorded_and_replayed_strictly(
     (workdir / "img.png").write_bytes(PNG[:-12] + bytes(12))
     other = replay(cassette, prompt, cwd=workdir, confdir=confdir)
     assert other.returncode != 0 and "diverged" in other.stderr
+
+
+def test_claude_code_tool_search_round_records_tool_references_and_replays_strictly(
+    claude: Path, provider: FakeProvider, workdir: Path, confdir: Path
+) -> None:
+    """ToolSearch answers with tool_reference blocks: recorded as neutral parts (no refusal), replayed strictly."""
+    cassette = workdir.parent / "toolsearch.json"
+    prompt = "BB-TOOLSEARCH: fetch a page"
+    rec = record(cassette, prompt, cwd=workdir, provider=provider, confdir=confdir)
+    assert rec.stdout.strip() == "Loaded: WebFetch."
+    trace = load_trace(cassette)
+    [result] = [s.payload for s in trace.steps if s.type == "tool_result"]
+    assert result["toolName"] == "ToolSearch"
+    assert {"type": "tool_reference", "toolName": "WebFetch"} in result["result"]
+    calls = sum(1 for s in trace.steps if s.type == "model_input")
+    assert_same_run(replay(cassette, prompt, cwd=workdir, confdir=confdir), rec, calls)
