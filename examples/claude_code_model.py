@@ -28,9 +28,9 @@ Tasks, chosen by a marker in the prompt (``claude -p "… TASK …"``):
     the recorded pace, it makes the same calls.
 
 ``BB-IMAGE``
-    Think (a signed thinking block), Read ``img.png`` in the working directory
-    (Claude Code sends the picture back as an image block), then think again
-    and say what it received.
+    Think (a signed thinking block), Read ``img.png`` and ``doc.pdf`` in the
+    working directory (Claude Code sends the picture back as an image block and
+    the PDF as a document block), then think again and say what it received.
 
 ``BB-TOOLSEARCH``
     Load WebFetch through Claude Code's ``ToolSearch`` tool (its result is
@@ -128,11 +128,14 @@ def _task_image(body: Json) -> Answer:
     last = _blocks(messages[-1].get("content")) if messages else []
     results = [b for b in last if b.get("type") == "tool_result"]
     if not results:
-        read = {"name": "Read", "arguments": {"file_path": f"{_working_directory(body)}/img.png"}}
-        return {"thinking": "The user asks about an image: read it first.", "text": "I'll look at the image.", "tool_calls": [read]}
-    content = results[0].get("content")
-    kinds = sorted({b.get("type", "?") for b in content if isinstance(b, dict)}) if isinstance(content, list) else ["text"]
-    return {"thinking": "The Read result came back.", "text": "The Read result held: " + ", ".join(kinds) + "."}
+        reads = [{"name": "Read", "arguments": {"file_path": f"{_working_directory(body)}/{name}"}} for name in ("img.png", "doc.pdf")]
+        return {"thinking": "The user asks about an image and a PDF: read both first.", "text": "I'll look at both.", "tool_calls": reads}
+    held = []
+    for result in results:
+        content = result.get("content")
+        kinds = sorted({b.get("type", "?") for b in content if isinstance(b, dict)}) if isinstance(content, list) else ["text"]
+        held.append("+".join(kinds))
+    return {"thinking": "Both Read results came back.", "text": "The Read results held: " + ", ".join(held) + "."}
 
 
 def _task_tool_search(body: Json) -> Answer:

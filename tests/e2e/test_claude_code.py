@@ -161,21 +161,31 @@ PNG = bytes.fromhex(
 )
 
 
-def test_claude_code_reads_a_png_and_thinks_recorded_and_replayed_strictly(
+# A one-page PDF, written by hand (the smallest a PDF reader accepts).
+PDF = (
+    b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n"
+    b"3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 72 72]>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n"
+)
+
+
+def test_claude_code_reads_a_png_and_a_pdf_and_thinks_recorded_and_replayed_strictly(
     claude: Path, provider: FakeProvider, workdir: Path, confdir: Path
 ) -> None:
-    """The issue's "reads a PNG" session: recorded (the image by digest, the thinking with its signature, the token
-    counts), verified, and replayed strictly offline with no flags."""
+    """The issue's "reads a PNG or a PDF" session: recorded (the image and the PDF by digest, the thinking with its
+    signature, the token counts), verified, and replayed strictly offline with no flags."""
     import hashlib
 
     (workdir / "img.png").write_bytes(PNG)
+    (workdir / "doc.pdf").write_bytes(PDF)
     cassette = workdir.parent / "image.json"
-    prompt = "BB-IMAGE: what is in img.png?"
+    prompt = "BB-IMAGE: what is in img.png and doc.pdf?"
     rec = record(cassette, prompt, cwd=workdir, provider=provider, confdir=confdir)
-    assert rec.stdout.strip() == "The Read result held: image."
     trace = load_trace(cassette)
     results = [s.payload for s in trace.steps if s.type == "tool_result"]
+    assert rec.stdout.strip() == "The Read results held: image, document+text."
     [image] = [p for p in results[0]["result"] if p["type"] == "image"]
+    [pdf] = [p for p in results[1]["result"] if p["type"] == "document"]
+    assert pdf == {"type": "document", "mediaType": "application/pdf", "sha256": hashlib.sha256(PDF).hexdigest(), "size": len(PDF)}
     assert image == {"type": "image", "mediaType": "image/png", "sha256": hashlib.sha256(PNG).hexdigest(), "size": len(PNG)}
     answers = [s.payload for s in trace.steps if s.type == "model_output" and "reasoning" in s.payload]
     assert answers and all(a["reasoning"][0]["signature"].startswith("Eq") for a in answers)
