@@ -176,3 +176,21 @@ def test_a_divergence_right_after_a_high_usage_answer_says_so() -> None:
     assert isinstance(divergence, Divergence) and divergence.difference is not None
     assert "reported high usage (190,000 input and 900 output tokens)" in (divergence.difference.note or "")
     assert "note: the recorded answer just before (step 1)" in divergence.human()
+
+
+def test_masked_diff_of_two_recordings_leaves_out_tokens_and_reasoning() -> None:
+    from blackbox_mitm.cassette import Trace
+    from blackbox_mitm.matcher.compare_runs import masked_divergence
+    from blackbox_mitm.matcher.masks import CompareRules
+
+    def run(run_id: str, tokens: int, signature: str, text: str = "ok") -> Trace:
+        trace = Trace.new(run_id, created_at=1)
+        trace.append("model_input", _tools("Read"), timestamp=2)
+        answer = {"type": "final_answer", "text": text, "tokens": {"input": tokens, "output": 3}}
+        trace.append("model_output", {**answer, "reasoning": [{"type": "thinking", "text": "t", "signature": signature}]}, timestamp=3)
+        return trace
+
+    rules = CompareRules.build()
+    assert masked_divergence(run("a-1", 100, "EqA"), run("b-1", 120, "EqB"), rules) is None
+    found = masked_divergence(run("a-1", 100, "EqA"), run("b-1", 100, "EqA", text="other"), rules)
+    assert found is not None and found.index == 1
