@@ -186,12 +186,18 @@ def replay(cassette: Path, confdir: Path, argv: list[str], *extra: str) -> Any:
 
 
 def neutral(cassette: Path, *, drop_stream: bool = True) -> list[tuple[str, Any]]:
-    """The cassette's steps (types and payloads, no timestamps), with ``params.stream`` taken out."""
+    """The cassette's steps (types and payloads, no timestamps), with ``params.stream`` and token counts taken out.
+
+    Token counts are the answer's, and how it came: a chat-completions stream carries usage only when the request
+    asked for it (``stream_options.include_usage``), a whole body always does.
+    """
     trace = load_trace(cassette)
     assert verify_trace(trace) == [], verify_trace(trace)
     steps = []
     for step in trace.steps:
         payload = json.loads(json.dumps(step.payload))
+        if step.type == "model_output":
+            payload.pop("tokens", None)
         if step.type == "model_input" and drop_stream:
             params = payload.get("params") or {}
             params.pop("stream", None)
