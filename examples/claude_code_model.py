@@ -61,6 +61,15 @@ Tasks, chosen by a marker in the prompt (``claude -p "… TASK …"``):
     Calls the MCP tool ``mcp__notes__lookup`` (an MCP server named ``notes``)
     with ``{"word": "alpha"}``, then answers with what it returned.
 
+``BB-IMAGE``
+    Think (a signed thinking block), Read ``img.png`` and ``doc.pdf`` in the
+    working directory (Claude Code sends the picture back as an image block and
+    the PDF as a document block), then think again and say what it received.
+
+``BB-TOOLSEARCH``
+    Load WebFetch through Claude Code's ``ToolSearch`` tool (its result is
+    ``tool_reference`` blocks), then say which tools the result named.
+
 Subagents are told apart by their prompt (``BB-SUB alpha`` / ``BB-SUB beta``).
 Anything else gets a short text answer (Claude Code's side calls, such as a
 title for the session).
@@ -189,6 +198,42 @@ def _task_copy(body: Json) -> Answer:
     return {"text": "Copied the first line of notes.txt to copy.txt."}
 
 
+def _task_image(body: Json) -> Answer:
+    messages = [m for m in body.get("messages", []) if isinstance(m, dict)]
+    last = _blocks(messages[-1].get("content")) if messages else []
+    results = [b for b in last if b.get("type") == "tool_result"]
+    if not results:
+        reads = [{"name": "Read", "arguments": {"file_path": f"{_working_directory(body)}/{name}"}} for name in ("img.png", "doc.pdf")]
+        return {"thinking": "The user asks about an image and a PDF: read both first.", "text": "I'll look at both.", "tool_calls": reads}
+    held = []
+    for result in results:
+        content = result.get("content")
+        kinds = sorted({b.get("type", "?") for b in content if isinstance(b, dict)}) if isinstance(content, list) else ["text"]
+        held.append("+".join(kinds))
+    return {"thinking": "Both Read results came back.", "text": "The Read results held: " + ", ".join(held) + "."}
+
+
+def _task_tool_search(body: Json) -> Answer:
+    messages = [m for m in body.get("messages", []) if isinstance(m, dict)]
+    last = _blocks(messages[-1].get("content")) if messages else []
+    results = [b for b in last if b.get("type") == "tool_result"]
+    if not results:
+        names = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+        if "ToolSearch" not in names:
+            return {"text": "No ToolSearch tool offered."}
+        return {
+            "text": "Loading WebFetch.",
+            "tool_calls": [{"name": "ToolSearch", "arguments": {"query": "select:WebFetch", "max_results": 1}}],
+        }
+    content = results[0].get("content")
+    refs = (
+        [b.get("tool_name") for b in content if isinstance(b, dict) and b.get("type") == "tool_reference"]
+        if isinstance(content, list)
+        else []
+    )
+    return {"text": "Loaded: " + (", ".join(str(r) for r in refs) or "nothing") + "."}
+
+
 def _task_agents(body: Json, background: bool, together: int = 0, behind: bool = False) -> Answer:
     results = _last_results(body)
     texts = _user_texts(body)
@@ -273,6 +318,10 @@ def respond(kind: str, body: Json) -> Answer:
         return _task_read(body)
     if "BB-COPY" in first:
         return _task_copy(body)
+    if "BB-TOOLSEARCH" in first:
+        return _task_tool_search(body)
+    if "BB-IMAGE" in first:
+        return _task_image(body)
     if "BB-AGENTS" in first:
         return _task_agents(body, background=False)
     if "BB-FETCH" in first:

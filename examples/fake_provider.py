@@ -16,6 +16,7 @@ Script: a list of answers, one consumed per model call, whichever the provider::
     {"text": "Hello"}
     {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}], "text": "optional narration"}
     {"text": "...", "stop": "length"}        # "length" | "refusal" | any other string, passed through
+    {"thinking": "...", "text": "..."}       # Anthropic: a signed thinking block before the answer
     {"tool_calls": [...], "content": ""}     # a streamed tool-call turn whose first chunk carries content ""
     {"status": 429, "times": 2}              # that error, in the provider's shape, `times` times (default 1)
                                              #   optional "message", "retry_after_ms" (default 10; null omits it)
@@ -308,7 +309,11 @@ def _anthropic_stop(answer: Answer) -> str:
 
 
 def _anthropic_blocks(answer: Answer) -> list[Json]:
-    blocks: list[Json] = [{"type": "text", "text": answer["text"]}] if answer.get("text") is not None else []
+    # {"thinking": "..."}: a thinking block first, signed as the API signs it (an opaque token).
+    blocks: list[Json] = (
+        [{"type": "thinking", "thinking": answer["thinking"], "signature": "Eq" + _rand(40)}] if answer.get("thinking") else []
+    )
+    blocks += [{"type": "text", "text": answer["text"]}] if answer.get("text") is not None else []
     blocks += [
         {"type": "tool_use", "id": "toolu_01" + _rand(22), "name": tc["name"], "input": tc.get("arguments", {})}
         for tc in answer.get("tool_calls") or []
@@ -351,7 +356,13 @@ def anthropic_events(answer: Answer, body: Json) -> list[bytes]:
     start = message | {"content": [], "stop_reason": None, "stop_sequence": None, "usage": _anthropic_usage(body, 1)}
     frames = [_sse({"type": "message_start", "message": start}), _sse({"type": "ping"})]
     for i, block in enumerate(blocks):
-        if block["type"] == "text":
+        if block["type"] == "thinking":
+            frames.append(
+                _sse({"type": "content_block_start", "index": i, "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
+            )
+            deltas = [{"type": "thinking_delta", "thinking": piece} for piece in _words(block["thinking"])]
+            deltas.append({"type": "signature_delta", "signature": block["signature"]})
+        elif block["type"] == "text":
             frames.append(_sse({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}))
             deltas = [{"type": "text_delta", "text": piece} for piece in _words(block["text"])]
         else:

@@ -21,27 +21,52 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NotRequired, TypedDict
 
+from blackbox_mitm.cassette.extensions import (
+    MediaKind,
+    MediaPart,
+    ReasoningPart,
+    Tokens,
+    data_url,
+    joined_parts,
+    media_kind,
+    media_part,
+    reasoning_of,
+    tokens,
+    tokens_of,
+)
+
 __all__ = [
     "OUTPUT_TYPES",
     "TERMINAL_EVENTS",
     "FinalAnswer",
+    "MediaKind",
+    "MediaPart",
     "Message",
     "MessagePart",
     "Metadata",
     "ModelInput",
     "ModelOutput",
+    "ReasoningPart",
     "SingleToolCall",
     "TextPart",
+    "Tokens",
     "ToolCall",
     "ToolCalls",
     "ToolDefinition",
     "ToolResult",
     "ToolResultPart",
     "ToolUsePart",
+    "data_url",
     "is_terminal",
+    "joined_parts",
     "json_kind",
+    "media_kind",
+    "media_part",
     "order_tool_results",
     "output_text",
+    "reasoning_of",
+    "tokens",
+    "tokens_of",
     "tool_calls_of",
     "tool_definition",
 ]
@@ -77,7 +102,7 @@ class ToolResultPart(ToolResult):
     type: Literal["tool_result"]
 
 
-MessagePart = TextPart | ToolUsePart | ToolResultPart
+MessagePart = TextPart | ToolUsePart | ToolResultPart | MediaPart
 
 
 class Message(TypedDict):
@@ -89,13 +114,22 @@ class ToolDefinition(TypedDict):
     name: str
     description: NotRequired[str]
     inputSchema: Any  # JSON Schema, as sent
+    strict: NotRequired[bool]  # Blackbox's extension: present (true) only when the tool asked for strict schema adherence
 
 
-def tool_definition(name: str, schema: Any, description: Any = None) -> ToolDefinition:
-    """A tool definition, its keys in the spec's order; ``description`` None: the tool has none."""
-    if description is None:
-        return {"name": name, "inputSchema": schema}
-    return {"name": name, "description": description, "inputSchema": schema}
+def tool_definition(name: str, schema: Any, description: Any = None, *, strict: bool = False) -> ToolDefinition:
+    """A tool definition, its keys in the spec's order; ``description`` None: the tool has none.
+
+    ``strict``: the wire's ``strict: true``. It is written only when true, so a tool
+    without it (or with ``strict: false``) is the same payload, and hash, as before
+    the field existed.
+    """
+    out: ToolDefinition = {"name": name, "inputSchema": schema}
+    if description is not None:
+        out = {"name": name, "description": description, "inputSchema": schema}
+    if strict:
+        out["strict"] = True
+    return out
 
 
 class ModelInput(TypedDict):
@@ -121,6 +155,8 @@ class FinalAnswer(TypedDict):
     type: Literal["final_answer"]
     text: str
     stop: NotRequired[str]  # "length" or "refusal"; absent for the end of the turn
+    tokens: NotRequired[Tokens]
+    reasoning: NotRequired[list[ReasoningPart]]
 
 
 class ToolCalls(TypedDict):
@@ -128,6 +164,8 @@ class ToolCalls(TypedDict):
     calls: list[ToolCall]
     text: NotRequired[str]  # what the model wrote beside the calls
     stop: NotRequired[str]  # "length"; absent for tool use
+    tokens: NotRequired[Tokens]
+    reasoning: NotRequired[list[ReasoningPart]]
 
 
 class SingleToolCall(TypedDict):
@@ -139,6 +177,8 @@ class SingleToolCall(TypedDict):
     toolInput: Any
     text: NotRequired[str]
     stop: NotRequired[str]
+    tokens: NotRequired[Tokens]
+    reasoning: NotRequired[list[ReasoningPart]]
 
 
 ModelOutput = FinalAnswer | ToolCalls | SingleToolCall

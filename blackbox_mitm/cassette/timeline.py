@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from blackbox_mitm.cassette.payloads import is_terminal, output_text, tool_calls_of
+from blackbox_mitm.cassette.payloads import is_terminal, output_text, tokens_of, tool_calls_of
 from blackbox_mitm.cassette.trace import Trace, TraceStep
 
 __all__ = [
@@ -35,6 +35,8 @@ __all__ = [
     "outcome_text",
     "render_timeline",
     "summarize_step",
+    "token_totals",
+    "tokens_text",
 ]
 
 SUMMARY_LIMIT = 110
@@ -77,6 +79,7 @@ class Timeline:
     forked_from_step_id: str | None = None
     fork_step: int | None = None
     rows: list[TimelineRow] = field(default_factory=list)
+    tokens: dict[str, int] | None = None  # the run's token counts, added up; None when no answer recorded any
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -91,6 +94,7 @@ class Timeline:
             "parentId": self.parent_id,
             "forkedFromStepId": self.forked_from_step_id,
             "forkStep": self.fork_step,
+            "tokens": self.tokens,
             "timeline": [row.to_json() for row in self.rows],
         }
 
@@ -114,7 +118,33 @@ def build_timeline(trace: Trace, *, limit: int = SUMMARY_LIMIT) -> Timeline:
         forked_from_step_id=trace.forkedFromStepId,
         fork_step=fork_step_index(trace),
         rows=rows,
+        tokens=token_totals(trace),
     )
+
+
+def token_totals(trace: Trace) -> dict[str, int] | None:
+    """The run's recorded token counts added up over its answers (``input``, ``output``, ``cachedInput``, ``reasoning``, ``calls``)."""
+    totals = {"input": 0, "output": 0, "cachedInput": 0, "reasoning": 0, "calls": 0}
+    for step in trace.steps:
+        if step.type == "model_output" and isinstance(step.payload, dict) and "tokens" in step.payload:
+            for key, n in zip(("input", "output", "cachedInput", "reasoning"), tokens_of(step.payload), strict=True):
+                totals[key] += n
+            totals["calls"] += 1
+    return totals if totals["calls"] else None
+
+
+def tokens_text(counts: dict[str, int] | tuple[int, int, int, int]) -> str:
+    """``1,200 in (1,000 cached) / 80 out (12 reasoning)``."""
+    given_in, given_out, cached, reasoning = (
+        counts if isinstance(counts, tuple) else (counts["input"], counts["output"], counts["cachedInput"], counts["reasoning"])
+    )
+    out = f"{given_in:,} in"
+    if cached:
+        out += f" ({cached:,} cached)"
+    out += f" / {given_out:,} out"
+    if reasoning:
+        out += f" ({reasoning:,} reasoning)"
+    return out
 
 
 def render_timeline(timeline: Timeline) -> str:
@@ -124,6 +154,8 @@ def render_timeline(timeline: Timeline) -> str:
         f"run {t.run}",
         f"recorded {_human_time(t.created_at)} · {t.steps} step{'s' if t.steps != 1 else ''} over {format_offset(t.duration_ms)[1:]} · {t.outcome}",
     ]
+    if t.tokens is not None:
+        lines.append(f"tokens {tokens_text(t.tokens)} over {t.tokens['calls']} answer{'s' if t.tokens['calls'] != 1 else ''}")
     if t.parent_id is not None:
         lines.append(_lineage(t))
     if not t.rows:
@@ -242,6 +274,8 @@ def _model_output(p: dict[str, Any]) -> str:
         out = "[cut off at max tokens] " + out
     elif isinstance(stop, str) and stop != "refusal":
         out = f"[stop: {stop}] {out}"
+    if "tokens" in p:
+        out = f"[{tokens_text(tokens_of(p))}] {out}"
     return out
 
 

@@ -194,16 +194,29 @@ _STRUCT = "struct"
 _FIELDS: dict[str, dict[str, str]] = {
     "model_input": {"messages": "messages", "tools": "tools", "systemPrompt": _DATA, "params": "params"},
     "message": {"content": "content"},
-    "part": {"text": _DATA, "toolName": _DATA, "toolInput": _DATA, "result": _DATA, "error": _DATA},
+    # A media part's reference (url, file) and file name are the user's data (payloads.MediaPart).
+    "part": {
+        "text": _DATA,
+        "toolName": _DATA,
+        "toolInput": _DATA,
+        "result": _DATA,
+        "error": _DATA,
+        "url": _DATA,
+        "file": _DATA,
+        "name": _DATA,
+    },
     "tool": {"name": _DATA, "description": _DATA, "inputSchema": _DATA},
-    "model_output": {"text": _DATA, "toolName": _DATA, "toolInput": _DATA, "calls": "calls"},
+    "model_output": {"text": _DATA, "toolName": _DATA, "toolInput": _DATA, "calls": "calls", "reasoning": "reasoning"},
+    # Blackbox's extension (payloads.ReasoningPart): what the model thought, and its provider's opaque signature.
+    "reasoning_part": {"text": _DATA, "summary": _DATA, "signature": _DATA, "data": _DATA},
     "call": {"toolName": _DATA, "toolInput": _DATA},
     "tool_call": {"toolName": _DATA, "toolInput": _DATA},
     "tool_result": {"toolName": _DATA, "result": _DATA, "error": _DATA},
     # A terminal event's final answer and error message are text the agent wrote.
     "metadata": {"result": _DATA, "message": _DATA, "toolName": _DATA},
 }
-_LIST_OF = {"messages": "message", "tools": "tool", "calls": "call"}
+_LIST_OF = {"messages": "message", "tools": "tool", "calls": "call", "reasoning": "reasoning_part"}
+_TOKEN_NAMES = ("input", "output", "cachedInput", "reasoning")  # model_output.tokens (payloads.Tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -438,6 +451,7 @@ class _Walker:
                 for key in params:
                     self.param_key(key, f"payload.params{_key_path(key)}")
         elif step_type == "model_output":
+            self._tokens(payload)
             kind = payload.get("type")
             if kind not in _OUTPUT_TYPES:
                 self.add("shape", "payload.type", f"a model_output's type must be one of {', '.join(_OUTPUT_TYPES)}, found {_quote(kind)}")
@@ -462,6 +476,19 @@ class _Walker:
             if ("result" in payload) == ("error" in payload):
                 self.add("shape", "payload", "a tool_result holds exactly one of `result` and `error`")
             self._may(payload, "error", str)
+
+    def _tokens(self, payload: dict[str, Any]) -> None:
+        """Blackbox's ``tokens`` extension: an object of counts (non-negative integers) in the neutral names."""
+        counts = payload.get("tokens")
+        if not self._may(payload, "tokens", dict) or not isinstance(counts, dict):
+            return
+        for key, value in counts.items():
+            if key not in _TOKEN_NAMES:
+                self.add(
+                    "shape", f"payload.tokens{_key_path(key)}", f"a token count is one of {', '.join(_TOKEN_NAMES)}, not {_quote(key)}"
+                )
+            elif not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+                self.add("shape", f"payload.tokens{_key_path(key)}", f"a token count is a non-negative integer, found {json_kind(value)}")
 
     def param_key(self, key: str, where: str) -> None:
         """A request control's name: any name but a provider response field or a credential's."""

@@ -10,7 +10,9 @@ each pair:
   compared view, tool results in call order, masked spans ignored; the
   difference (with the mask it involved, if any) is the explanation;
 * any other step: its payload with every string masked, compared as
-  canonical JSON (``cassette.diff.first_difference`` names the JSON path).
+  canonical JSON (``cassette.diff.first_difference`` names the JSON path);
+  a ``model_output``'s ``tokens`` and ``reasoning`` are left out (counts and
+  signatures change from run to run, and replay never compares them).
 
 Timestamps, step ids and run ids are not compared. ``None`` means the runs are
 the same under the rules.
@@ -55,6 +57,16 @@ class MaskedDivergence:
         return lines
 
 
+# An answer's token counts and kept reasoning (its signatures are new every run) are not compared.
+_NOT_COMPARED_OUTPUT = ("tokens", "reasoning")
+
+
+def _compared(step_type: str, payload: Any) -> Any:
+    if step_type == "model_output" and isinstance(payload, dict) and any(k in payload for k in _NOT_COMPARED_OUTPUT):
+        return {k: v for k, v in payload.items() if k not in _NOT_COMPARED_OUTPUT}
+    return payload
+
+
 def masked_divergence(a: Trace, b: Trace, rules: CompareRules) -> MaskedDivergence | None:
     """The first step at which ``a`` and ``b`` differ under ``rules`` (see the module docstring), or None."""
     for sa, sb in zip(a.steps, b.steps, strict=False):
@@ -65,7 +77,8 @@ def masked_divergence(a: Trace, b: Trace, rules: CompareRules) -> MaskedDivergen
             if d is not None:
                 return MaskedDivergence(sa.index, "model_input", d.headline(), d)
             continue
-        found = first_json_difference(map_strings(sa.payload, rules.mask_text), map_strings(sb.payload, rules.mask_text), "payload")
+        pa, pb = _compared(sa.type, sa.payload), _compared(sb.type, sb.payload)
+        found = first_json_difference(map_strings(pa, rules.mask_text), map_strings(pb, rules.mask_text), "payload")
         if found is not None:
             return MaskedDivergence(sa.index, "payload", f"{sa.type}: {found[1]}")
     if len(a.steps) != len(b.steps):

@@ -250,6 +250,11 @@ def _first_difference(rec: dict[str, Any], new: dict[str, Any]) -> Difference | 
 
     rec_tools: list[Any] = rec["tools"]
     got_tools: list[Any] = new["tools"]
+    by_name = _tool_by_name(rec_tools, got_tools)
+    if by_name is not None:
+        i, tool, side = by_name
+        name = _cut_role(_get(tool, "name"))
+        return make("tools", (None, _json(tool), None) if side == "recorded" else (None, None, _json(tool)), i, name)
     for i in range(max(len(rec_tools), len(got_tools))):
         a = rec_tools[i] if i < len(rec_tools) else _ABSENT
         b = got_tools[i] if i < len(got_tools) else _ABSENT
@@ -266,6 +271,23 @@ def _first_difference(rec: dict[str, Any], new: dict[str, Any]) -> Difference | 
         found = _compare(rec_params.get(name, _ABSENT), got_params.get(name, _ABSENT), _json)
         if found:
             return make(f"params.{name}", found)
+    return None
+
+
+def _tool_by_name(rec_tools: list[Any], got_tools: list[Any]) -> tuple[int, Any, str] | None:
+    """The first tool only one side has, by name: (its index on that side, the tool, "recorded" or "got").
+
+    An MCP server gone or a tool added shifts every later tool; comparing by
+    position would blame the neighbour, so a name only one side has is named first.
+    """
+    rec_names = [_get(t, "name") for t in rec_tools]
+    got_names = [_get(t, "name") for t in got_tools]
+    for i, name in enumerate(rec_names):
+        if name not in got_names:
+            return i, rec_tools[i], "recorded"
+    for i, name in enumerate(got_names):
+        if name not in rec_names:
+            return i, got_tools[i], "got"
     return None
 
 

@@ -188,12 +188,23 @@ BUILT_IN_MASKS: tuple[Mask, ...] = (
         needs=("Wall time ",),
         about="how long a command took, in the result of Codex CLI's exec tool (Wall time 0.2 seconds)",
     ),
+    # Gemini CLI's shell tool (run_shell_command) ends each result with the process group it ran in and
+    # lists background processes by pid; a backgrounded command says its pid. Written without
+    # lookarounds (RE2 syntax): the process group is its (?P<mask>…) group; the pid lists are masked whole.
     Mask(
         "gemini-cli.pgid",
         r"Process Group PGID: (?P<mask>\d+)",
         source="built-in",
         needs=("Process Group PGID: ",),
-        about="the process group id Gemini CLI's run_shell_command reports with a command's output (Process Group PGID: 27348)",
+        about="the process group id at the end of a Gemini CLI shell result (Process Group PGID: N): a new one every run",
+    ),
+    Mask(
+        "gemini-cli.background-pids",
+        r"Background PIDs: \d+(?:, \d+)*|Command moved to background \(PID: \d+\)",
+        source="built-in",
+        needs=("Background PIDs: ", "Command moved to background (PID: "),
+        about="the pids of the background processes a Gemini CLI shell command started (Background PIDs: …, "
+        "Command moved to background (PID: N))",
     ),
     Mask(
         "claude-code.date",

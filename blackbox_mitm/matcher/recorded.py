@@ -47,9 +47,10 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, Literal
 
-from blackbox_mitm.cassette.payloads import ModelInput
+from blackbox_mitm.cassette.payloads import ModelInput, tokens_of
 from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.matcher.difference import Difference, first_difference
 from blackbox_mitm.matcher.digests import PieceDigester
@@ -58,7 +59,7 @@ from blackbox_mitm.matcher.normalize import request_digest
 from blackbox_mitm.matcher.outcomes import Divergence, Exhausted, RecordedCall, Served
 from blackbox_mitm.matcher.report import render_report, verdict
 
-__all__ = ["DIVERGENCE_CACHE_SIZE", "MATCH_MODES", "MatchMode", "RecordedCalls", "recorded_calls_of"]
+__all__ = ["DIVERGENCE_CACHE_SIZE", "HIGH_USAGE_TOKENS", "MATCH_MODES", "MatchMode", "RecordedCalls", "recorded_calls_of"]
 
 MatchMode = Literal["strict", "sequence"]
 MATCH_MODES: tuple[str, ...] = ("strict", "sequence")
@@ -66,6 +67,9 @@ MATCH_MODES: tuple[str, ...] = ("strict", "sequence")
 # Divergences kept for requests refused again. A harness whose every retry differs
 # (a timestamp in the prompt) would otherwise grow it without bound.
 DIVERGENCE_CACHE_SIZE = 256
+# A recorded answer reporting this many tokens (input and output) is "high usage": a divergence right
+# after it says so, since agents compact their context (Claude Code, Codex) or stop on budgets near there.
+HIGH_USAGE_TOKENS = 100_000
 
 _TOOL_STEPS = ("tool_call", "tool_result")
 
@@ -268,6 +272,20 @@ class RecordedCalls:
             self._past_cut += 1
         return Exhausted(self.run_id, self._calls_served, len(self._calls), self.upto)
 
+    def _after_high_usage(self, expected: int, difference: Difference | None) -> Difference | None:
+        """The difference, noting when the answer just before it reported high usage (the agent may have compacted)."""
+        if difference is None or expected == 0:
+            return difference
+        before = self._calls[expected - 1]
+        given_in, given_out, _, _ = tokens_of(before.output)
+        if given_in + given_out < HIGH_USAGE_TOKENS:
+            return difference
+        note = (
+            f"the recorded answer just before (step {before.output_step}) reported high usage ({given_in:,} input and "
+            f"{given_out:,} output tokens): an agent that compacts its context or stops on a budget may have decided differently"
+        )
+        return replace(difference, note=f"{difference.note}; {note}" if difference.note else note)
+
     def _diverge(self, expected: int, digest: str, model_input: ModelInput) -> Divergence:
         self._divergences += 1
         key = (expected, digest)
@@ -283,7 +301,7 @@ class RecordedCalls:
         divergence = Divergence(
             run_id=self.run_id,
             step=call.input_step,
-            difference=difference,
+            difference=self._after_high_usage(expected, difference),
             expected_digest=call.digest,
             got_digest=digest,
         )

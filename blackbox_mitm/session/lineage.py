@@ -1,7 +1,8 @@
 """Finding a run's forks: the cassettes in a folder whose ``parentId`` is the run, each diffed against it.
 
 For each fork: where it was cut, how it ended, its length, the first divergence
-from the parent (the parent is side ``a``), the delta (steps, errors), and
+from the parent (the parent is side ``a``), the delta (steps, errors, and the
+recorded tokens when either run has any), and
 ``diverged_before_cut`` — the fork parted from its parent before the step it was
 cut at, i.e. the replayed beginning did not re-execute as recorded.
 """
@@ -15,7 +16,7 @@ from typing import Any
 from blackbox_mitm.cassette.diff import first_divergence
 from blackbox_mitm.cassette.payloads import is_terminal
 from blackbox_mitm.cassette.store import load_trace
-from blackbox_mitm.cassette.timeline import fork_step_index
+from blackbox_mitm.cassette.timeline import fork_step_index, token_totals
 from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.errors import CassetteError
 
@@ -53,6 +54,7 @@ def run_summary(trace: Trace, path: Path | None = None) -> dict[str, Any]:
         "errors": _errors(trace),
         "outcome": _outcome(trace),
         "created_at": trace.createdAt,
+        "tokens": token_totals(trace),
     }
 
 
@@ -91,7 +93,7 @@ def list_forks(parent_path: Path, directory: Path | None = None, *, files: Itera
                 "first_divergence": None
                 if div is None
                 else {"index": div.index, "kind": div.kind, "field": div.field, "explanation": div.explanation},
-                "delta": {"steps": len(child.steps) - len(parent.steps), "errors": _errors(child) - _errors(parent)},
+                "delta": _delta(parent, child, summary),
                 "diverged_before_cut": div is not None and cut is not None and div.index < cut,
             }
         )
@@ -100,14 +102,28 @@ def list_forks(parent_path: Path, directory: Path | None = None, *, files: Itera
     return {"run": parent.id, "parent": run_summary(parent, parent_path), "forks": forks, "skipped": skipped}
 
 
+def _delta(parent: Trace, child: Trace, child_summary: dict[str, Any]) -> dict[str, Any]:
+    delta: dict[str, Any] = {"steps": len(child.steps) - len(parent.steps), "errors": _errors(child) - _errors(parent)}
+    a, b = token_totals(parent), child_summary["tokens"]
+    if a is not None or b is not None:
+        zero = {"input": 0, "output": 0}
+        delta["tokens"] = {k: (b or zero)[k] - (a or zero)[k] for k in ("input", "output")}
+    return delta
+
+
+def _tokens_line(summary: dict[str, Any]) -> str:
+    t = summary.get("tokens")
+    return "" if not t else f", {t['input']:,} in / {t['output']:,} out tokens"
+
+
 def render_forks(listing: dict[str, Any]) -> str:
     parent = listing["parent"]
-    lines = [f"run {listing['run']}: {parent['steps']} steps, {parent['outcome']}, {parent['errors']} errors"]
+    lines = [f"run {listing['run']}: {parent['steps']} steps, {parent['outcome']}, {parent['errors']} errors{_tokens_line(parent)}"]
     if not listing["forks"]:
         lines.append("  no forks found")
     for f in listing["forks"]:
         lines.append(f"  fork {f['run']} ({f['file']})")
-        lines.append(f"    cut at step {f['fork_step']}; {f['outcome']}; {f['steps']} steps")
+        lines.append(f"    cut at step {f['fork_step']}; {f['outcome']}; {f['steps']} steps{_tokens_line(f)}")
         div = f["first_divergence"]
         lines.append(
             "    first divergence: none"
@@ -115,8 +131,10 @@ def render_forks(listing: dict[str, Any]) -> str:
             else f"    first divergence: step {div['index']} ({div['kind']}): {div['explanation']}"
         )
         d = f["delta"]
+        tokens = f", {d['tokens']['input']:+,} in / {d['tokens']['output']:+,} out tokens" if "tokens" in d else ""
         lines.append(
-            f"    delta: {d['steps']:+d} steps, {d['errors']:+d} errors" + ("; DIVERGED BEFORE THE CUT" if f["diverged_before_cut"] else "")
+            f"    delta: {d['steps']:+d} steps, {d['errors']:+d} errors{tokens}"
+            + ("; DIVERGED BEFORE THE CUT" if f["diverged_before_cut"] else "")
         )
     for s in listing["skipped"]:
         lines.append(f"  skipped {s['file']}: {s['why']}")

@@ -92,6 +92,7 @@ def run_data(trace: Trace, pool: Pool, *, path: Path | None = None, base: RunDat
         "forkStep": timeline.fork_step,
         "modelCalls": sum(1 for s in trace.steps if s.type == "model_input"),
         "toolCalls": _tool_calls(trace),
+        "tokens": timeline.tokens,
         "verify": {
             "ok": not problems,
             "problems": [str(p) for p in problems[:_PROBLEMS_SHOWN]],

@@ -258,6 +258,7 @@
         fig("duration", span(run.durationMs), "duration"),
         fig("model calls", String(run.modelCalls), "model-calls"),
         fig("tool calls", String(run.toolCalls), "tool-calls"),
+        run.tokens ? fig("tokens", run.tokens.input.toLocaleString("en-US") + " in / " + run.tokens.output.toLocaleString("en-US") + " out", "tokens") : null,
         fig("how it ended", run.outcome.replace(/^ended: /, ""), "ended", run.terminal && run.terminal.event === "run_completed" ? "good" : "bad"),
         el("div", { class: "figure" }, el("div", { class: "k" }, "hash chain"), chain, run.verify.ok ? null : el("div", { class: "sub" }, run.verify.problems[0] || "")),
         el("div", { class: "figure" }, el("div", { class: "k" }, "lineage"), lineage)));

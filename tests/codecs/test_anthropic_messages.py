@@ -45,6 +45,9 @@ def _response_body(call: dict[str, Any]) -> bytes:
     return _b(call["response"])
 
 
+TOKENS = {"input": 10, "output": 5}  # what _resp's usage decodes to
+
+
 def _record(fixture: dict[str, Any]) -> list[tuple[DecodedRequest, dict[str, Any]]]:
     """Decode every call of a fixture in run order with one CallIds, as a recording does."""
     found = codec_for_path(fixture["path"])
@@ -89,7 +92,7 @@ def _resp(content: list[Any], stop_reason: str | None = "end_turn", **fields: An
         "stop_sequence": None,
         "stop_details": None,
         "container": None,
-        "usage": {"input_tokens": 10, "output_tokens": 5},
+        "usage": {"input_tokens": 10, "output_tokens": 5},  # TOKENS
     }
     body.update(fields)
     return body
@@ -141,7 +144,10 @@ def test_reference_bodies_decode_to_the_exact_neutral_payloads(path: Path) -> No
         assert request.provider == "anthropic"
         assert request.model == call["request"]["model"]
         assert request.stream is (call["request"].get("stream") is True)
-        assert not NATIVE.search(json.dumps([request.model_input, output], ensure_ascii=False))
+        # The answer's reasoning keeps the thinking's signature (served back, never compared); nothing else native.
+        answer = {k: v for k, v in output.items() if k != "reasoning"}
+        assert not NATIVE.search(json.dumps([request.model_input, answer], ensure_ascii=False))
+        assert all(set(part) <= {"type", "text", "signature", "data"} for part in output.get("reasoning", []))
 
 
 def test_the_fixtures_cover_what_the_brief_lists() -> None:
@@ -341,14 +347,33 @@ def test_ids_seen_in_a_request_stay_the_same_call_in_later_requests() -> None:
 # --- decode_response -------------------------------------------------------------------
 
 
-def test_empty_text_blocks_and_thinking_are_dropped_from_a_response() -> None:
+def test_empty_text_blocks_are_dropped_and_thinking_is_kept_with_its_signature() -> None:
     thinking = [{"type": "thinking", "thinking": "t", "signature": "s"}, {"type": "redacted_thinking", "data": "d"}]
     output = codec.decode_response(_b(_resp([*thinking, {"type": "text", "text": ""}, TOOL_USE], "tool_use")), CallIds(), _request())
-    assert output == {"type": "tool_calls", "calls": [{"toolCallId": "call-0", "toolName": "lookup", "toolInput": {"q": "x"}}]}
-    assert codec.decode_response(_b(_resp([{"type": "text", "text": ""}])), CallIds(), _request()) == {"type": "final_answer", "text": ""}
-    assert codec.decode_response(_b(_resp([])), CallIds(), _request()) == {"type": "final_answer", "text": ""}
+    assert output == {
+        "type": "tool_calls",
+        "calls": [{"toolCallId": "call-0", "toolName": "lookup", "toolInput": {"q": "x"}}],
+        "tokens": TOKENS,
+        "reasoning": [{"type": "thinking", "text": "t", "signature": "s"}, {"type": "redacted_thinking", "data": "d"}],
+    }
+    # Served back ahead of the answer, whole and streamed, as the API sends them.
+    served = codec.encode_response(output, request=_request(), ids=CallIds(), created_ms=1)
+    assert served["content"][:2] == thinking
+    streamed = codec.aggregate_stream(parse_sse(codec.encode_stream(output, request=_request(stream=True), ids=CallIds(), created_ms=1)))
+    assert streamed["content"][:2] == thinking
+    assert codec.decode_response(_b(streamed), CallIds(), _request()) == output
+    assert codec.decode_response(_b(_resp([{"type": "text", "text": ""}])), CallIds(), _request()) == {
+        "type": "final_answer",
+        "text": "",
+        "tokens": TOKENS,
+    }
+    assert codec.decode_response(_b(_resp([])), CallIds(), _request()) == {"type": "final_answer", "text": "", "tokens": TOKENS}
     empty_citations = [{"type": "text", "text": "ok", "citations": None}, {"type": "text", "text": "", "citations": []}]
-    assert codec.decode_response(_b(_resp(empty_citations)), CallIds(), _request()) == {"type": "final_answer", "text": "ok"}
+    assert codec.decode_response(_b(_resp(empty_citations)), CallIds(), _request()) == {
+        "type": "final_answer",
+        "text": "ok",
+        "tokens": TOKENS,
+    }
 
 
 def test_tool_calls_cut_by_max_tokens_keep_the_length_stop() -> None:
@@ -358,6 +383,7 @@ def test_tool_calls_cut_by_max_tokens_keep_the_length_stop() -> None:
         "calls": [{"toolCallId": "call-0", "toolName": "lookup", "toolInput": {"q": "x"}}],
         "text": "Here you go.",
         "stop": "length",
+        "tokens": TOKENS,
     }
 
 
@@ -375,7 +401,7 @@ REFUSAL_CASES: dict[str, list[tuple[str, Any, str]]] = {
                         "role": "user",
                         "content": [
                             {"type": "text", "text": "What is this?"},
-                            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+                            {"type": "search_result", "source": "https://example.com", "title": "t", "content": []},
                         ],
                     }
                 ]
@@ -395,14 +421,14 @@ REFUSAL_CASES: dict[str, list[tuple[str, Any, str]]] = {
                                 "tool_use_id": "toolu_01Pdf",
                                 "content": [
                                     {"type": "text", "text": "Page 1"},
-                                    {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}},
+                                    {"type": "document", "source": {"type": "content", "content": [{"type": "text", "text": "p"}]}},
                                 ],
                             }
                         ],
                     },
                 ]
             ),
-            "messages[2].content[0].content[1]",
+            "messages[2].content[0].content[1].source.type",
         ),
         (
             "request",
@@ -483,9 +509,6 @@ REFUSAL_CASES: dict[str, list[tuple[str, Any, str]]] = {
             _resp([{**TOOL_USE, "caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_01"}}], "tool_use"),
             "content[0].caller",
         ),
-    ],
-    "anthropic.strict_tool": [
-        ("request", _req(tools=[{"name": "lookup", "input_schema": {"type": "object"}, "strict": True}]), "tools[0].strict"),
     ],
     "anthropic.stop_sequence": [
         ("response", _resp([TEXT], "stop_sequence", stop_sequence="END"), "stop_reason"),
@@ -745,12 +768,22 @@ def test_thinking_deltas_append_and_a_signature_delta_replaces() -> None:
         {"type": "thinking", "thinking": "ab", "signature": "Sig2"},
         {"type": "redacted_thinking", "data": "EmwK"},
     ]
-    assert codec.decode_response(_b(message), CallIds(), _request()) == {"type": "final_answer", "text": "", "stop": "length"}
+    assert codec.decode_response(_b(message), CallIds(), _request()) == {
+        "type": "final_answer",
+        "text": "",
+        "stop": "length",
+        "reasoning": [{"type": "thinking", "text": "ab", "signature": "Sig2"}, {"type": "redacted_thinking", "data": "EmwK"}],
+        "tokens": {"input": 10, "output": 2},
+    }
 
 
 def test_events_without_an_event_line_are_read_by_their_type() -> None:
     events = [SseEvent(None, e.data) for e in parse_sse(_stream_events([TEXT], {"stop_reason": "end_turn", "stop_sequence": None}))]
-    assert codec.decode_response(codec.aggregate_stream(events), CallIds(), _request()) == {"type": "final_answer", "text": "Here you go."}
+    assert codec.decode_response(codec.aggregate_stream(events), CallIds(), _request()) == {
+        "type": "final_answer",
+        "text": "Here you go.",
+        "tokens": {"input": 10, "output": 9},
+    }
 
 
 def test_an_error_event_is_not_a_completed_call() -> None:
@@ -935,3 +968,80 @@ def test_a_fork_edit_with_nothing_to_rewrite_is_none(body: bytes) -> None:
     ids = CallIds()
     ids.assign("toolu_01Pdf", "fetch_pdf")
     assert codec.rewrite_tool_result(body, ids, "call-0", "x") is None
+
+
+def test_strict_true_on_a_tool_is_recorded_and_false_records_like_leaving_it_out() -> None:
+    schema = {"type": "object"}
+    decode = codec.decode_request
+    tools = [{"name": "a", "input_schema": schema, "strict": True}, {"name": "b", "input_schema": schema, "strict": False}]
+    mi = decode(json.dumps(_req(tools=tools)).encode(), CallIds()).model_input
+    assert mi["tools"] == [{"name": "a", "inputSchema": schema, "strict": True}, {"name": "b", "inputSchema": schema}]
+
+
+def test_a_tool_search_result_of_tool_references_is_a_list_of_neutral_parts() -> None:
+    """Claude Code's ToolSearch loads tools with tool_reference blocks: recorded (and compared) by tool name."""
+    use = {"type": "tool_use", "id": "toolu_ts", "name": "ToolSearch", "input": {"query": "select:WebFetch,WebSearch"}}
+    refs = [
+        {"type": "tool_reference", "tool_name": "WebFetch"},
+        {"type": "tool_reference", "tool_name": "WebSearch", "cache_control": {"type": "ephemeral"}},
+    ]
+    result = {"type": "tool_result", "tool_use_id": "toolu_ts", "content": refs}
+    messages = [{"role": "user", "content": "fetch it"}, {"role": "assistant", "content": [use]}, {"role": "user", "content": [result]}]
+    mi = codec.decode_request(json.dumps(_req(messages=messages)).encode(), CallIds()).model_input
+    [part] = cast(list[Any], mi["messages"][2]["content"])
+    assert part == {
+        "type": "tool_result",
+        "toolCallId": "call-0",
+        "toolName": "ToolSearch",
+        "result": [{"type": "tool_reference", "toolName": "WebFetch"}, {"type": "tool_reference", "toolName": "WebSearch"}],
+    }
+    text_only = {**result, "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}
+    again = codec.decode_request(json.dumps(_req(messages=[*messages[:2], {"role": "user", "content": [text_only]}])).encode(), CallIds())
+    assert cast(list[Any], again.model_input["messages"][2]["content"])[0]["result"] == "ab"  # text alone: a string, as always
+
+
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000")
+
+
+def test_images_and_documents_are_content_addressed_parts() -> None:
+    """Claude Code reading a PNG or a PDF: the bytes become their digest; a URL or file id is kept as the reference."""
+    import base64
+    import hashlib
+
+    data = base64.b64encode(PNG).decode()
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+    pdf = {"type": "document", "title": "report.pdf", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0xLjQ="}}
+    by_url = {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}
+    plain = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "notes"}}
+    use = {"type": "tool_use", "id": "toolu_r", "name": "Read", "input": {"file_path": "/w/img.png"}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_r", "content": [image]}
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": "Look:"}, pdf, by_url, plain]},
+        {"role": "assistant", "content": [use]},
+        {"role": "user", "content": [result]},
+    ]
+    mi = codec.decode_request(json.dumps(_req(messages=messages)).encode(), CallIds()).model_input
+    digest = hashlib.sha256(PNG).hexdigest()
+    assert mi["messages"][0]["content"] == [
+        {"type": "text", "text": "Look:"},
+        {
+            "type": "document",
+            "mediaType": "application/pdf",
+            "sha256": hashlib.sha256(b"%PDF-1.4").hexdigest(),
+            "size": 8,
+            "name": "report.pdf",
+        },
+        {"type": "image", "url": "https://example.com/a.png"},
+        {"type": "document", "mediaType": "text/plain", "sha256": hashlib.sha256(b"notes").hexdigest(), "size": 5},
+    ]
+    [part] = cast(list[Any], mi["messages"][2]["content"])
+    assert part["result"] == [{"type": "image", "mediaType": "image/png", "sha256": digest, "size": len(PNG)}]
+    # Another image is another digest: a strict replay tells them apart.
+    other = json.loads(json.dumps(messages))
+    other[2]["content"][0]["content"][0]["source"]["data"] = base64.b64encode(PNG + b"\0").decode()
+    changed = codec.decode_request(json.dumps(_req(messages=other)).encode(), CallIds()).model_input
+    assert changed["messages"][2] != mi["messages"][2] and changed["messages"][0] == mi["messages"][0]
+    broken = json.loads(json.dumps(messages))
+    broken[0]["content"][1]["source"]["data"] = "not base64!"
+    with pytest.raises(BlackboxUnsupportedError, match=r"messages\[0\]\.content\[1\]\.source\.data"):
+        codec.decode_request(json.dumps(_req(messages=broken)).encode(), CallIds())

@@ -45,6 +45,13 @@ OUTPUTS: dict[str, dict[str, Any]] = {
             {"toolCallId": "call-1", "toolName": "get_time", "toolInput": {}},
         ],
     },
+    # Token counts are part of the answer (every API carries input, output and cached input).
+    "text_with_tokens": {"type": "final_answer", "text": "Oslo.", "tokens": {"input": 151_000, "output": 812, "cachedInput": 150_000}},
+    "calls_with_tokens": {
+        "type": "tool_calls",
+        "calls": [{"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Oslo"}}],
+        "tokens": {"input": 20, "output": 7},
+    },
 }
 
 _CODECS = {c.NAME: c for c in REGISTERED}
@@ -129,6 +136,7 @@ def test_whole_answers_round_trip(name: str, shape: str) -> None:
 def test_a_synthesized_stream_adds_up_to_its_answer_and_ends_once(name: str, shape: str) -> None:
     codec, output = _CODECS[name], OUTPUTS[shape]
     request = _request(codec, CallIds(), stream=True)
+    request.include_usage = True  # chat completions stream usage only when asked (stream_options.include_usage)
     events = parse_stream(codec, codec.encode_stream(output, request=request, ids=CallIds(), created_ms=CREATED_MS))
     ends = [i for i, ev in enumerate(events) if codec.is_stream_end(ev)]
     assert ends == [len(events) - 1], f"is_stream_end must accept exactly the last event, not {ends} of {len(events)}"
@@ -277,7 +285,7 @@ def _gemini(url: str, stream: bool) -> tuple[str, list[str]]:
     else:
         chunks = [client.models.generate_content(model="m", contents="hi")]
     parts = [p for c in chunks for p in (c.candidates[0].content.parts or []) if c.candidates and c.candidates[0].content]
-    return "".join(p.text or "" for p in parts), [p.function_call.name or "" for p in parts if p.function_call]
+    return "".join(p.text or "" for p in parts if not p.thought), [p.function_call.name or "" for p in parts if p.function_call]
 
 
 def _openai_responses(url: str, stream: bool) -> tuple[str, list[str]]:
@@ -408,6 +416,76 @@ SERVED_IDS = {
 }
 
 
+# --- token counts through the real SDKs -------------------------------------------------
+
+
+def _chat_usage(url: str, stream: bool) -> tuple[int, int, int]:
+    import openai
+
+    client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+    messages: Any = [{"role": "user", "content": "hi"}]
+    if stream:
+        chunks = list(client.chat.completions.create(model="m", messages=messages, stream=True, stream_options={"include_usage": True}))
+        usage = next(c.usage for c in chunks if c.usage is not None)
+    else:
+        usage = client.chat.completions.create(model="m", messages=messages).usage
+    assert usage is not None and usage.prompt_tokens_details is not None
+    return usage.prompt_tokens, usage.completion_tokens, usage.prompt_tokens_details.cached_tokens or 0
+
+
+def _anthropic_usage(url: str, stream: bool) -> tuple[int, int, int]:
+    import anthropic
+
+    client = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0)
+    args: Any = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+    if stream:
+        with client.messages.stream(**args) as s:
+            usage = s.get_final_message().usage
+    else:
+        usage = client.messages.create(**args).usage
+    cached = usage.cache_read_input_tokens or 0
+    # What Claude Code adds up for its context size: uncached, cache reads and cache writes.
+    return usage.input_tokens + cached + (usage.cache_creation_input_tokens or 0), usage.output_tokens, cached
+
+
+def _gemini_usage(url: str, stream: bool) -> tuple[int, int, int]:
+    from google import genai
+    from google.genai import types
+
+    client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=url, client_args={"trust_env": False}))
+    if stream:
+        usage = list(client.models.generate_content_stream(model="m", contents="hi"))[-1].usage_metadata
+    else:
+        usage = client.models.generate_content(model="m", contents="hi").usage_metadata
+    assert usage is not None
+    return (
+        usage.prompt_token_count or 0,
+        (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0),
+        usage.cached_content_token_count or 0,
+    )
+
+
+def _responses_usage(url: str, stream: bool) -> tuple[int, int, int]:
+    import openai
+
+    client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+    if stream:
+        with client.responses.stream(model="m", input="hi") as s:
+            usage = s.get_final_response().usage
+    else:
+        usage = client.responses.create(model="m", input="hi").usage
+    assert usage is not None
+    return usage.input_tokens, usage.output_tokens, usage.input_tokens_details.cached_tokens
+
+
+USAGE_READERS: dict[str, Callable[[str, bool], tuple[int, int, int]]] = {
+    "openai": _chat_usage,
+    "openai-responses": _responses_usage,
+    "anthropic": _anthropic_usage,
+    "gemini": _gemini_usage,
+}
+
+
 @pytest.mark.parametrize("name", list(_CODECS))
 def test_served_ids_are_the_ones_earlier_versions_served(name: str) -> None:
     import re
@@ -448,3 +526,53 @@ def _stream_text(codec: Any, body: bytes) -> None:
     assert events
     for event in events:
         event.data.encode("utf-8")  # a str with no lone surrogate: the frame's payload was valid UTF-8
+
+
+@pytest.mark.parametrize("name", list(USAGE_READERS))
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("shape", ["text_with_tokens", "calls_with_tokens", "text"])
+def test_the_real_sdk_reads_the_recorded_token_counts(name: str, stream: bool, shape: str, one_shot: _OneShot) -> None:
+    """A replay reports the recorded usage (auto-compaction and cost trackers decide on it); none recorded: zero."""
+    codec, output = _CODECS[name], OUTPUTS[shape]
+    request = _request(codec, CallIds(), stream=stream)
+    request.include_usage = True
+    if stream:
+        one_shot.answer = (
+            200,
+            {"content-type": "text/event-stream"},
+            codec.encode_stream(output, request=request, ids=CallIds(), created_ms=CREATED_MS),
+        )
+    else:
+        body = json.dumps(codec.encode_response(output, request=request, ids=CallIds(), created_ms=CREATED_MS)).encode()
+        one_shot.answer = (200, {"content-type": "application/json"}, body)
+    counts = output.get("tokens", {})
+    assert USAGE_READERS[name](one_shot.url, stream) == (counts.get("input", 0), counts.get("output", 0), counts.get("cachedInput", 0))
+
+
+# --- thinking kept -----------------------------------------------------------------------
+
+#: What the model thought, with the signature its provider checks when the turn comes back. Chat
+#: completions has no field for it (a replay of a chat answer carries none), so that codec is left out.
+THINKING: dict[str, Any] = {
+    "type": "tool_calls",
+    "calls": [{"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Oslo"}}],
+    "reasoning": [{"type": "thinking", "text": "The user wants Oslo; call the tool.", "signature": "EqQBCkgIARABGAIiQL2sig=="}],
+}
+_THINKING_CODECS = ["openai-responses", "anthropic", "gemini"]  # the clouds carry the same bodies (tests/codecs/test_clouds.py)
+
+
+@pytest.mark.parametrize("name", _THINKING_CODECS)
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_thinking_is_served_back_and_the_real_sdk_parses_it(name: str, stream: bool, one_shot: _OneShot) -> None:
+    codec = _CODECS[name]
+    request = _request(codec, CallIds(), stream=stream)
+    if stream:
+        body = codec.encode_stream(THINKING, request=request, ids=CallIds(), created_ms=CREATED_MS)
+        assert codec.decode_response(codec.aggregate_stream(parse_stream(codec, body)), CallIds(), request) == THINKING
+        one_shot.answer = (200, {"content-type": "text/event-stream"}, body)
+    else:
+        whole = codec.encode_response(THINKING, request=request, ids=CallIds(), created_ms=CREATED_MS)
+        assert codec.decode_response(json.dumps(whole).encode(), CallIds(), request) == THINKING
+        one_shot.answer = (200, {"content-type": "application/json"}, json.dumps(whole).encode())
+    text, tools = SDK_CLIENTS[name](one_shot.url, stream)
+    assert (text, tools) == ("", ["get_weather"])

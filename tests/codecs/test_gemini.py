@@ -198,6 +198,7 @@ def test_id_less_calls_keep_their_call_ids_across_the_run_by_position() -> None:
             {"toolCallId": "call-1", "toolName": "get_time", "toolInput": {}},
         ],
         "text": "Let me check.",
+        "tokens": {"input": 9, "output": 3},
     }
     model_turn = {"role": "model", "parts": [{"text": "Let me check."}, CALL, {"functionCall": {"name": "get_time", "args": {}}}]}
     # Results in another order, and with ids of the agent's own making (Gemini CLI does that): paired by name.
@@ -213,7 +214,7 @@ def test_id_less_calls_keep_their_call_ids_across_the_run_by_position() -> None:
     assert [p["toolCallId"] for p in history[1]["content"] if p["type"] == "tool_use"] == ["call-0", "call-1"]
     assert [(p["toolCallId"], p["toolName"]) for p in history[2]["content"]] == [("call-1", "get_time"), ("call-0", "get_weather")]
     answer = codec.decode_response(_response({"text": "Sunny at noon."}), ids, second)
-    assert answer == {"type": "final_answer", "text": "Sunny at noon."}
+    assert answer == {"type": "final_answer", "text": "Sunny at noon.", "tokens": {"input": 9, "output": 3}}
     # Asked again (a retry, or the next turn): the same history gives the same ids.
     again = _decode(ids, contents=[USER, model_turn, results, {"role": "model", "parts": [{"text": "Sunny at noon."}]}, USER])
     assert again.model_input["messages"][:3] == history
@@ -286,16 +287,25 @@ def test_a_response_decodes_to_a_final_answer_without_provider_fields() -> None:
     output = codec.decode_response(
         _response({"text": "Sunny"}, {"text": ", 21°C."}, {"text": "", "thoughtSignature": "c2ln"}), CallIds(), _decode()
     )
-    assert output == {"type": "final_answer", "text": "Sunny, 21°C."}
+    assert output == {
+        "type": "final_answer",
+        "text": "Sunny, 21°C.",
+        "tokens": {"input": 9, "output": 3},
+        "reasoning": [{"type": "thinking", "on": "text", "signature": "c2ln"}],  # kept, to be served back on the text
+    }
+    served = codec.encode_response(output, request=_decode(), ids=CallIds(), created_ms=1)["candidates"][0]["content"]["parts"]
+    assert served == [{"text": "Sunny, 21°C.", "thoughtSignature": "c2ln"}]
     assert codec.decode_response(_response({"text": "Sun"}, finish="MAX_TOKENS"), CallIds(), _decode()) == {
         "type": "final_answer",
         "text": "Sun",
+        "tokens": {"input": 9, "output": 3},
         "stop": "length",
     }
     assert codec.decode_response(_response(finish="MAX_TOKENS"), CallIds(), _decode()) == {
         "type": "final_answer",
         "text": "",
         "stop": "length",
+        "tokens": {"input": 9, "output": 3},
     }
 
 
@@ -342,7 +352,11 @@ def test_a_recorded_stream_adds_up_to_the_whole_response() -> None:
         "type": "tool_calls",
         "calls": [{"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Paris"}}],
         "text": "Let me check.",
+        "reasoning": [{"type": "thinking", "text": "thinking"}],  # the thought part, served back as one
     }
+    again = codec.aggregate_stream(parse_sse(codec.encode_stream(output, request=_decode(), ids=CallIds(), created_ms=1)))
+    assert again["candidates"][0]["content"]["parts"][0] == {"text": "thinking", "thought": True}
+    assert codec.decode_response(again, CallIds(), _decode()) == output
 
 
 def test_a_stream_without_its_finish_reason_or_with_an_error_is_incomplete() -> None:
@@ -405,8 +419,8 @@ def _refusal_cases() -> dict[str, Any]:
         "gemini.stream_json": (lambda: _decode(path=STREAM_PATH), "alt"),
         "gemini.candidate_count": (request(generationConfig={"candidateCount": 2}), "generationConfig.candidateCount: (it was 2)"),
         "gemini.non_text": (
-            request(contents=[{"role": "user", "parts": [{"inlineData": {"mimeType": "image/png", "data": "AAAA"}}]}]),
-            "contents[0].parts[0].inlineData",
+            request(contents=[{"role": "user", "parts": [{"executableCode": {"language": "PYTHON", "code": "print(1)"}}]}]),
+            "contents[0].parts[0].executableCode",
         ),
         "gemini.builtin_tool": (request(tools=[{"googleSearch": {}}]), "tools[0].googleSearch"),
         "gemini.cached_content": (request(cachedContent="cachedContents/abc"), "cachedContent"),
@@ -538,3 +552,27 @@ def test_recorded_calls_decode_to_their_neutral_steps(fixture: Path) -> None:
         assert request.model_input == call["model_input"]
         body = codec.aggregate_stream(parse_sse(call["stream"].encode())) if "stream" in call else json.loads(json.dumps(call["response"]))
         assert codec.decode_response(body, ids, request) == call["model_output"]
+
+
+def test_inline_data_and_file_data_are_content_addressed_parts() -> None:
+    """Gemini CLI's @img.png / @doc.pdf (inlineData beside the text) and a fileData URI."""
+    import base64
+    import hashlib
+
+    png = b"\x89PNG\r\n\x1a\ngemini"
+    parts = [
+        {"text": "Describe "},
+        {"text": "these."},
+        {"inlineData": {"mimeType": "image/png", "data": base64.b64encode(png).decode()}},
+        {"inlineData": {"mimeType": "application/pdf", "data": base64.urlsafe_b64encode(b"%PDF-1.4 ~~~").decode()}},
+        {"fileData": {"mimeType": "video/mp4", "fileUri": "https://generativelanguage.googleapis.com/v1beta/files/abc"}},
+    ]
+    mi = _decode(contents=[{"role": "user", "parts": parts}]).model_input
+    assert mi["messages"][0]["content"] == [
+        {"type": "text", "text": "Describe these."},
+        {"type": "image", "mediaType": "image/png", "sha256": hashlib.sha256(png).hexdigest(), "size": len(png)},
+        {"type": "document", "mediaType": "application/pdf", "sha256": hashlib.sha256(b"%PDF-1.4 ~~~").hexdigest(), "size": 12},
+        {"type": "video", "mediaType": "video/mp4", "url": "https://generativelanguage.googleapis.com/v1beta/files/abc"},
+    ]
+    with pytest.raises(BlackboxUnsupportedError, match="not base64"):
+        _decode(contents=[{"role": "user", "parts": [{"inlineData": {"mimeType": "image/png", "data": "@@@"}}]}])

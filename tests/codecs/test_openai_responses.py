@@ -38,14 +38,23 @@ def calls_of(name: str) -> list[dict[str, Any]]:
     return data.get("calls", [data])
 
 
+# Every fixture's answer reports this usage (input_tokens 74, output_tokens 19, no cached or reasoning tokens).
+FIXTURE_TOKENS = {"input": 74, "output": 19}
+
+
 def run(name: str, ids: CallIds | None = None) -> list[tuple[DecodedRequest, dict[str, Any]]]:
-    """Decode a fixture's calls in order with one run's CallIds: (request, model_output) per call."""
+    """Decode a fixture's calls in order with one run's CallIds: (request, model_output without its tokens) per call.
+
+    Each answer's ``tokens`` are checked here (``FIXTURE_TOKENS``), so the tests below look at the rest.
+    """
     ids = ids or CallIds()
     out = []
     for call in calls_of(name):
         request = openai_responses.decode_request(body(call["request"]), ids)
         raw = openai_responses.aggregate_stream(parse_sse(call["stream"].encode())) if "stream" in call else body(call["response"])
-        out.append((request, openai_responses.decode_response(raw, ids, request)))
+        output = dict(openai_responses.decode_response(raw, ids, request))
+        assert output.pop("tokens") == FIXTURE_TOKENS
+        out.append((request, output))
     return out
 
 
@@ -92,7 +101,7 @@ def test_a_chained_round_and_a_whole_history_give_the_same_transcript() -> None:
         "type": "tool_calls",
         "calls": [{"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Oslo", "unit": "celsius"}}],
     }
-    assert first.model_input["tools"] == [WEATHER]  # strict: true, this API's default, records like leaving it out
+    assert first.model_input["tools"] == [{**WEATHER, "strict": True}]  # the fixture's tool says strict: true
     assert second.model_input["messages"] == TOOL_ROUND
     assert answer == {"type": "final_answer", "text": "It is 4 °C and overcast in Oslo."}
 
@@ -112,7 +121,12 @@ def test_custom_tools_from_an_additional_tools_item_record_as_ordinary_rounds() 
     assert first.model_input["tools"] == [exec_tool]
     assert first.model_input["systemPrompt"] == "You are Codex, a coding agent.\n\n<permissions>sandbox: workspace-write</permissions>"
     assert first.model_input["params"] == {"toolChoice": "auto", "parallelToolCalls": False, "reasoningEffort": "medium", "stream": True}
-    assert call == {"type": "tool_calls", "calls": [{"toolCallId": "call-0", "toolName": "exec", "toolInput": "ls -1 | wc -l"}]}
+    assert call == {
+        "type": "tool_calls",
+        "calls": [{"toolCallId": "call-0", "toolName": "exec", "toolInput": "ls -1 | wc -l"}],
+        # Codex's reasoning item, kept with its encrypted_content so a fork --live continuation can send it back.
+        "reasoning": [{"type": "thinking", "signature": "gAAAAABo_codex_blob=="}],
+    }
     assert second.model_input["messages"][-2:] == [
         {"role": "assistant", "content": [{"type": "tool_use", "toolCallId": "call-0", "toolName": "exec", "toolInput": "ls -1 | wc -l"}]},
         {"role": "user", "content": [{"type": "tool_result", "toolCallId": "call-0", "toolName": "exec", "result": "3\n"}]},
@@ -122,8 +136,10 @@ def test_custom_tools_from_an_additional_tools_item_record_as_ordinary_rounds() 
 
 def test_a_replayed_custom_call_is_a_custom_tool_call_again() -> None:
     (first, call), _ = run("codex_custom_exec")
-    [item] = openai_responses.encode_response(call, request=first, ids=CallIds(), created_ms=CREATED_MS)["output"]
+    [reasoning, item] = openai_responses.encode_response(call, request=first, ids=CallIds(), created_ms=CREATED_MS)["output"]
     assert item["type"] == "custom_tool_call" and item["input"] == "ls -1 | wc -l" and item["call_id"] == "call_bb0"
+    assert reasoning["type"] == "reasoning" and reasoning["encrypted_content"] == "gAAAAABo_codex_blob=="
+    assert reasoning["id"].startswith("rs_bb") and reasoning["summary"] == []
 
 
 def test_namespaced_tools_and_their_calls() -> None:
@@ -196,15 +212,17 @@ def test_fields_that_are_not_compared_do_not_change_the_input() -> None:
     assert decode(body(noisy), CallIds()).model_input == decode(body(base), CallIds()).model_input
 
 
-def test_strict_is_not_compared_and_codex_configuration_updates_are_not_messages() -> None:
-    """Codex sends ``strict: false`` on every function tool and restates its settings in a configuration_update item."""
+def test_strict_is_recorded_as_this_apis_default_and_codex_configuration_updates_are_not_messages() -> None:
+    """A function tool is strict unless it says ``strict: false`` (what Codex sends); Codex restates its settings in a configuration_update item."""
     tool = {"type": "function", "name": "f", "parameters": {"type": "object", "properties": {}}}
     decode = openai_responses.decode_request
     inputs = [
         decode(body({"model": "m", "input": "hi", "tools": [{**tool, **strict}]}), CallIds()).model_input
-        for strict in ({}, {"strict": True}, {"strict": False})
+        for strict in ({}, {"strict": True}, {"strict": None}, {"strict": False})
     ]
-    assert inputs[0] == inputs[1] == inputs[2]
+    assert inputs[0] == inputs[1] == inputs[2] != inputs[3]
+    assert inputs[0]["tools"][0]["strict"] is True
+    assert "strict" not in inputs[3]["tools"][0]
     updated = {"model": "m", "input": ["hi", {"type": "configuration_update", "reasoning": {"effort": "low"}}]}
     updated["input"][0] = {"role": "user", "content": "hi"}
     assert decode(body(updated), CallIds()).model_input == decode(body({"model": "m", "input": "hi"}), CallIds()).model_input
@@ -263,7 +281,7 @@ def test_the_synthesized_stream_is_the_full_event_sequence() -> None:
         "response.output_text.done",
     ]
     assert kinds.count("response.function_call_arguments.done") == 2 and kinds.count("response.output_item.done") == 3
-    assert kinds[-1] == "response.completed" and data[-1]["response"]["usage"]["total_tokens"] == 0
+    assert kinds[-1] == "response.completed" and data[-1]["response"]["usage"]["total_tokens"] == 0  # no tokens recorded: zero
 
 
 def test_a_final_event_without_output_takes_the_done_items() -> None:
@@ -273,7 +291,8 @@ def test_a_final_event_without_output_takes_the_done_items() -> None:
     events[-1] = SseEvent(events[-1].event, json.dumps(last))
     ids = CallIds()
     request = openai_responses.decode_request(body(calls_of("stream_parallel_calls")[0]["request"]), ids)
-    assert openai_responses.decode_response(openai_responses.aggregate_stream(events), ids, request) == run("stream_parallel_calls")[0][1]
+    got = openai_responses.decode_response(openai_responses.aggregate_stream(events), ids, request)
+    assert got == {**run("stream_parallel_calls")[0][1], "tokens": FIXTURE_TOKENS}
 
 
 @pytest.mark.parametrize(
@@ -434,8 +453,7 @@ CASES = [
     Case("openai.responses.previous_response_id", "unknown", "request", put("previous_response_id", "resp_never_seen"), "previous_response_id"),
     Case("openai.responses.prompt", "field", "request", put("prompt", {"id": "pmpt_1"}), "prompt"),
     Case("openai.responses.item_reference", "item", "request", put("input[1]", {"type": "item_reference", "id": "fc_1"}), "input[1].type"),
-    Case("openai.responses.non_text", "image", "request", put("input[0].content", [{"type": "input_image", "image_url": "data:x"}]), "input[0].content[0].type"),
-    Case("openai.responses.non_text", "tool_output", "request", put("input[2].output", [{"type": "input_file", "file_id": "f"}]), "input[2].output[0].type"),
+    Case("openai.responses.non_text", "developer_image", "request", put("input[0]", {"role": "developer", "content": [{"type": "input_image", "image_url": "https://x/y.png"}]}), "input[0].content[0].type"),
     Case("openai.responses.refusal_history", "part", "request", put("input[0]", {"role": "assistant", "content": [{"type": "refusal", "refusal": "No."}]}), "input[0].content[0].type"),
     Case("openai.responses.tool_arguments", "history", "request", put("input[1].arguments", '{"city": '), "input[1].arguments"),
     Case("openai.responses.tool_arguments", "response", "response", put("output[0]", {**FC, "arguments": "not json"}), "output[0].arguments"),
@@ -488,3 +506,65 @@ def test_refusal(case: Case) -> None:
         run_case(case.side, doc)
     assert err.value.field == case.field
     assert err.value.reason == next(r.reason for r in openai_responses.REFUSALS if r.id == case.row)
+
+
+def test_reasoning_items_are_kept_served_back_and_sent_upstream_after_a_cut() -> None:
+    """Summaries and encrypted_content are recorded with the answer, replayed (whole and streamed), and forwarded."""
+    ids = CallIds()
+    request = openai_responses.decode_request(body({"model": "m", "input": "hi", "stream": True}), ids)
+    item = {
+        "id": "rs_1",
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": "**Plan** look first."}],
+        "encrypted_content": "gAAAA_secret_state==",
+    }
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done."}]}
+    output = openai_responses.decode_response(body({"id": "resp_1", "status": "completed", "output": [item, message]}), ids, request)
+    assert output["reasoning"] == [{"type": "thinking", "summary": ["**Plan** look first."], "signature": "gAAAA_secret_state=="}]
+    served = openai_responses.encode_response(output, request=request, ids=ids, created_ms=CREATED_MS)
+    assert [i["type"] for i in served["output"]] == ["reasoning", "message"]
+    assert served["output"][0]["encrypted_content"] == "gAAAA_secret_state=="
+    events = parse_sse(openai_responses.encode_stream(output, request=request, ids=CallIds(), created_ms=CREATED_MS))
+    assert openai_responses.decode_response(openai_responses.aggregate_stream(events), CallIds(), request) == output
+    kinds = [json.loads(e.data)["type"] for e in events]
+    assert "response.reasoning_summary_text.delta" in kinds
+    # Live after the cut: the chain of the served response is inlined with its reasoning item.
+    upstream = openai_responses.forward_body(body({"model": "m", "previous_response_id": served["id"], "input": "next"}), ids)
+    assert upstream is not None
+    sent = json.loads(upstream)["input"]
+    [sent_reasoning] = [i for i in sent if i.get("type") == "reasoning"]
+    assert sent_reasoning["encrypted_content"] == "gAAAA_secret_state==" and "id" not in sent_reasoning
+
+
+def test_images_files_and_audio_in_user_messages_and_tool_outputs_are_content_addressed() -> None:
+    """Codex --image (input_image in a user message) and view_image (input_image in a function_call_output)."""
+    import base64
+    import hashlib
+
+    png = b"\x89PNG\r\n\x1a\nCodex"
+    url = "data:image/png;base64," + base64.b64encode(png).decode()
+    digest = hashlib.sha256(png).hexdigest()
+    req = {
+        "model": "m",
+        "input": [
+            {
+                "role": "user",
+                "content": [{"type": "input_text", "text": "What is this?"}, {"type": "input_image", "image_url": url, "detail": "auto"}],
+            },
+            {"type": "function_call", "call_id": "call_v", "name": "view_image", "arguments": '{"path": "a.png"}'},
+            {"type": "function_call_output", "call_id": "call_v", "output": [{"type": "input_image", "image_url": url}]},
+            {
+                "role": "user",
+                "content": [{"type": "input_file", "filename": "r.pdf", "file_data": "data:application/pdf;base64,JVBERi0xLjQ="}],
+            },
+        ],
+    }
+    mi = openai_responses.decode_request(body(req), CallIds()).model_input
+    assert mi["messages"][0]["content"] == [
+        {"type": "text", "text": "What is this?"},
+        {"type": "image", "mediaType": "image/png", "sha256": digest, "size": len(png), "detail": "auto"},
+    ]
+    assert mi["messages"][2]["content"][0]["result"] == [{"type": "image", "mediaType": "image/png", "sha256": digest, "size": len(png)}]
+    assert mi["messages"][3]["content"] == [
+        {"type": "document", "mediaType": "application/pdf", "sha256": hashlib.sha256(b"%PDF-1.4").hexdigest(), "size": 8, "name": "r.pdf"}
+    ]

@@ -264,7 +264,7 @@ def test_create_stream_chunks(replay: Replay, answer: dict[str, Any], include_us
     [
         ({"n": 2}, "n"),
         ({"messages": [{"role": "user", "content": "hi", "name": "alice"}]}, "messages[0].name"),
-        ({"stream": True, "tools": [{"type": "function", "function": {"name": "f", "strict": True}}]}, "tools[0].function.strict"),
+        ({"stream": True, "web_search_options": {}}, "web_search_options"),
     ],
 )
 def test_refusal_surfaces_as_bad_request_without_retry(replay: Replay, kwargs: dict[str, Any], field: str) -> None:

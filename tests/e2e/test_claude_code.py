@@ -276,3 +276,63 @@ def test_background_subagents_answered_together_end_in_the_recorded_order(
     for _ in range(3):
         assert_same_run(replay(cassette, prompt, cwd=workdir, confdir=confdir), rec, len(calls))
     assert_same_run(replay(cassette, prompt, "--match", "sequence", cwd=workdir, confdir=confdir), rec, len(calls))
+
+
+# A 1x1 PNG.
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d49444154789c6360606060000000050001a5f645400000000049454e44ae426082"
+)
+
+
+# A one-page PDF, written by hand (the smallest a PDF reader accepts).
+PDF = (
+    b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n"
+    b"3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 72 72]>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n"
+)
+
+
+def test_claude_code_reads_a_png_and_a_pdf_and_thinks_recorded_and_replayed_strictly(
+    claude: Path, provider: FakeProvider, workdir: Path, confdir: Path
+) -> None:
+    """The issue's "reads a PNG or a PDF" session: recorded (the image and the PDF by digest, the thinking with its
+    signature, the token counts), verified, and replayed strictly offline with no flags."""
+    import hashlib
+
+    (workdir / "img.png").write_bytes(PNG)
+    (workdir / "doc.pdf").write_bytes(PDF)
+    cassette = workdir.parent / "image.json"
+    prompt = "BB-IMAGE: what is in img.png and doc.pdf?"
+    rec = record(cassette, prompt, cwd=workdir, provider=provider, confdir=confdir)
+    trace = load_trace(cassette)
+    results = [s.payload for s in trace.steps if s.type == "tool_result"]
+    assert rec.stdout.strip() == "The Read results held: image, document+text."
+    [image] = [p for p in results[0]["result"] if p["type"] == "image"]
+    [pdf] = [p for p in results[1]["result"] if p["type"] == "document"]
+    assert pdf == {"type": "document", "mediaType": "application/pdf", "sha256": hashlib.sha256(PDF).hexdigest(), "size": len(PDF)}
+    assert image == {"type": "image", "mediaType": "image/png", "sha256": hashlib.sha256(PNG).hexdigest(), "size": len(PNG)}
+    answers = [s.payload for s in trace.steps if s.type == "model_output" and "reasoning" in s.payload]
+    assert answers and all(a["reasoning"][0]["signature"].startswith("Eq") for a in answers)
+    assert all(s.payload.get("tokens", {}).get("input", 0) > 0 for s in trace.steps if s.type == "model_output")
+    rep = replay(cassette, prompt, cwd=workdir, confdir=confdir)
+    calls = sum(1 for s in trace.steps if s.type == "model_input")
+    assert_same_run(rep, rec, calls)
+    # Another picture is another digest: the strict replay diverges at the tool result.
+    (workdir / "img.png").write_bytes(PNG[:-12] + bytes(12))
+    other = replay(cassette, prompt, cwd=workdir, confdir=confdir)
+    assert other.returncode != 0 and "diverged" in other.stderr
+
+
+def test_claude_code_tool_search_round_records_tool_references_and_replays_strictly(
+    claude: Path, provider: FakeProvider, workdir: Path, confdir: Path
+) -> None:
+    """ToolSearch answers with tool_reference blocks: recorded as neutral parts (no refusal), replayed strictly."""
+    cassette = workdir.parent / "toolsearch.json"
+    prompt = "BB-TOOLSEARCH: fetch a page"
+    rec = record(cassette, prompt, cwd=workdir, provider=provider, confdir=confdir)
+    assert rec.stdout.strip() == "Loaded: WebFetch."
+    trace = load_trace(cassette)
+    [result] = [s.payload for s in trace.steps if s.type == "tool_result"]
+    assert result["toolName"] == "ToolSearch"
+    assert {"type": "tool_reference", "toolName": "WebFetch"} in result["result"]
+    calls = sum(1 for s in trace.steps if s.type == "model_input")
+    assert_same_run(replay(cassette, prompt, cwd=workdir, confdir=confdir), rec, calls)

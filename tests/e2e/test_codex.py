@@ -178,3 +178,43 @@ def test_a_run_recorded_over_the_socket_replays_over_https(tmp_path: Path, confd
     replay = codex.replay(cassette, "https")
     assert replay.returncode == 0, replay.stderr[-3000:]
     assert replay.stdout == recorded
+
+
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d49444154789c6360606060000000050001a5f645400000000049454e44ae426082"
+)
+
+
+def test_codex_exec_with_an_image_records_it_by_digest_and_replays_strictly(tmp_path: Path, confdir: Path) -> None:
+    """``codex exec --image img.png``: the input_image is a media part (its SHA-256), and the replay passes strictly."""
+    import hashlib
+
+    codex = Codex(tmp_path, confdir)
+    (codex.work / "img.png").write_bytes(PNG)
+    prompt = "What is in this picture?"
+    command = [
+        str(CODEX),
+        "exec",
+        "--skip-git-repo-check",
+        "--ephemeral",
+        "-C",
+        str(codex.work),
+        *HTTPS_ONLY,
+        prompt,
+        "--image",
+        str(codex.work / "img.png"),
+    ]
+    cassette = tmp_path / "image.json"
+    with FakeResponsesWs([{"text": "A single pixel."}]) as fake:
+        args = ["record", "-o", str(cassette), "--confdir", str(confdir), *_to_the_fake(fake)]
+        rec = _blackbox(*args, "--", *command, env={**codex.env, "OPENAI_API_KEY": KEY})
+        assert rec.returncode == 0, rec.stderr[-3000:]
+    assert rec.stdout.strip().endswith("A single pixel.")
+    trace = load_trace(cassette)
+    assert verify_trace(trace) == []
+    first = next(s.payload for s in trace.steps if s.type == "model_input")
+    images = [p for m in first["messages"] if isinstance(m["content"], list) for p in m["content"] if p.get("type") == "image"]
+    assert [(i["mediaType"], i["sha256"], i["size"]) for i in images] == [("image/png", hashlib.sha256(PNG).hexdigest(), len(PNG))]
+    rep = _blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *command, env=codex.env)
+    assert rep.returncode == 0, rep.stderr[-3000:]
+    assert rep.stdout == rec.stdout

@@ -390,3 +390,73 @@ def test_a_refused_streamed_answer_ends_in_an_error_the_sdk_raises_and_is_not_re
         'candidates[0].finishReason: a replay gives STOP or MAX_TOKENS, so it would replay as a normal stop (it was "SAFETY")' in rec.stderr
     )
     assert [s.type for s in load_trace(cassette).steps] == ["metadata"]
+
+
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d49444154789c6360606060000000050001a5f645400000000049454e44ae426082"
+)
+
+
+def _image_and_shell_model() -> Any:
+    """Gemini CLI's model for ``@img.png``: it sees the picture (inlineData), runs ``echo`` in the shell, then answers."""
+
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        config = body.get("generationConfig") or {}
+        if config.get("responseMimeType") == "application/json":
+            props = (config.get("responseJsonSchema") or {}).get("properties", {})
+            if "complexity_score" in props:
+                return {"text": json.dumps({"complexity_reasoning": "one command", "complexity_score": 10})}
+            return {"text": json.dumps({"next_speaker": "user", "reasoning": "answered"})}
+        contents = body.get("contents") or []
+        saw_image = any("inlineData" in p for c in contents for p in c.get("parts") or [])
+        for part in contents[-1].get("parts") or []:
+            if "functionResponse" in part:
+                output = json.dumps(part["functionResponse"].get("response"))
+                return {"text": f"image: {saw_image}; shell said hi: {'hi' in output}; pgid: {'PGID' in output}"}
+        return {
+            "thought": "Look, then run it.",
+            "signature": True,
+            "function_calls": [{"name": "run_shell_command", "args": {"command": "echo hi"}}],
+        }
+
+    return respond
+
+
+@pytest.mark.skipif(not GEMINI_CLI.exists(), reason="Gemini CLI is not installed (scripts/setup-gemini-cli)")
+def test_gemini_cli_at_an_image_and_a_shell_command_replay_strictly_with_no_flags(tmp_path: Path, confdir: Path) -> None:
+    """@img.png is recorded by digest; the shell result's process group (new every run) is masked by default."""
+    import hashlib
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    (home / ".gemini").mkdir(parents=True)
+    (home / ".gemini" / "settings.json").write_text(json.dumps(CLI_SETTINGS))
+    work.mkdir()
+    (work / "img.png").write_bytes(PNG)
+    cli = ["env", "-C", str(work), "node", str(GEMINI_CLI), "--yolo", "--skip-trust", "-p", "@img.png what is this? Then run echo hi."]
+    cassette = tmp_path / "image.json"
+    with FakeGemini(responder=_image_and_shell_model()) as fake:
+        rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), *_remote(fake), "--", *cli, env=_env(HOME=str(home)))
+        assert rec.returncode == 0, rec.stderr
+        model_calls = len(fake.model_requests())
+    assert rec.stdout.strip() == "image: True; shell said hi: True; pgid: True"
+    trace = load_trace(cassette)
+    assert verify_trace(trace) == []
+    parts = [
+        p
+        for s in trace.steps
+        if s.type == "model_input"
+        for m in s.payload["messages"]
+        if isinstance(m["content"], list)
+        for p in m["content"]
+    ]
+    images = [p for p in parts if p.get("type") == "image"]
+    assert images and images[0]["sha256"] == hashlib.sha256(PNG).hexdigest() and images[0]["mediaType"] == "image/png"
+    results = [s.payload for s in trace.steps if s.type == "tool_result"]
+    assert "Process Group PGID: " in json.dumps(results)
+    rep = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *cli, env={"HOME": str(home)})
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout == rec.stdout
+    assert f"{model_calls} of {model_calls} model calls served" in rep.stderr
+    # The built-in mask is what makes it pass: without it, the new process group diverges.
+    bare = blackbox("replay", str(cassette), "--confdir", str(confdir), "--no-default-masks", "--", *cli, env={"HOME": str(home)})
+    assert bare.returncode != 0 and "Process Group PGID" in bare.stderr

@@ -187,12 +187,18 @@ def replay(cassette: Path, confdir: Path, argv: list[str], *extra: str) -> Any:
 
 
 def neutral(cassette: Path, *, drop_stream: bool = True) -> list[tuple[str, Any]]:
-    """The cassette's steps (types and payloads, no timestamps), with ``params.stream`` taken out."""
+    """The cassette's steps (types and payloads, no timestamps), with ``params.stream`` and token counts taken out.
+
+    Token counts are the answer's, and how it came: a chat-completions stream carries usage only when the request
+    asked for it (``stream_options.include_usage``), a whole body always does.
+    """
     trace = load_trace(cassette)
     assert verify_trace(trace) == [], verify_trace(trace)
     steps = []
     for step in trace.steps:
         payload = json.loads(json.dumps(step.payload))
+        if step.type == "model_output":
+            payload.pop("tokens", None)
         if step.type == "model_input" and drop_stream:
             params = payload.get("params") or {}
             params.pop("stream", None)
@@ -340,17 +346,28 @@ def test_anthropic_streamed_refusal_is_an_error_for_the_agent_and_fails_the_run(
     assert trace.steps[0].payload["event"] == "run_failed"
 
 
+def test_a_tool_call_turn_streamed_with_empty_content_is_recorded_and_replayed(tmp_path: Path, confdir: Path) -> None:
+    """An OpenAI-compatible server that opens a streamed tool-call turn with content "": recorded (text ""), replayed."""
+    client = _scripts(tmp_path)["openai"]
+    script = [{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}], "content": ""}, {"text": "Paris: cloudy."}]
+    with FakeProvider(script) as fake:
+        cassette, rec = record(tmp_path, confdir, fake, [*client, "helper", QUESTION], "empty-content.json")
+    assert rec.returncode == 0, rec.stderr
+    calls = next(s.payload for s in load_trace(cassette).steps if s.type == "model_output")
+    assert calls["type"] == "tool_calls" and calls["text"] == ""
+    assert_replays(cassette, confdir, [*client, "helper", QUESTION], rec)
+
+
 @pytest.mark.parametrize(
     ("provider", "answer", "named"),
     [
-        ("openai", {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}], "content": ""}, "content"),
         ("anthropic", {"text": "Paris", "stop": "stop_sequence"}, '"stop_sequence"'),
     ],
 )
 def test_a_refused_streamed_answer_makes_the_sdk_raise(
     provider: str, answer: dict[str, Any], named: str, tmp_path: Path, confdir: Path
 ) -> None:
-    """13.3: a tool-call turn streamed with content "" (OpenAI-compatible servers) and a stop_sequence stop."""
+    """13.3: a stop_sequence stop, refused in a stream: the SDK raises and nothing is recorded."""
     client = _scripts(tmp_path)[provider]
     with FakeProvider([answer]) as fake:
         cassette, rec = record(tmp_path, confdir, fake, [*client, "helper", QUESTION], "refused.json")

@@ -196,6 +196,7 @@ def test_the_built_in_masks_are_named_and_documented() -> None:
         "claude-code.tool-use-id",
         "codex.wall-time",
         "gemini-cli.pgid",
+        "gemini-cli.background-pids",
         "claude-code.date",
     ]
     assert all(m.about and m.source == "built-in" for m in BUILT_IN_MASKS)
@@ -303,3 +304,17 @@ def test_a_pattern_re2_cannot_run_is_refused_naming_the_rule(pattern: str, said:
     with pytest.raises(MaskError) as caught:
         CompareRules.build([pattern], defaults=False)
     assert "mask 'mask-1' (from --mask)" in str(caught.value) and said in str(caught.value) and "(?P<mask>" in str(caught.value)
+
+
+def test_gemini_cli_shell_results_compare_equal_across_runs() -> None:
+    """What varies run to run in Gemini CLI's run_shell_command result: the process group and background pids."""
+    rules = CompareRules.build()
+    first = "Output: hello\nBackground PIDs: 4121, 4122\nProcess Group PGID: 4117"
+    second = "Output: hello\nBackground PIDs: 977\nProcess Group PGID: 951"
+    assert rules.mask_text(first) == rules.mask_text(second)
+    assert rules.mask_text("Output: hello\nProcess Group PGID: 4117") != rules.mask_text("Output: bye\nProcess Group PGID: 4117")
+    moved = "Command moved to background (PID: {}). Output hidden. Press Ctrl+B to view."
+    assert rules.mask_text(moved.format(12)) == rules.mask_text(moved.format(3456))
+    for mask in BUILT_IN_MASKS:
+        if mask.name.startswith("gemini-cli."):
+            assert "(?<" not in mask.pattern and "(?=" not in mask.pattern and "(?!" not in mask.pattern  # RE2 syntax

@@ -65,7 +65,7 @@ def _delete(key: str) -> Callable[[dict[str, Any]], None]:
     [
         pytest.param(_set(("metadata",), {"user_id": "u-1"}), id="other request field"),
         pytest.param(_set(("messages", 1, "name"), "bob"), id="other message key"),
-        pytest.param(_set(("tools", 0, "strict"), False), id="other tool key"),
+        pytest.param(_set(("tools", 0, "cache_control"), {"type": "ephemeral"}), id="other tool key"),
         pytest.param(_set(("params", "temperature"), 0.20), id="same number written differently"),
         pytest.param(_set(("params", "maxTokens"), 256.0), id="integer as float"),
         pytest.param(_set(("messages", 1, "content"), [{"type": "text", "text": "What's the weather in Paris?"}]), id="one text part"),
@@ -129,3 +129,68 @@ def test_adjacent_text_parts_beside_tool_calls_are_joined() -> None:
     assert request_digest(split) == request_digest(whole)
     reordered = {"messages": [{"role": "assistant", "content": [call, {"type": "text", "text": "Let me check."}]}]}
     assert request_digest(reordered) != request_digest(whole)
+
+
+def _tools(*names: str) -> dict[str, Any]:
+    schema = {"type": "object", "properties": {}}
+    return {"messages": [{"role": "user", "content": "hi"}], "tools": [{"name": n, "inputSchema": schema} for n in names]}
+
+
+def test_a_vanished_or_new_tool_is_named_not_its_neighbour() -> None:
+    from blackbox_mitm.matcher.difference import first_difference
+
+    gone = first_difference(_tools("Read", "mcp__db__query", "Monitor"), _tools("Read", "Monitor"))
+    assert gone is not None and gone.headline() == "tool 1 (mcp__db__query): missing from the agent's request"
+    added = first_difference(_tools("Read", "Monitor"), _tools("Read", "WebFetch", "Monitor"))
+    assert added is not None and added.headline() == "tool 1 (WebFetch): extra, not in the recording's request"
+    changed = first_difference(
+        _tools("Read", "Monitor"), {**_tools("Read"), "tools": [*_tools("Read")["tools"], {"name": "Monitor", "inputSchema": {}}]}
+    )
+    assert changed is not None and changed.headline().startswith("tool 1 (Monitor): definition differs")
+
+
+def test_strict_on_a_tool_is_compared() -> None:
+    from blackbox_mitm.matcher.difference import first_difference
+
+    strict = _tools("f")
+    strict["tools"][0]["strict"] = True
+    found = first_difference(strict, _tools("f"))
+    assert found is not None and found.headline().startswith("tool 0 (f): definition differs")
+
+
+def test_a_divergence_right_after_a_high_usage_answer_says_so() -> None:
+    from blackbox_mitm.cassette import Trace
+    from blackbox_mitm.matcher.outcomes import Divergence, Served
+    from blackbox_mitm.matcher.recorded import RecordedCalls
+
+    trace = Trace.new("long-1", created_at=1)
+    first, second = _tools("Read"), {**_tools("Read"), "messages": [{"role": "user", "content": "go on"}]}
+    trace.append("model_input", first, timestamp=2)
+    trace.append("model_output", {"type": "final_answer", "text": "ok", "tokens": {"input": 190_000, "output": 900}}, timestamp=3)
+    trace.append("model_input", second, timestamp=4)
+    trace.append("model_output", {"type": "final_answer", "text": "done"}, timestamp=5)
+    calls = RecordedCalls(trace)
+    assert isinstance(calls.match(first), Served)
+    compacted = {**second, "messages": [{"role": "user", "content": "<summary of the conversation>"}]}
+    divergence = calls.match(compacted)
+    assert isinstance(divergence, Divergence) and divergence.difference is not None
+    assert "reported high usage (190,000 input and 900 output tokens)" in (divergence.difference.note or "")
+    assert "note: the recorded answer just before (step 1)" in divergence.human()
+
+
+def test_masked_diff_of_two_recordings_leaves_out_tokens_and_reasoning() -> None:
+    from blackbox_mitm.cassette import Trace
+    from blackbox_mitm.matcher.compare_runs import masked_divergence
+    from blackbox_mitm.matcher.masks import CompareRules
+
+    def run(run_id: str, tokens: int, signature: str, text: str = "ok") -> Trace:
+        trace = Trace.new(run_id, created_at=1)
+        trace.append("model_input", _tools("Read"), timestamp=2)
+        answer = {"type": "final_answer", "text": text, "tokens": {"input": tokens, "output": 3}}
+        trace.append("model_output", {**answer, "reasoning": [{"type": "thinking", "text": "t", "signature": signature}]}, timestamp=3)
+        return trace
+
+    rules = CompareRules.build()
+    assert masked_divergence(run("a-1", 100, "EqA"), run("b-1", 120, "EqB"), rules) is None
+    found = masked_divergence(run("a-1", 100, "EqA"), run("b-1", 100, "EqA", text="other"), rules)
+    assert found is not None and found.index == 1

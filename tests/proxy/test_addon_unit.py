@@ -71,7 +71,8 @@ def test_record_writes_neutral_steps_and_nothing_provider_native(tmp_path: Path)
     cassette = _record(tmp_path)
     trace = load_trace(cassette)
     assert [s.type for s in trace.steps] == ["model_input", "model_output", "metadata"]
-    assert trace.steps[1].payload == {"type": "final_answer", "text": "Sunny."}
+    # The usage becomes the neutral token counts; the provider's usage object never enters the cassette.
+    assert trace.steps[1].payload == {"type": "final_answer", "text": "Sunny.", "tokens": {"input": 5, "output": 2}}
     raw = cassette.read_bytes()
     for native in (b"chatcmpl-abc123", b"fp_1", b"usage", b"sk-test"):
         assert native not in raw
@@ -94,7 +95,7 @@ async def _replay_answers(tmp_path: Path) -> None:
         assert f.response is not None and f.response.status_code == 200
         body = orjson.loads(f.response.content or b"")
         assert body["choices"][0]["message"]["content"] == "Sunny."
-        assert body["model"] == "gpt-4.1" and body["usage"]["total_tokens"] == 0
+        assert body["model"] == "gpt-4.1" and body["usage"]["total_tokens"] == 7  # the recorded counts, served back
 
         again = _flow()
         addon.requestheaders(again)

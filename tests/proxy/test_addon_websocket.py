@@ -56,7 +56,7 @@ def test_recording_sends_the_socket_upstream_and_records_its_turn(tmp_path: Path
     asyncio.run(_record(cassette))
     steps = load_trace(cassette).steps
     assert [s.type for s in steps] == ["model_input", "model_output", "metadata"]
-    assert steps[1].payload == {"type": "final_answer", "text": "Hi there."}
+    assert steps[1].payload == {"type": "final_answer", "text": "Hi there.", "tokens": {"input": 12, "output": 5}}  # the fake's usage
 
 
 async def _replay(cassette: Path) -> None:

@@ -113,7 +113,7 @@ def test_each_response_create_on_a_socket_is_one_model_call_and_a_warm_up_is_non
     calls = [s for s in trace.steps if s.type in ("model_input", "model_output")]
     assert [s.type for s in calls] == ["model_input", "model_output", "model_input", "model_output"]
     assert calls[1].payload["type"] == "tool_calls" and calls[1].payload["calls"][0]["toolName"] == "list_files"
-    assert calls[3].payload == {"type": "final_answer", "text": "Two files: a.txt and b.txt."}
+    assert calls[3].payload == {"type": "final_answer", "text": "Two files: a.txt and b.txt.", "tokens": {"input": 12, "output": 5}}
     # the second turn sent only its new item; the step holds the whole conversation, as over HTTP
     roles = [m["role"] for m in calls[2].payload["messages"]]
     assert roles[0] == "user" and "assistant" in roles and len(roles) >= 3

@@ -107,10 +107,9 @@ PARAMS: tuple[tuple[str, str], ...] = (
 # One row per line: this is a table (docs/gen_refusals.py prints it).
 # fmt: off
 REFUSALS = RefusalTable(PROVIDER, (
-    Refusal("anthropic.image_content", "anthropic", "request", "non-text content (images, documents) in messages or tool results", "non-text content is not supported yet: only text is recorded"),
+    Refusal("anthropic.image_content", "anthropic", "request", "a content block Blackbox does not read in messages or tool results (a document whose source is a content list, search results, ...)", "not recorded: only text, tool use and results, images, documents and tool references are"),
     Refusal("anthropic.server_tool", "anthropic", "request", "server-side tools (web search, code execution, ...)", "server-side tools are not supported yet: their results are produced by the provider and could not be replayed"),
     Refusal("anthropic.server_tool_response", "anthropic", "response", "server-side tool blocks in a response", "server-side tool use is not supported yet: it could not be replayed"),
-    Refusal("anthropic.strict_tool", "anthropic", "request", "strict: true on a tool", "not recorded (strict: false records like leaving it out)"),
     Refusal("anthropic.stop_sequence", "anthropic", "response", 'a response with stop_reason: "stop_sequence"', "the matched sequence is not recorded; it would replay as end_turn"),
     Refusal("anthropic.context_window", "anthropic", "response", 'a response with stop_reason: "model_context_window_exceeded"', "it would replay as max_tokens"),
     Refusal("anthropic.text_blocks", "anthropic", "response", "a response with more than one text block, or text after a tool call", "a replay returns one text block before the tool calls"),

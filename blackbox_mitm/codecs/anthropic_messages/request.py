@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from blackbox_mitm.cassette.payloads import Message, MessagePart, ModelInput, ToolDefinition, ToolResultPart, ToolUsePart
+from blackbox_mitm.cassette.payloads import (
+    MediaPart,
+    Message,
+    MessagePart,
+    ModelInput,
+    ToolDefinition,
+    ToolResultPart,
+    ToolUsePart,
+    media_part,
+)
 from blackbox_mitm.codecs.anthropic_messages import NAME, PARAMS, PROVIDER, REFUSALS, THINKING
 from blackbox_mitm.codecs.anthropic_messages.fields import block_kind, is_server_block, server_caller, text_of
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
@@ -75,6 +84,8 @@ def _decode_blocks(blocks: list[Any], path: str, ids: CallIds, names: dict[str, 
             parts.append(_decode_tool_use(block, where, ids, names))
         elif kind == "tool_result":
             parts.append(_decode_tool_result(block, where, ids, names))
+        elif kind in ("image", "document"):
+            parts.append(media_of(block, kind, where))
         elif is_server_block(kind):
             REFUSALS.refuse("anthropic.server_tool", where)
         else:
@@ -107,10 +118,62 @@ def _decode_tool_result(block: dict[str, Any], where: str, ids: CallIds, names: 
     if name is None:
         name = ids.name_of(call_id) or ""
     content = block.get("content")
-    value = "" if content is None else _joined_text(content, f"{where}.content")
     if block.get("is_error") is True:
-        return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "error": value}
-    return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": value}
+        error = "" if content is None else _joined_text(content, f"{where}.content")
+        return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "error": error}
+    return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": _result_content(content, f"{where}.content")}
+
+
+def media_of(block: dict[str, Any], kind: str, where: str) -> MediaPart:
+    """An image or document block -> a neutral media part: inline bytes by digest, a URL or file id as the reference."""
+    source = block.get("source")
+    if not isinstance(source, dict):
+        raise BlackboxUnsupportedError(f"{where}.source", f"an {kind} block needs a source object", provider=PROVIDER)
+    neutral_kind: Any = kind if kind == "image" else "document"
+    name = block.get("title") if isinstance(block.get("title"), str) else None
+    media_type = source.get("media_type") if isinstance(source.get("media_type"), str) else None
+    match source.get("type"):
+        case "base64" if isinstance(source.get("data"), str):
+            try:
+                return media_part(neutral_kind, media_type, source["data"], name=name)
+            except ValueError:
+                raise BlackboxUnsupportedError(f"{where}.source.data", "the data is not base64", provider=PROVIDER) from None
+        case "text" if isinstance(source.get("data"), str):
+            return media_part(neutral_kind, media_type or "text/plain", source["data"].encode(), name=name)
+        case "url" if isinstance(source.get("url"), str):
+            return media_part(neutral_kind, media_type, url=source["url"], name=name)
+        case "file" if isinstance(source.get("file_id"), str):
+            return media_part(neutral_kind, media_type, file=source["file_id"], name=name)
+    REFUSALS.refuse("anthropic.image_content", f"{where}.source.type", source.get("type"))
+
+
+def _result_content(content: Any, path: str) -> Any:
+    """A tool result's content: text alone as one string (as always); with tool references, a list of parts.
+
+    Claude Code's ToolSearch answers with ``tool_reference`` blocks (the tools it
+    loads): each is ``{"type": "tool_reference", "toolName"}``, text between them
+    ``{"type": "text", "text"}``, in order.
+    """
+    if content is None:
+        return ""
+    if not isinstance(content, list) or all(block_kind(b) == "text" for b in content):
+        return _joined_text(content, path)
+    parts: list[dict[str, Any]] = []
+    for k, block in enumerate(content):
+        kind = block_kind(block)
+        if kind == "text":
+            text = text_of(block, f"{path}[{k}]")
+            if parts and parts[-1]["type"] == "text":
+                parts[-1]["text"] += text
+            elif text:
+                parts.append({"type": "text", "text": text})
+        elif kind == "tool_reference" and isinstance(block.get("tool_name"), str):
+            parts.append({"type": "tool_reference", "toolName": block["tool_name"]})
+        elif kind in ("image", "document"):
+            parts.append(dict(media_of(block, kind, f"{path}[{k}]")))
+        else:
+            REFUSALS.refuse("anthropic.image_content", f"{path}[{k}]")
+    return parts
 
 
 def _decode_tools(tools: Any) -> list[ToolDefinition]:
@@ -124,13 +187,13 @@ def _decode_tools(tools: Any) -> list[ToolDefinition]:
             raise BlackboxUnsupportedError(f"tools[{i}]", "expected a tool object", provider=PROVIDER)
         if tool.get("type") not in (None, "custom"):
             REFUSALS.refuse("anthropic.server_tool", f"tools[{i}].type")
-        if tool.get("strict") is True:
-            REFUSALS.refuse("anthropic.strict_tool", f"tools[{i}].strict")
         if not isinstance(tool.get("name"), str) or "input_schema" not in tool:
             raise BlackboxUnsupportedError(f"tools[{i}]", "a client tool needs a name and an input_schema", provider=PROVIDER)
         neutral: ToolDefinition = {"name": tool["name"], "inputSchema": tool["input_schema"]}
         if "description" in tool:  # kept even when null: it was sent
             neutral = {"name": tool["name"], "description": tool["description"], "inputSchema": tool["input_schema"]}
+        if tool.get("strict") is True:
+            neutral["strict"] = True
         out.append(neutral)
     return out
 

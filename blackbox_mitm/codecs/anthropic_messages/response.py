@@ -5,7 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from blackbox_mitm.cassette.payloads import ModelOutput, ToolCall, output_text, tool_calls_of
+from blackbox_mitm.cassette.payloads import (
+    ModelOutput,
+    ReasoningPart,
+    Tokens,
+    ToolCall,
+    output_text,
+    reasoning_of,
+    tokens,
+    tokens_of,
+    tool_calls_of,
+)
 from blackbox_mitm.codecs.anthropic_messages import PROVIDER, REFUSALS, THINKING
 from blackbox_mitm.codecs.anthropic_messages.fields import block_kind, is_server_block, server_caller, text_of
 from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse
@@ -13,7 +23,16 @@ from blackbox_mitm.codecs.common.ids import digest
 from blackbox_mitm.codecs.common.jsonio import dumps, dumps_bytes, load_object
 from blackbox_mitm.errors import BlackboxUnsupportedError
 
-__all__ = ["blocks_of", "decode_response", "encode_error", "encode_response", "message_head", "normalize_answer", "stop_reason_of"]
+__all__ = [
+    "blocks_of",
+    "decode_response",
+    "encode_error",
+    "encode_response",
+    "message_head",
+    "normalize_answer",
+    "stop_reason_of",
+    "usage_of",
+]
 
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -79,7 +98,59 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
     output = _output(text, [_new_call(block, name, block.get("input"), ids) for block, name in tool_uses])
     if stop_reason == "max_tokens":
         output["stop"] = STOP_LENGTH
+    counts = _tokens_of_usage(data.get("usage"))
+    if counts is not None:
+        output["tokens"] = counts
+    reasoning = [_reasoning_part(block, f"content[{i}]") for i, block in enumerate(content) if block_kind(block) in THINKING]
+    if reasoning:
+        output["reasoning"] = reasoning
     return output
+
+
+def _reasoning_part(block: dict[str, Any], where: str) -> ReasoningPart:
+    """A thinking block kept for the replay (with its signature, which the API checks when the turn comes back)."""
+    if block["type"] == "redacted_thinking":
+        data = block.get("data")
+        if not isinstance(data, str):
+            raise BlackboxUnsupportedError(f"{where}.data", "a redacted_thinking block needs a string data", provider=PROVIDER)
+        return {"type": "redacted_thinking", "data": data}
+    thinking, signature = block.get("thinking"), block.get("signature")
+    if not isinstance(thinking, str):
+        raise BlackboxUnsupportedError(f"{where}.thinking", "a thinking block needs a string thinking", provider=PROVIDER)
+    part: ReasoningPart = {"type": "thinking", "text": thinking}
+    if isinstance(signature, str) and signature:
+        part["signature"] = signature
+    return part
+
+
+def thinking_blocks(output: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The recorded reasoning as Messages blocks, in their order (they lead the answer's content)."""
+    blocks: list[dict[str, Any]] = []
+    for part in reasoning_of(output):
+        if part.get("type") == "redacted_thinking":
+            blocks.append({"type": "redacted_thinking", "data": str(part.get("data", ""))})
+        elif part.get("type") == "thinking" and "text" in part:
+            blocks.append({"type": "thinking", "thinking": str(part["text"]), "signature": str(part.get("signature", ""))})
+    return blocks
+
+
+def _tokens_of_usage(usage: Any) -> Tokens | None:
+    """A Message's ``usage`` -> neutral counts: input is every input token, cache reads and writes included."""
+    if not isinstance(usage, dict):
+        return None
+    counts = [usage.get(k) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
+    uncached, read, written = (v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0 for v in counts)
+    return tokens(uncached + read + written, usage.get("output_tokens"), read)
+
+
+def usage_of(output: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer's recorded counts as a Message ``usage`` (zeros when it has none; cache writes count as uncached input)."""
+    given_in, given_out, cached, _ = tokens_of(output)
+    usage: dict[str, Any] = {"input_tokens": given_in - cached, "output_tokens": given_out}
+    if cached:
+        usage["cache_read_input_tokens"] = cached
+        usage["cache_creation_input_tokens"] = 0
+    return usage
 
 
 def _new_call(block: dict[str, Any], name: str, tool_input: Any, ids: CallIds) -> ToolCall:
@@ -125,12 +196,12 @@ def message_head(output: Mapping[str, Any], request: DecodedRequest, created_ms:
         "stop_sequence": None,
         "stop_details": None,
         "container": None,
-        "usage": {"input_tokens": 0, "output_tokens": 0},
+        "usage": usage_of(output),
     }
 
 
 def blocks_of(output: Mapping[str, Any], ids: CallIds) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
+    blocks: list[dict[str, Any]] = thinking_blocks(output)
     text = output_text(output)
     if text:
         blocks.append({"type": "text", "text": text})

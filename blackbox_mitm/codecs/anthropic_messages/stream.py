@@ -18,9 +18,20 @@ __all__ = ["aggregate_stream", "encode_stream", "encode_stream_error", "is_strea
 def encode_stream(output: Mapping[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> bytes:
     """A neutral ``model_output`` -> a complete SSE stream, an ``event:`` line on every event."""
     head = message_head(output, request, created_ms)
-    events = [_event("message_start", message={**head, "content": [], "stop_reason": None})]
+    # Input (and cache) counts open the stream and the output count closes it, as the API sends them.
+    events = [_event("message_start", message={**head, "content": [], "stop_reason": None, "usage": {**head["usage"], "output_tokens": 0}})]
     for index, block in enumerate(blocks_of(output, ids)):
-        if block["type"] == "text":
+        if block["type"] == "thinking":
+            events.append(_event("content_block_start", index=index, content_block={"type": "thinking", "thinking": "", "signature": ""}))
+            for piece in _pieces(block["thinking"], TEXT_FRAGMENT):
+                events.append(_event("content_block_delta", index=index, delta={"type": "thinking_delta", "thinking": piece}))
+            if block["signature"]:
+                events.append(
+                    _event("content_block_delta", index=index, delta={"type": "signature_delta", "signature": block["signature"]})
+                )
+        elif block["type"] == "redacted_thinking":
+            events.append(_event("content_block_start", index=index, content_block=block))
+        elif block["type"] == "text":
             events.append(_event("content_block_start", index=index, content_block={"type": "text", "text": ""}))
             for piece in _pieces(block["text"], TEXT_FRAGMENT):
                 events.append(_event("content_block_delta", index=index, delta={"type": "text_delta", "text": piece}))
@@ -29,7 +40,13 @@ def encode_stream(output: Mapping[str, Any], *, request: DecodedRequest, ids: Ca
             for piece in _pieces(dumps(block["input"], allow_nan=False), JSON_FRAGMENT):
                 events.append(_event("content_block_delta", index=index, delta={"type": "input_json_delta", "partial_json": piece}))
         events.append(_event("content_block_stop", index=index))
-    events.append(_event("message_delta", delta={"stop_reason": stop_reason_of(output), "stop_sequence": None}, usage={"output_tokens": 0}))
+    events.append(
+        _event(
+            "message_delta",
+            delta={"stop_reason": stop_reason_of(output), "stop_sequence": None},
+            usage={"output_tokens": head["usage"]["output_tokens"]},
+        )
+    )
     events.append(_event("message_stop"))
     return format_sse(events)
 

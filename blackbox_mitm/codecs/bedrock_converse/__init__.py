@@ -31,7 +31,7 @@ Responses (``decode_response``, ``aggregate_stream``)
     stream (messageStart, contentBlockStart/Delta/Stop, messageStop, metadata)
     is added up into that response; ``metadata`` is its last event.
 
-Synthesized answers: ``toolUseId`` is ``tooluse_bb<N>``, usage and metrics are 0.
+Synthesized answers: ``toolUseId`` is ``tooluse_bb<N>``, usage is the recorded token counts (0 when none), metrics 0.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from blackbox_mitm.cassette.extensions import tokens, tokens_of
 from blackbox_mitm.cassette.payloads import ModelOutput, ToolCall, output_text, tool_calls_of
 from blackbox_mitm.codecs import bedrock
 from blackbox_mitm.codecs.base import STOP_LENGTH, CallIds, DecodedRequest, ErrorResponse
@@ -48,7 +49,26 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
     result = _output("".join(texts), [_new_call(use, ids) for use in uses])
     if stop == "max_tokens":
         result["stop"] = STOP_LENGTH
+    usage = data.get("usage")
+    if isinstance(usage, dict):  # input counts cache reads and writes too, as the other codecs' do
+        uncached, read, written = (_count(usage.get(k)) for k in ("inputTokens", "cacheReadInputTokens", "cacheWriteInputTokens"))
+        counts = tokens(uncached + read + written, usage.get("outputTokens"), read)
+        if counts is not None:
+            result["tokens"] = counts
     return result
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def usage_of(output: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer's recorded counts as Converse's ``usage`` (zeros when it has none; cache writes as uncached input)."""
+    given_in, given_out, cached, _ = tokens_of(output)
+    usage: dict[str, Any] = {"inputTokens": given_in - cached, "outputTokens": given_out, "totalTokens": given_in + given_out}
+    if cached:
+        usage["cacheReadInputTokens"] = cached
+    return usage
 
 
 def _new_call(use: dict[str, Any], ids: CallIds) -> ToolCall:
@@ -67,11 +87,11 @@ def _output(text: str, calls: list[ToolCall]) -> ModelOutput:
 
 
 def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]:
-    """A neutral ``model_output`` -> the ConverseResponse boto3 parses (usage and metrics 0)."""
+    """A neutral ``model_output`` -> the ConverseResponse boto3 parses (the recorded usage; metrics 0)."""
     return {
         "output": {"message": {"role": "assistant", "content": content_of(output, ids)}},
         "stopReason": stop_reason_of(output),
-        "usage": {"inputTokens": 0, "outputTokens": 0, "totalTokens": 0},
+        "usage": usage_of(output),
         "metrics": {"latencyMs": 0},
     }
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest, SseEvent, StreamIncomplete, StreamParser
-from blackbox_mitm.codecs.bedrock_converse.response import content_of, stop_reason_of
+from blackbox_mitm.codecs.bedrock_converse.response import content_of, stop_reason_of, usage_of
 from blackbox_mitm.codecs.common.eventstream import EXCEPTION_PREFIX, EventStreamParser, frame_events
 from blackbox_mitm.codecs.common.jsonio import dumps
 
@@ -32,7 +32,7 @@ def encode_stream(output: Mapping[str, Any], *, request: DecodedRequest, ids: Ca
                 events.append(_event("contentBlockDelta", contentBlockIndex=index, delta={"toolUse": {"input": piece}}))
         events.append(_event("contentBlockStop", contentBlockIndex=index))
     events.append(_event("messageStop", stopReason=stop_reason_of(output)))
-    events.append(_event("metadata", usage={"inputTokens": 0, "outputTokens": 0, "totalTokens": 0}, metrics={"latencyMs": 0}))
+    events.append(_event("metadata", usage=usage_of(output), metrics={"latencyMs": 0}))
     return frame_events(events)
 
 
@@ -80,7 +80,8 @@ def aggregate_stream(events: list[SseEvent]) -> dict[str, Any]:
         elif kind == "metadata":
             if stop is None:
                 break
-            return {"output": {"message": {"role": "assistant", "content": _finished(blocks)}}, "stopReason": stop}
+            done = {"output": {"message": {"role": "assistant", "content": _finished(blocks)}}, "stopReason": stop}
+            return {**done, "usage": data["usage"]} if isinstance(data.get("usage"), dict) else done
     raise StreamIncomplete("the stream ended before its messageStop and metadata events: the call did not complete")
 
 

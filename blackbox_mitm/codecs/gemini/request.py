@@ -6,7 +6,16 @@ import json
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
-from blackbox_mitm.cassette.payloads import Message, MessagePart, ModelInput, ToolDefinition, ToolResultPart, tool_definition
+from blackbox_mitm.cassette.payloads import (
+    MediaPart,
+    Message,
+    MessagePart,
+    ModelInput,
+    ToolDefinition,
+    ToolResultPart,
+    media_part,
+    tool_definition,
+)
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.codecs.common.jsonio import dumps, load_object, loads_or_none
 from blackbox_mitm.codecs.gemini import CODE_ASSIST, EMPTY_SCHEMA, MODEL_PATH, NAME, PARAMS, PROVIDER, REFUSALS
@@ -121,12 +130,30 @@ def _decode_contents(raw: Any, ids: CallIds) -> tuple[list[Message], list[tuple[
                 result = _function_response(part["functionResponse"], f"{where}.functionResponse", f"{i}:{j}", ids, open_calls, positions)
                 results.append((i, j, result["toolCallId"]))
                 out.append(result)
+            elif kind in ("inlineData", "fileData"):
+                out.append(_media_of(part[kind], kind, f"{where}.{kind}"))
             else:
                 REFUSALS.refuse("gemini.non_text", f"{where}.{kind}")
         if calls_here:
             open_calls = list(calls_here)
         messages.append({"role": "assistant" if role == "model" else role, "content": _content_of(out)})
     return messages, results
+
+
+def _media_of(blob: Any, kind: str, where: str) -> MediaPart:
+    """``inlineData`` (its bytes by digest) or ``fileData`` (its URI, the reference) -> a neutral media part."""
+    if not isinstance(blob, dict):
+        REFUSALS.malformed(where, f"{kind} is not an object")
+    mime = blob.get("mimeType") if isinstance(blob.get("mimeType"), str) else None
+    name = blob.get("displayName") if isinstance(blob.get("displayName"), str) else None
+    if kind == "inlineData" and isinstance(blob.get("data"), str):
+        try:
+            return media_part(None, mime, blob["data"], name=name)
+        except ValueError:
+            REFUSALS.malformed(f"{where}.data", "the data is not base64")
+    if kind == "fileData" and isinstance(blob.get("fileUri"), str):
+        return media_part(None, mime, url=blob["fileUri"], name=name)
+    REFUSALS.malformed(where, f"{kind} without its data or fileUri")
 
 
 def _content_of(parts: list[MessagePart]) -> str | list[MessagePart]:

@@ -5,7 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from blackbox_mitm.cassette.payloads import ModelOutput, ToolCall, output_text, tool_calls_of
+from blackbox_mitm.cassette.payloads import (
+    ModelOutput,
+    ReasoningPart,
+    Tokens,
+    ToolCall,
+    output_text,
+    reasoning_of,
+    tokens,
+    tokens_of,
+    tool_calls_of,
+)
 from blackbox_mitm.codecs.base import STOP_LENGTH, CallIds, DecodedRequest, ErrorResponse
 from blackbox_mitm.codecs.common.ids import answer_key, digest
 from blackbox_mitm.codecs.common.jsonio import dumps, load_object
@@ -15,10 +25,10 @@ from blackbox_mitm.codecs.gemini.fields import call_positions, camel_content, fi
 __all__ = ["decode_response", "encode_error", "encode_response", "error_body", "normalize_answer"]
 
 SERVED_PREFIX = "gemini-"
-# The recorded thoughtSignature is not stored (opaque data a replay could not give back). A replay gives
-# the first call of a turn the sentinel Google documents for history the model did not produce
-# (Gemini CLI injects the same one where a signature is missing), so that a client sending the turn
-# back — to the real API after a fork's cut — passes Gemini 3's signature check.
+# The recorded thoughtSignature is stored with the answer (``reasoning``) and served back where Gemini
+# puts it. An answer recorded without one gives the first call of a turn the sentinel Google documents
+# for history the model did not produce (Gemini CLI injects the same one where a signature is missing),
+# so that a client sending the turn back — to the real API after a fork's cut — passes Gemini 3's check.
 SKIP_SIGNATURE = "skip_thought_signature_validator"
 _ERROR_STATUS = {
     400: "INVALID_ARGUMENT",
@@ -57,9 +67,13 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
     parts = content.get("parts") if isinstance(content, dict) else None
     texts: list[str] = []
     calls: list[tuple[str | None, str, Any]] = []
+    reasoning: list[ReasoningPart] = []
     for j, part in enumerate(parts or []):
         where = f"candidates[0].content.parts[{j}]"
         kind = part_kind(part, where)
+        thought = _reasoning_part(part, kind)
+        if thought is not None:
+            reasoning.append(thought)
         if kind is None or part.get("thought") is True:
             continue
         if kind == "text":
@@ -82,11 +96,84 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
         call_id = ids.assign(native, name)
         positions[f"{at}:{k}:{name}"] = call_id
         out_calls.append({"toolCallId": call_id, "toolName": name, "toolInput": args})
-    return neutral_output("".join(texts), out_calls, reason == "MAX_TOKENS")
+    out = neutral_output("".join(texts), out_calls, reason == "MAX_TOKENS")
+    counts = _tokens_of_usage(data.get("usageMetadata"))
+    if counts is not None:
+        out["tokens"] = counts
+    if reasoning:
+        out["reasoning"] = reasoning
+    return out
+
+
+def _reasoning_part(part: dict[str, Any], kind: str | None) -> ReasoningPart | None:
+    """A thought part (its text, and signature), or the ``thoughtSignature`` another part carries; None for neither."""
+    signature = part.get("thoughtSignature")
+    if signature == SKIP_SIGNATURE:  # the sentinel a replay (or Gemini CLI) puts in: not the model's
+        signature = None
+    if part.get("thought") is True and kind == "text":
+        out: ReasoningPart = {"type": "thinking", "text": part["text"]}
+    elif isinstance(signature, str) and signature:
+        out = {"type": "thinking", "on": "call" if kind == "functionCall" else "text"}
+    else:
+        return None
+    if isinstance(signature, str) and signature:
+        out["signature"] = signature
+    return out
+
+
+def _served_parts(output: Mapping[str, Any], parts: list[dict[str, Any]], calls: int) -> list[dict[str, Any]]:
+    """The answer's parts with its recorded thoughts ahead and its recorded signature where Gemini puts one.
+
+    Signatures recorded without a thought text go back where they came (``on``):
+    the function calls in order, or the answer's text part; with none recorded
+    on a call, the first call gets ``SKIP_SIGNATURE``.
+    """
+    thoughts: list[dict[str, Any]] = []
+    on_calls: list[str] = []
+    on_text: list[str] = []
+    for part in reasoning_of(output):
+        signature = part.get("signature")
+        if isinstance(part.get("text"), str):
+            thoughts.append(
+                {"text": part["text"], "thought": True, **({"thoughtSignature": signature} if isinstance(signature, str) else {})}
+            )
+        elif isinstance(signature, str):
+            (on_calls if part.get("on") == "call" else on_text).append(signature)
+    first = len(parts) - calls
+    if calls:
+        for k, signature in enumerate(on_calls[:calls] or [SKIP_SIGNATURE]):
+            parts[first + k]["thoughtSignature"] = signature
+    if on_text and first > 0:
+        parts[first - 1]["thoughtSignature"] = on_text[0]
+    return thoughts + parts
+
+
+def _tokens_of_usage(usage: Any) -> Tokens | None:
+    """``usageMetadata`` -> neutral counts: output is the candidates' tokens and the thoughts' (reasoning)."""
+    if not isinstance(usage, dict):
+        return None
+    candidates, thoughts = (usage.get(k) for k in ("candidatesTokenCount", "thoughtsTokenCount"))
+    counts = [v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0 for v in (candidates, thoughts)]
+    return tokens(usage.get("promptTokenCount"), sum(counts), usage.get("cachedContentTokenCount"), counts[1])
+
+
+def _usage_of(output: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer's recorded counts as ``usageMetadata`` (zeros when it has none)."""
+    given_in, given_out, cached, reasoning = tokens_of(output)
+    usage: dict[str, Any] = {
+        "promptTokenCount": given_in,
+        "candidatesTokenCount": given_out - reasoning,
+        "totalTokenCount": given_in + given_out,
+    }
+    if cached:
+        usage["cachedContentTokenCount"] = cached
+    if reasoning:
+        usage["thoughtsTokenCount"] = reasoning
+    return usage
 
 
 def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]:
-    """A neutral ``model_output`` -> a GenerateContentResponse with our ids, the requested model and zero usage."""
+    """A neutral ``model_output`` -> a GenerateContentResponse with our ids, the requested model and the recorded usage."""
     text = output_text(output) or ""
     calls = tool_calls_of(output)
     if output.get("type") not in ("final_answer", "tool_calls", "tool_call"):
@@ -101,9 +188,8 @@ def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: 
         part: dict[str, Any] = {
             "functionCall": {"id": ids.served_id(call_id, SERVED_PREFIX), "name": name, "args": {} if args is None else args}
         }
-        if k == 0:  # the call whose signature Gemini 3 checks when the turn is sent back
-            part["thoughtSignature"] = SKIP_SIGNATURE
         parts.append(part)
+    parts = _served_parts(output, parts, len(calls))  # the first call's signature: the one Gemini 3 checks when the turn comes back
     return {
         "candidates": [
             {
@@ -112,7 +198,7 @@ def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: 
                 "index": 0,
             }
         ],
-        "usageMetadata": {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0},
+        "usageMetadata": _usage_of(output),
         "modelVersion": request.model or "",
         "responseId": f"bb{digest(answer_key(output, created_ms), 22)}",
     }

@@ -116,6 +116,8 @@ def _merge_candidate(candidates: dict[int, dict[str, Any]], candidate: dict[str,
             and bool(last.get("thought")) == bool(part.get("thought"))
         ):
             last["text"] += part["text"]
+            if part.get("thoughtSignature"):  # often on a closing empty-text chunk: it belongs to the merged part
+                last["thoughtSignature"] = part["thoughtSignature"]
         else:
             parts.append(dict(part))
     for key, value in candidate.items():
@@ -130,9 +132,14 @@ def stream_body(response: dict[str, Any]) -> bytes:
     pieces: list[list[dict[str, Any]]] = []
     calls: list[dict[str, Any]] = []
     for part in candidate["content"]["parts"]:
-        if "text" in part:
+        if part.get("thought") is True:
+            pieces.append([part])  # a thought whole, in its own chunk
+        elif "text" in part:
             text = part["text"]
-            pieces += [[{"text": text[i : i + FRAGMENT]}] for i in range(0, len(text), FRAGMENT)] or [[{"text": ""}]]
+            texts = [[{"text": text[i : i + FRAGMENT]}] for i in range(0, len(text), FRAGMENT)] or [[{"text": ""}]]
+            if "thoughtSignature" in part:
+                texts[-1][0]["thoughtSignature"] = part["thoughtSignature"]
+            pieces += texts
         else:
             calls.append(part)
     if calls:

@@ -16,7 +16,10 @@ holds its facts and which requests it answers, ``request`` reads requests,
   "properties": {}}``, what the API says an absent schema means.
 * A request field or param that is ``null`` counts as absent. ``refusal: ""``
   (in a response, a stream or the history) counts as no refusal, and empty
-  ``content`` beside a refusal is not "content and a refusal".
+  ``content`` beside a refusal is not "content and a refusal". ``content: ""``
+  beside tool calls is the answer's ``text: ""`` and is served back as ``""``.
+* A function tool's ``strict: true`` is the neutral ``"strict": true`` (compared);
+  ``false`` or absent records no field.
 * Refusals name the offending field as a JSON path. When the kind of an object
   is what is refused (a custom tool, an image part), the path ends in ``.type``;
   both ``max_tokens`` and ``max_completion_tokens`` name ``max_completion_tokens``.
@@ -123,7 +126,7 @@ PARAMS: tuple[tuple[str, str], ...] = (
 # One row per line: this is a table (docs/gen_refusals.py prints it).
 # fmt: off
 REFUSALS = RefusalTable(PROVIDER, (
-    Refusal("openai.image_content", "openai", "request", "non-text content (images, files, audio input) in messages", "non-text content is not supported yet: only text is recorded"),
+    Refusal("openai.image_content", "openai", "request", "a content part of a type Blackbox does not read (in a system, developer or assistant message: any non-text part)", "not recorded: only text, images, files and audio input are"),
     Refusal("openai.custom_tool", "openai", "request", "OpenAI custom tools (type: custom)", "custom tools are not supported yet: use function tools"),
     Refusal("openai.custom_tool_call", "openai", "response", "a custom tool call in a response or the history", "custom tools are not supported yet: use function tools"),
     Refusal("openai.n", "openai", "request", "several choices per request (n > 1)", "several choices per request are not supported: a replay returns one"),
@@ -133,11 +136,10 @@ REFUSALS = RefusalTable(PROVIDER, (
     Refusal("openai.functions", "openai", "request", "the legacy functions / function_call request fields", "use tools"),
     Refusal("openai.function_call_message", "openai", "response", "a function_call in a response or the history", "use tools"),
     Refusal("openai.message_name", "openai", "request", "a message name (messages[i].name)", "not recorded; two requests differing only in name would match"),
-    Refusal("openai.strict_tool", "openai", "request", "strict: true on a function tool", "not recorded (strict: false, the default, records like leaving it out)"),
     Refusal("openai.content_filter", "openai", "response", 'a response with finish_reason: "content_filter"', "it would replay as a normal stop"),
     Refusal("openai.azure_content_filter", "openai", "response", "Azure OpenAI content-filter results that flag something (filtered or detected: true); results that flag nothing are dropped", "a replay could not give the annotations back"),
     Refusal("openai.tool_calls_finish", "openai", "response", "tool calls with a finish_reason other than tool_calls or length", "it would replay as tool_calls (the API sends stop when tool_choice names a function)"),
-    Refusal("openai.null_content", "openai", "response", 'a final answer with null content, or tool calls with "" content', "a replay gives a final answer string content and tool calls null"),
+    Refusal("openai.null_content", "openai", "response", "a final answer with null content", "a replay gives a final answer string content"),
     Refusal("openai.refusal_mixed", "openai", "response", "a refusal together with content, tool calls or a finish_reason other than stop", "a replay returns a refusal alone"),
     Refusal("openai.refusal_history", "openai", "request", "a refusal in the history", "in the history it would be recorded as text"),
     Refusal("openai.logprobs_response", "openai", "response", "logprobs or annotations in a response", "not recorded"),

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from blackbox_mitm.cassette.payloads import MediaPart, data_url, joined_parts, media_part
 from blackbox_mitm.codecs.openai_chat import REFUSALS
 
-__all__ = ["AZURE_FILTERS", "filtered_at", "function_call", "given", "refusal_text", "text_of"]
+__all__ = ["AZURE_FILTERS", "content_of", "filtered_at", "function_call", "given", "media_of", "refusal_text", "text_of"]
 
 # Azure OpenAI's content-filter annotations: on the response (the prompt's) and on each choice (the answer's).
 AZURE_FILTERS = ("prompt_filter_results", "content_filter_results")
@@ -41,6 +42,52 @@ def text_of(content: Any, path: str, *, assistant: bool = False) -> str:
         else:
             REFUSALS.malformed(f"{path}[{j}]", "a content part is not a text part")
     return "".join(texts)
+
+
+def content_of(content: Any, path: str) -> Any:
+    """A user or tool message's content: text alone as one string (as always); with images, files or audio, the parts."""
+    if not isinstance(content, list) or all(isinstance(p, dict) and p.get("type") == "text" for p in content):
+        return text_of(content, path)
+    parts: list[Any] = []
+    for j, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text" and isinstance(part.get("text"), str):
+            parts.append({"type": "text", "text": part["text"]})
+        elif kind in ("image_url", "input_audio", "file"):
+            parts.append(media_of(part, f"{path}[{j}]"))
+        elif isinstance(kind, str):
+            REFUSALS.refuse("openai.image_content", f"{path}[{j}].type", kind)
+        else:
+            REFUSALS.malformed(f"{path}[{j}]", "a content part without a type")
+    return joined_parts(parts)
+
+
+def media_of(part: dict[str, Any], where: str) -> MediaPart:
+    """An ``image_url``, ``input_audio`` or ``file`` part -> a neutral media part (inline bytes by digest)."""
+    kind = part["type"]
+    body = part.get(kind)
+    if not isinstance(body, dict):
+        REFUSALS.malformed(f"{where}.{kind}", f"a {kind} part without its {kind} object")
+    try:
+        if kind == "image_url" and isinstance(body.get("url"), str):
+            detail = body.get("detail") if isinstance(body.get("detail"), str) else None
+            inline = data_url(body["url"])
+            if inline is not None:
+                return media_part("image", inline[0], inline[1], detail=detail)
+            return media_part("image", url=body["url"], detail=detail)
+        if kind == "input_audio" and isinstance(body.get("data"), str):
+            fmt = body.get("format") if isinstance(body.get("format"), str) else "wav"
+            return media_part("audio", f"audio/{fmt}", body["data"])
+        if kind == "file":
+            name = body.get("filename") if isinstance(body.get("filename"), str) else None
+            inline = data_url(body["file_data"]) if isinstance(body.get("file_data"), str) else None
+            if inline is not None:
+                return media_part("document", inline[0], inline[1], name=name)
+            if isinstance(body.get("file_id"), str):
+                return media_part("document", file=body["file_id"], name=name)
+    except ValueError:
+        REFUSALS.malformed(f"{where}.{kind}", "its data is not base64")
+    REFUSALS.malformed(f"{where}.{kind}", f"a {kind} part Blackbox cannot read (no data, URL or file id)")
 
 
 def _arguments(raw: Any, path: str) -> Any:

@@ -8,7 +8,7 @@ from blackbox_mitm.cassette.payloads import Message, MessagePart, ModelInput, To
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.codecs.common.jsonio import dumps, load_object, loads_or_none
 from blackbox_mitm.codecs.openai_chat import EMPTY_SCHEMA, NAME, PARAMS, PROVIDER, REFUSALS, SYSTEM_JOINER
-from blackbox_mitm.codecs.openai_chat.fields import function_call, given, refusal_text, text_of
+from blackbox_mitm.codecs.openai_chat.fields import content_of, function_call, given, refusal_text, text_of
 
 __all__ = ["decode_request", "rewrite_tool_result"]
 
@@ -71,10 +71,8 @@ def _decode_tools(raw: Any) -> list[ToolDefinition]:
         fn = tool.get("function")
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
             REFUSALS.malformed(f"{path}.function", "a function tool without a name")
-        if fn.get("strict") is True:
-            REFUSALS.refuse("openai.strict_tool", f"{path}.function.strict")
         schema = fn["parameters"] if given(fn, "parameters") else dict(EMPTY_SCHEMA)
-        tools.append(tool_definition(fn["name"], schema, fn.get("description")))
+        tools.append(tool_definition(fn["name"], schema, fn.get("description"), strict=fn.get("strict") is True))
     return tools
 
 
@@ -112,7 +110,7 @@ def _decode_messages(raw: Any, ids: CallIds) -> tuple[str | None, list[Message]]
             continue
         results = None
         if role == "user":
-            out.append({"role": "user", "content": text_of(msg.get("content"), f"{path}.content")})
+            out.append({"role": "user", "content": content_of(msg.get("content"), f"{path}.content")})
         elif role == "assistant":
             out.append(_assistant_turn(msg, path, ids, names))
         else:
@@ -147,7 +145,7 @@ def _tool_result(msg: dict[str, Any], path: str, ids: CallIds, names: dict[str, 
     native = msg.get("tool_call_id")
     if not isinstance(native, str) or not native:
         REFUSALS.malformed(f"{path}.tool_call_id", "a tool message without a tool_call_id")
-    result = text_of(msg.get("content"), f"{path}.content")
+    result = content_of(msg.get("content"), f"{path}.content")
     name = names.get(native)
     call_id = ids.neutral(native, name)
     name = name if name is not None else ids.name_of(call_id)

@@ -6,14 +6,23 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from blackbox_mitm.cassette.payloads import ModelOutput, tool_calls_of
+from blackbox_mitm.cassette.payloads import ModelOutput, Tokens, tokens, tokens_of, tool_calls_of
 from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse
 from blackbox_mitm.codecs.common.ids import answer_key, digest
 from blackbox_mitm.codecs.common.jsonio import dumps, loads
 from blackbox_mitm.codecs.openai_chat import PROVIDER, REFUSALS
 from blackbox_mitm.codecs.openai_chat.fields import filtered_at, function_call, given, refusal_text
 
-__all__ = ["completion_id", "decode_response", "encode_error", "encode_response", "message_of", "normalize_answer", "zero_usage"]
+__all__ = [
+    "completion_id",
+    "decode_response",
+    "encode_error",
+    "encode_response",
+    "message_of",
+    "normalize_answer",
+    "tokens_of_usage",
+    "usage_of",
+]
 
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -29,6 +38,28 @@ _ERROR_TYPES = {
 def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> ModelOutput:
     """A chat.completion body (or the object ``aggregate_stream`` built) -> its neutral ``model_output``."""
     resp = dict(body) if isinstance(body, Mapping) else loads(body, "response", PROVIDER)
+    out = _answer(resp, ids)
+    counts = tokens_of_usage(resp.get("usage") if isinstance(resp, dict) else None)
+    if counts is not None:
+        out["tokens"] = counts
+    return out
+
+
+def tokens_of_usage(usage: Any) -> Tokens | None:
+    """A chat ``usage`` object -> neutral token counts (None for no usage, or all zero)."""
+    if not isinstance(usage, dict):
+        return None
+    prompt = usage.get("prompt_tokens_details")
+    completion = usage.get("completion_tokens_details")
+    return tokens(
+        usage.get("prompt_tokens"),
+        usage.get("completion_tokens"),
+        prompt.get("cached_tokens") if isinstance(prompt, dict) else 0,
+        completion.get("reasoning_tokens") if isinstance(completion, dict) else 0,
+    )
+
+
+def _answer(resp: Any, ids: CallIds) -> ModelOutput:
     choices = resp.get("choices") if isinstance(resp, dict) else None
     if not isinstance(choices, list) or not choices:
         REFUSALS.malformed("choices", "a response without choices")
@@ -77,13 +108,11 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
     if calls:
         if finish not in ("tool_calls", "length"):
             REFUSALS.refuse("openai.tool_calls_finish", "choices[0].finish_reason", finish)
-        if content == "":
-            REFUSALS.refuse("openai.null_content", f"{at}.content")
         out: ModelOutput = {
             "type": "tool_calls",
             "calls": [{"toolCallId": ids.assign(native, name), "toolName": name, "toolInput": args} for native, name, args in calls],
         }
-        if content:
+        if content is not None:  # "" too: some OpenAI-compatible servers send it beside tool calls, and get it back
             out["text"] = content
     else:
         if content is None:
@@ -123,18 +152,20 @@ def message_of(output: Any, ids: CallIds) -> tuple[str | None, str | None, list[
         if not calls:
             raise ValueError("a tool_calls model_output without calls")
         text = output.get("text")
-        return (text if isinstance(text, str) and text else None), None, calls, STOP_LENGTH if stop == STOP_LENGTH else "tool_calls"
+        return (text if isinstance(text, str) else None), None, calls, STOP_LENGTH if stop == STOP_LENGTH else "tool_calls"
     raise ValueError(f"not a model_output: type {kind!r}")
 
 
-def zero_usage() -> dict[str, Any]:
+def usage_of(output: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer's recorded token counts as a chat ``usage`` object (zeros when it has none)."""
+    given_input, given_output, cached, reasoning = tokens_of(output)
     return {
-        "prompt_tokens": 0,
-        "completion_tokens": 0,
-        "total_tokens": 0,
-        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "prompt_tokens": given_input,
+        "completion_tokens": given_output,
+        "total_tokens": given_input + given_output,
+        "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
         "completion_tokens_details": {
-            "reasoning_tokens": 0,
+            "reasoning_tokens": reasoning,
             "audio_tokens": 0,
             "accepted_prediction_tokens": 0,
             "rejected_prediction_tokens": 0,
@@ -143,7 +174,7 @@ def zero_usage() -> dict[str, Any]:
 
 
 def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: CallIds, created_ms: int) -> dict[str, Any]:
-    """A neutral model_output -> a chat.completion body with our ids, the request's model and zero usage."""
+    """A neutral model_output -> a chat.completion body with our ids, the request's model and the recorded usage (or zero)."""
     content, refusal, calls, finish = message_of(output, ids)
     message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal, "annotations": []}
     if calls:
@@ -154,7 +185,7 @@ def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: 
         "created": created_ms // 1000,
         "model": request.model or "",
         "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
-        "usage": zero_usage(),
+        "usage": usage_of(output),
     }
 
 

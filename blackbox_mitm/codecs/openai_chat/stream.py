@@ -12,7 +12,7 @@ from blackbox_mitm.codecs.base import CallIds, DecodedRequest, SseEvent, StreamI
 from blackbox_mitm.codecs.common.jsonio import dumps
 from blackbox_mitm.codecs.openai_chat import FRAGMENT
 from blackbox_mitm.codecs.openai_chat.fields import filtered_at
-from blackbox_mitm.codecs.openai_chat.response import completion_id, message_of, zero_usage
+from blackbox_mitm.codecs.openai_chat.response import completion_id, message_of, usage_of
 from blackbox_mitm.codecs.sse import format_sse
 
 __all__ = ["aggregate_stream", "encode_stream", "encode_stream_error", "is_stream_end"]
@@ -49,7 +49,7 @@ def encode_stream(output: Mapping[str, Any], *, request: DecodedRequest, ids: Ca
         chunks += [chunk({"tool_calls": [{"index": k, "function": {"arguments": piece}}]}) for piece in _pieces(fn["arguments"])]
     chunks.append(chunk({}, finish))
     if request.include_usage:
-        chunks.append({**head, "choices": [], "usage": zero_usage()})
+        chunks.append({**head, "choices": [], "usage": usage_of(output)})
     return format_sse([*(SseEvent(None, dumps(c)) for c in chunks), SseEvent(None, "[DONE]")])
 
 

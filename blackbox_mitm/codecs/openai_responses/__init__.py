@@ -13,10 +13,10 @@ WebSocket transport. Plain Python, no mitmproxy. Decisions the spec leaves open:
   ``verbosity``); ``store``, ``metadata``, ``include``, ``prompt_cache_key``,
   ``service_tier``, ``truncation``, ``stream_options``, item ids and statuses, an
   assistant message's ``phase`` and every other field are not compared.
-* ``strict`` on a function tool is not compared: ``true`` (this API's default)
-  and ``false`` both record like leaving it out. (Refusing ``strict: false``, as
-  the chat codec refuses the non-default, would refuse Codex: it sends ``strict:
-  false`` on every function tool.)
+* ``strict`` on a function tool is recorded as the neutral ``"strict": true``
+  when the tool is strict, which in this API is the default: ``strict: true``,
+  ``null`` or absent. ``strict: false`` (what Codex sends on every function
+  tool) records no field, like a chat-completions tool without ``strict``.
 * ``previous_response_id``: the request's items are appended to the stored
   conversation of that response (this run's, recorded or served by us), so
   ``model_input`` holds the whole conversation, exactly as if the client had sent
@@ -134,7 +134,7 @@ REFUSALS = RefusalTable(PROVIDER, (
     Refusal("openai.responses.previous_response_id", PROVIDER, "request", "a previous_response_id this run has not seen", "the history it continues is stored on OpenAI's side and cannot be known: record the conversation from its first call"),
     Refusal("openai.responses.prompt", PROVIDER, "request", "a stored prompt (the prompt field)", "the prompt is stored on OpenAI's side: its text cannot be known"),
     Refusal("openai.responses.item_reference", PROVIDER, "request", "an item_reference input item", "the item is stored on OpenAI's side: its content cannot be known"),
-    Refusal("openai.responses.non_text", PROVIDER, "request", "non-text input (input_image, input_file, input_audio) in messages or tool outputs", "non-text content is not supported yet: only text is recorded"),
+    Refusal("openai.responses.non_text", PROVIDER, "request", "non-text input (input_image, input_file, input_audio) in a system, developer or assistant message", "not recorded there: in user messages and tool outputs it is"),
     Refusal("openai.responses.refusal_history", PROVIDER, "request", "a refusal part in the history", "in the history it would be recorded as text"),
     Refusal("openai.responses.tool_arguments", PROVIDER, "response", "function-call arguments that are not a JSON text, in a response or the history", "arguments are recorded parsed, as JSON; a replay could not give this text back"),
     Refusal("openai.responses.annotations", PROVIDER, "response", "annotations or logprobs on output text", "not recorded"),

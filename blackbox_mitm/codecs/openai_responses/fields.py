@@ -35,7 +35,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from blackbox_mitm.cassette.payloads import Message, MessagePart, ToolDefinition, tool_definition
+from blackbox_mitm.cassette.payloads import (
+    MediaPart,
+    Message,
+    MessagePart,
+    ToolDefinition,
+    data_url,
+    joined_parts,
+    media_part,
+    tool_definition,
+)
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.codecs.openai_responses import EMPTY_SCHEMA, NAME, PROVIDER, REFUSALS, TEXT_FORMAT
 from blackbox_mitm.errors import BlackboxUnsupportedError
@@ -144,8 +153,13 @@ def decode_tools(raw: Any, path: str, prefix: str = "") -> list[ToolDefinition]:
             schema = tool["parameters"] if given(tool, "parameters") else dict(EMPTY_SCHEMA)
         else:
             schema = {"type": "string", "format": tool["format"] if given(tool, "format") else dict(TEXT_FORMAT)}
-        out.append(tool_definition(prefix + name, schema, tool.get("description")))
+        out.append(tool_definition(prefix + name, schema, tool.get("description"), strict=_strict(tool)))
     return out
+
+
+def _strict(tool: Mapping[str, Any]) -> bool:
+    """Whether a function tool is strict: this API's default is true (``strict`` absent or null)."""
+    return tool.get("type") == "function" and tool.get("strict") is not False
 
 
 def is_custom(tool: Mapping[str, Any]) -> bool:
@@ -216,11 +230,54 @@ def _text_of(content: Any, path: str, role: str) -> str:
     return "".join(texts)
 
 
-def _output_text(output: Any, path: str) -> str:
+_MEDIA_INPUTS = ("input_image", "input_file", "input_audio")
+
+
+def _content_of(content: Any, path: str, role: str) -> Any:
+    """A user message's or tool output's content: text alone as one string; with media, the parts (content-addressed)."""
+    if not isinstance(content, list) or not any(isinstance(p, dict) and p.get("type") in _MEDIA_INPUTS for p in content):
+        return _text_of(content, path, role)
+    parts: list[Any] = []
+    for j, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in _MEDIA_INPUTS:
+            parts.append(_media_of(part, f"{path}[{j}]"))
+        else:
+            parts.append({"type": "text", "text": _text_of([part], f"{path}[{j}]", role)})
+    return joined_parts(parts)
+
+
+def _media_of(part: dict[str, Any], where: str) -> MediaPart:
+    kind = part["type"]
+    name = part.get("filename") if isinstance(part.get("filename"), str) else None
+    detail = part.get("detail") if isinstance(part.get("detail"), str) else None
+    try:
+        if kind == "input_audio" and isinstance(part.get("input_audio"), dict):
+            audio = part["input_audio"]
+            fmt = audio.get("format") if isinstance(audio.get("format"), str) else "wav"
+            if isinstance(audio.get("data"), str):
+                return media_part("audio", f"audio/{fmt}", audio["data"])
+        url = part.get("image_url") if kind == "input_image" else part.get("file_data") or part.get("file_url")
+        chosen: Any = "image" if kind == "input_image" else "document"
+        if isinstance(url, str):
+            inline = data_url(url)
+            if inline is not None:
+                return media_part(chosen, inline[0], inline[1], name=name, detail=detail)
+            if kind == "input_file" and part.get("file_data") is not None:
+                return media_part(chosen, None, url, name=name)  # bare base64 file_data
+            return media_part(chosen, url=url, name=name, detail=detail)
+        if isinstance(part.get("file_id"), str):
+            return media_part(chosen, file=part["file_id"], name=name, detail=detail)
+    except ValueError:
+        REFUSALS.malformed(where, f"the {kind}'s data is not base64")
+    REFUSALS.malformed(where, f"an {kind} without data, a URL or a file id")
+
+
+def _output_text(output: Any, path: str) -> Any:
     if isinstance(output, str):
         return output
     if isinstance(output, list):
-        return _text_of(output, path, "tool")
+        return _content_of(output, path, "tool")
     REFUSALS.malformed(path, "a tool output is neither a string nor a list of parts")
 
 
@@ -276,7 +333,11 @@ class _Transcript:
         role = item.get("role")
         if role not in ("user", "system", "developer", "assistant"):
             REFUSALS.malformed(f"{path}.role", f"unknown role {role!r}")
-        text = _text_of(item.get("content"), f"{path}.content", role)
+        text: Any = (
+            _content_of(item.get("content"), f"{path}.content", role)
+            if role == "user"
+            else _text_of(item.get("content"), f"{path}.content", role)
+        )
         if role in ("system", "developer") and self.leading:
             self.system.append(text)
             return

@@ -86,8 +86,11 @@ def _inlined(req: dict[str, Any], ids: CallIds) -> bool:
         return False
     chain = chain_items(ids, previous) or []
     own = req.get("input")
+    # A served reasoning item goes upstream only with its encrypted_content (without it, it names state on OpenAI's side).
     items = [
-        {k: v for k, v in item.items() if k != "id"} for _, item in chain if isinstance(item, dict) and item.get("type") != "reasoning"
+        {k: v for k, v in item.items() if k != "id"}
+        for _, item in chain
+        if isinstance(item, dict) and (item.get("type") != "reasoning" or item.get("encrypted_content"))
     ]
     req["input"] = items + ([{"type": "message", "role": "user", "content": own}] if isinstance(own, str) else list(own or []))
     del req["previous_response_id"]

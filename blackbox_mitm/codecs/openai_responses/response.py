@@ -6,7 +6,7 @@
   back to ``call-N``). Every served response is put in the run's store, so a
   later ``previous_response_id`` naming it is resolved as in the recording.
 * The request's own settings (tools, tool_choice, instructions, text, ...) are
-  echoed the way the API echoes them; usage is zero.
+  echoed the way the API echoes them; usage is the recorded token counts (zero without).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from blackbox_mitm.cassette.payloads import ModelOutput, tool_calls_of
+from blackbox_mitm.cassette.payloads import ModelOutput, ReasoningPart, Tokens, reasoning_of, tokens, tokens_of, tool_calls_of
 from blackbox_mitm.codecs import openai_chat
 from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse
 from blackbox_mitm.codecs.common.ids import digest
@@ -111,12 +111,14 @@ def _model_output(resp: dict[str, Any], ids: CallIds) -> ModelOutput:
     text: str | None = None
     refusal: str | None = None
     calls: list[tuple[str | None, str, Any]] = []
+    reasoning: list[ReasoningPart] = []
     for k, item in enumerate(output):
         at = f"output[{k}]"
         kind = item.get("type") if isinstance(item, dict) else None
         if not isinstance(kind, str):
             REFUSALS.malformed(f"{at}.type", "an output item's type is not a string")
         if kind == "reasoning":
+            reasoning.append(_reasoning_part(item))
             continue
         if kind == "message":
             if text is not None or refusal is not None or calls:
@@ -146,7 +148,52 @@ def _model_output(resp: dict[str, Any], ids: CallIds) -> ModelOutput:
         out = {"type": "final_answer", "text": text or ""}
     if length:
         out["stop"] = STOP_LENGTH
+    if reasoning:
+        out["reasoning"] = reasoning
     return out
+
+
+def _texts(parts: Any, kind: str) -> list[str]:
+    return (
+        [p["text"] for p in parts if isinstance(p, dict) and p.get("type") == kind and isinstance(p.get("text"), str)]
+        if isinstance(parts, list)
+        else []
+    )
+
+
+def _reasoning_part(item: dict[str, Any]) -> ReasoningPart:
+    """A reasoning item kept for the replay: its summaries, its reasoning text, its ``encrypted_content``."""
+    part: ReasoningPart = {"type": "thinking"}
+    summary = _texts(item.get("summary"), "summary_text")
+    if summary:
+        part["summary"] = summary
+    content = _texts(item.get("content"), "reasoning_text")
+    if content:
+        part["text"] = "".join(content)
+    if isinstance(item.get("encrypted_content"), str) and item["encrypted_content"]:
+        part["signature"] = item["encrypted_content"]
+    return part
+
+
+def reasoning_items(output: Any, response_id: str) -> list[dict[str, Any]]:
+    """The recorded reasoning as output items (our ids), ahead of the answer's message and calls."""
+    items: list[dict[str, Any]] = []
+    for n, part in enumerate(reasoning_of(output)):
+        if part.get("type") != "thinking":
+            continue
+        given = part.get("summary")
+        summary: list[Any] = given if isinstance(given, list) else []
+        item: dict[str, Any] = {
+            "id": f"rs_bb{_digest(response_id, 'reasoning', n)}",
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": str(t)} for t in summary],
+        }
+        if isinstance(part.get("text"), str):
+            item["content"] = [{"type": "reasoning_text", "text": part["text"]}]
+        if isinstance(part.get("signature"), str):
+            item["encrypted_content"] = part["signature"]
+        items.append(item)
+    return items
 
 
 def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> ModelOutput:
@@ -155,18 +202,36 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
     if not isinstance(resp, dict):
         REFUSALS.malformed("body", "the response body is not a JSON object")
     out = _model_output(resp, ids)
+    counts = _tokens_of_usage(resp.get("usage"))
+    if counts is not None:
+        out["tokens"] = counts
     if isinstance(resp.get("id"), str):
         remember(ids, resp["id"], request, resp["output"])
     return out
 
 
-def _zero_usage() -> dict[str, Any]:
+def _tokens_of_usage(usage: Any) -> Tokens | None:
+    """A Response's ``usage`` -> neutral token counts (None for no usage, or all zero)."""
+    if not isinstance(usage, dict):
+        return None
+    given_in, given_out = usage.get("input_tokens_details"), usage.get("output_tokens_details")
+    return tokens(
+        usage.get("input_tokens"),
+        usage.get("output_tokens"),
+        given_in.get("cached_tokens") if isinstance(given_in, dict) else 0,
+        given_out.get("reasoning_tokens") if isinstance(given_out, dict) else 0,
+    )
+
+
+def _usage_of(output: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer's recorded token counts as a Response ``usage`` (zeros when it has none)."""
+    given_in, given_out, cached, reasoning = tokens_of(output)
     return {
-        "input_tokens": 0,
-        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-        "output_tokens": 0,
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": 0,
+        "input_tokens": given_in,
+        "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
+        "output_tokens": given_out,
+        "output_tokens_details": {"reasoning_tokens": reasoning},
+        "total_tokens": given_in + given_out,
     }
 
 
@@ -206,6 +271,7 @@ def output_items(output: Any, request: DecodedRequest, ids: CallIds, response_id
     length = stop == STOP_LENGTH
     status = "incomplete" if length else "completed"
     msg_id = f"msg_bb{_digest(response_id, 'message')}"
+    thought = reasoning_items(output, response_id)
     if kind == "final_answer":
         if not isinstance(text, str):
             raise ValueError("a final_answer model_output has no text")
@@ -214,11 +280,11 @@ def output_items(output: Any, request: DecodedRequest, ids: CallIds, response_id
             if stop == STOP_REFUSAL
             else {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
         )
-        return [{"id": msg_id, "type": "message", "status": status, "content": [part], "role": "assistant"}], length
+        return [*thought, {"id": msg_id, "type": "message", "status": status, "content": [part], "role": "assistant"}], length
     if kind not in ("tool_calls", "tool_call"):
         raise ValueError(f"not a model_output: type {kind!r}")
     kinds = {str(t.get("name")): is_custom(t) for t in request.model_input.get("tools") or [] if isinstance(t, dict)}
-    items: list[dict[str, Any]] = []
+    items: list[dict[str, Any]] = thought
     if isinstance(text, str) and text:
         items.append(
             {
@@ -269,7 +335,7 @@ def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: 
     if length:
         body["incomplete_details"] = {"reason": "max_output_tokens"}
     body["output"] = items
-    body["usage"] = _zero_usage()
+    body["usage"] = _usage_of(output)
     remember(ids, response_id, request, items, served=True)
     return body
 

@@ -77,6 +77,14 @@ def _stream_item(ev: _Events, index: int, item: dict[str, Any]) -> None:
                 ev.add("response.output_text.delta", **at, delta=piece, logprobs=[])
             ev.add("response.output_text.done", **at, text=part["text"], logprobs=[])
         ev.add("response.content_part.done", **at, part=part)
+    elif kind == "reasoning":
+        ev.add("response.output_item.added", output_index=index, item={**item, "summary": []})
+        for n, part in enumerate(item["summary"]):
+            at["summary_index"] = n
+            ev.add("response.reasoning_summary_part.added", **at, part={**part, "text": ""})
+            ev.add("response.reasoning_summary_text.delta", **at, delta=part["text"])
+            ev.add("response.reasoning_summary_text.done", **at, text=part["text"])
+            ev.add("response.reasoning_summary_part.done", **at, part=part)
     elif kind == "function_call":
         ev.add("response.output_item.added", output_index=index, item={**item, "status": "in_progress", "arguments": ""})
         for piece in _pieces(item["arguments"]):
