@@ -12,7 +12,8 @@ each pair:
 * any other step: its payload with every string masked, compared as
   canonical JSON (``cassette.diff.first_difference`` names the JSON path);
   a ``model_output``'s ``tokens`` and ``reasoning`` are left out (counts and
-  signatures change from run to run, and replay never compares them).
+  signatures change from run to run, and replay never compares them), and so
+  is the terminal event's ``exchanges`` seal (it names the run's own file).
 
 Timestamps, step ids and run ids are not compared. ``None`` means the runs are
 the same under the rules.
@@ -61,9 +62,15 @@ class MaskedDivergence:
 _NOT_COMPARED_OUTPUT = ("tokens", "reasoning")
 
 
+# The terminal event's seal of the run's other HTTP exchanges (cassette/exchanges.py) names the run's own side file
+# and its digest: bookkeeping of that recording, not what the agent did (the model steps say that).
+_NOT_COMPARED_METADATA = ("exchanges",)
+
+
 def _compared(step_type: str, payload: Any) -> Any:
-    if step_type == "model_output" and isinstance(payload, dict) and any(k in payload for k in _NOT_COMPARED_OUTPUT):
-        return {k: v for k, v in payload.items() if k not in _NOT_COMPARED_OUTPUT}
+    left_out = {"model_output": _NOT_COMPARED_OUTPUT, "metadata": _NOT_COMPARED_METADATA}.get(step_type, ())
+    if left_out and isinstance(payload, dict) and any(k in payload for k in left_out):
+        return {k: v for k, v in payload.items() if k not in left_out}
     return payload
 
 

@@ -129,7 +129,14 @@ function installFetchDispatcher(preload, replayEnv, secureContext) {
       return tls.connect(options, ...rest);
     },
   });
-  const preloadRequire = (name) => (name === 'node:tls' || name === 'tls' ? trustingTls : require(name));
+  // The preload also sets node:https's global agent (for processes it starts in); here node:https is routed below,
+  // with the agent put back afterwards, so the preload sets it on a copy and the caller's agent stays the caller's.
+  const httpsCopy = Object.create(require('node:https'));
+  const preloadRequire = (name) => {
+    if (name === 'node:tls' || name === 'tls') return trustingTls;
+    if (name === 'node:https' || name === 'https') return httpsCopy;
+    return require(name);
+  };
   const env = { ...replayEnv };
   delete env.NODE_USE_ENV_PROXY; // we route fetch ourselves; the preload steps aside when it is set
   const shim = { env, stderr: { write: (text) => (said += text) } };
