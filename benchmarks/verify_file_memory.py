@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT / "tests" / "view"))
 
 
 def child(mode: str, path: Path) -> dict[str, Any]:
+    import blackbox_mitm.codecs  # noqa: F401  (registers the provider facts verify checks)
     from blackbox_mitm.cassette import compression
     from blackbox_mitm.cassette.jsonfile import read_file
     from blackbox_mitm.cassette.store import parse_document, trace_from_json

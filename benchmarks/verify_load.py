@@ -55,6 +55,7 @@ def child(mode: str, path: Path) -> dict[str, Any]:
     """One measurement in this process; returns times, step count and memory."""
     import orjson
 
+    import blackbox_mitm.codecs  # noqa: F401  (registers the provider facts verify checks)
     from blackbox_mitm.cassette.store import load_trace
     from blackbox_mitm.cassette.verify import verify_trace
 
