@@ -315,7 +315,7 @@ class Hold:
     async def wait_async(self) -> Release:
         """``wait`` for an event loop (the proxy's): never blocks it."""
         order = self.order
-        loop = asyncio.get_running_loop()
+        loop: asyncio.AbstractEventLoop | None = None  # asked for only when there is something to wait for
         while True:
             with order._cond:
                 if self.release is not None:
@@ -324,6 +324,7 @@ class Hold:
                 if release is not None:
                     self.release = order._mark(release)
                     return self.release
+                loop = loop or asyncio.get_running_loop()
                 woken = asyncio.Event()
                 order._wakers.append(functools.partial(_wake, loop, woken))
             timeout = _SLICE_S if wait_ms is None else min(_SLICE_S, max(wait_ms, 0.0) / 1000.0)
