@@ -34,9 +34,23 @@ from blackbox_mitm.cassette.extensions import (
     tokens,
     tokens_of,
 )
+from blackbox_mitm.cassette.server_parts import (
+    AnswerPart,
+    Container,
+    ServerToolCallPart,
+    ServerToolResultPart,
+    answer_parts_of,
+    builtin_tool,
+)
 
 __all__ = [
     "OUTPUT_TYPES",
+    "AnswerPart",
+    "Container",
+    "ServerToolCallPart",
+    "ServerToolResultPart",
+    "answer_parts_of",
+    "builtin_tool",
     "TERMINAL_EVENTS",
     "FinalAnswer",
     "MediaKind",
@@ -102,7 +116,7 @@ class ToolResultPart(ToolResult):
     type: Literal["tool_result"]
 
 
-MessagePart = TextPart | ToolUsePart | ToolResultPart | MediaPart
+MessagePart = TextPart | ToolUsePart | ToolResultPart | MediaPart | ServerToolCallPart | ServerToolResultPart
 
 
 class Message(TypedDict):
@@ -115,6 +129,7 @@ class ToolDefinition(TypedDict):
     description: NotRequired[str]
     inputSchema: Any  # JSON Schema, as sent
     strict: NotRequired[bool]  # Blackbox's extension: present (true) only when the tool asked for strict schema adherence
+    builtin: NotRequired[dict[str, Any]]  # Blackbox's extension: a provider-defined tool (server_parts); no inputSchema then
 
 
 def tool_definition(name: str, schema: Any, description: Any = None, *, strict: bool = False) -> ToolDefinition:
@@ -157,6 +172,10 @@ class FinalAnswer(TypedDict):
     stop: NotRequired[str]  # "length" or "refusal"; absent for the end of the turn
     tokens: NotRequired[Tokens]
     reasoning: NotRequired[list[ReasoningPart]]
+    parts: NotRequired[list[AnswerPart]]  # server-side tools (server_parts): the answer's blocks in order
+    container: NotRequired[Container]
+    serverToolUse: NotRequired[dict[str, int]]
+    grounding: NotRequired[Any]
 
 
 class ToolCalls(TypedDict):
@@ -166,6 +185,10 @@ class ToolCalls(TypedDict):
     stop: NotRequired[str]  # "length"; absent for tool use
     tokens: NotRequired[Tokens]
     reasoning: NotRequired[list[ReasoningPart]]
+    parts: NotRequired[list[AnswerPart]]  # server-side tools (server_parts): the answer's blocks in order
+    container: NotRequired[Container]
+    serverToolUse: NotRequired[dict[str, int]]
+    grounding: NotRequired[Any]
 
 
 class SingleToolCall(TypedDict):
@@ -179,6 +202,10 @@ class SingleToolCall(TypedDict):
     stop: NotRequired[str]
     tokens: NotRequired[Tokens]
     reasoning: NotRequired[list[ReasoningPart]]
+    parts: NotRequired[list[AnswerPart]]  # server-side tools (server_parts): the answer's blocks in order
+    container: NotRequired[Container]
+    serverToolUse: NotRequired[dict[str, int]]
+    grounding: NotRequired[Any]
 
 
 ModelOutput = FinalAnswer | ToolCalls | SingleToolCall

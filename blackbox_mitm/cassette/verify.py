@@ -204,9 +204,20 @@ _FIELDS: dict[str, dict[str, str]] = {
         "url": _DATA,
         "file": _DATA,
         "name": _DATA,
+        # Server-side tools (server_parts): what the provider returned, and the citations on the text it wrote.
+        "citations": _DATA,
+        "annotations": _DATA,
     },
-    "tool": {"name": _DATA, "description": _DATA, "inputSchema": _DATA},
-    "model_output": {"text": _DATA, "toolName": _DATA, "toolInput": _DATA, "calls": "calls", "reasoning": "reasoning"},
+    "tool": {"name": _DATA, "description": _DATA, "inputSchema": _DATA, "builtin": _DATA},
+    "model_output": {
+        "text": _DATA,
+        "toolName": _DATA,
+        "toolInput": _DATA,
+        "calls": "calls",
+        "reasoning": "reasoning",
+        "parts": "parts",
+        "grounding": _DATA,
+    },
     # Blackbox's extension (payloads.ReasoningPart): what the model thought, and its provider's opaque signature.
     "reasoning_part": {"text": _DATA, "summary": _DATA, "signature": _DATA, "data": _DATA},
     "call": {"toolName": _DATA, "toolInput": _DATA},

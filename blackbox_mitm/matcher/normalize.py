@@ -20,7 +20,8 @@ to pick the compared keys and make equal things look equal:
   with ``""`` as the codecs join them, and content that is text alone is a
   string (how text is split into blocks or parts is not compared);
 * a tool definition is its ``name``, ``description`` (when not None),
-  ``inputSchema`` and ``strict`` (Blackbox's extension; only ever ``true``).
+  ``inputSchema`` and ``strict`` (Blackbox's extension; only ever ``true``), and a
+  provider-defined tool's ``builtin`` (its type and options, ``cassette/server_parts.py``).
 
 The tool_result parts of a user turn are compared in the order of the tool_use
 parts they answer (``cassette.payloads.order_tool_results``), whatever order
@@ -51,7 +52,7 @@ COMPARED_KEYS = ("model", "systemPrompt", "messages", "tools", "params")
 CONTROL_ALIASES: dict[str, str] = {wire: neutral for codec in REGISTERED for wire, neutral in codec.PARAMS if wire != neutral}
 
 _MESSAGE_KEYS = ("role", "content")
-_TOOL_KEYS = ("name", "description", "inputSchema", "strict")
+_TOOL_KEYS = ("name", "description", "inputSchema", "strict", "builtin")
 
 
 def compared_view(model_input: Mapping[str, Any], rules: CompareRules = NO_RULES) -> dict[str, Any]:

@@ -440,29 +440,17 @@ REFUSAL_CASES: dict[str, list[tuple[str, Any, str]]] = {
         (
             "request",
             _req(
-                tools=[
-                    {"name": "lookup", "input_schema": {"type": "object"}},
-                    {"type": "web_search_20250305", "name": "web_search", "max_uses": 3},
-                ]
-            ),
-            "tools[1].type",
-        ),
-        (
-            "request",
-            _req(
                 messages=[
-                    {"role": "user", "content": "News?"},
+                    {"role": "user", "content": "Ask the wiki."},
                     {
                         "role": "assistant",
                         "content": [
-                            {"type": "text", "text": "Searching."},
-                            {"type": "server_tool_use", "id": "srvtoolu_01S", "name": "web_search", "input": {"query": "news"}},
-                            {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01S", "content": []},
+                            {"type": "mcp_tool_use", "id": "mcptoolu_01", "name": "ask", "server_name": "wiki", "input": {}},
                         ],
                     },
                 ]
             ),
-            "messages[1].content[1]",
+            "messages[1].content[0]",
         ),
         ("request", _req(mcp_servers=[{"type": "url", "url": "https://mcp.example.com/sse", "name": "example"}]), "mcp_servers"),
         (
@@ -490,19 +478,8 @@ REFUSAL_CASES: dict[str, list[tuple[str, Any, str]]] = {
     "anthropic.server_tool_response": [
         (
             "response",
-            _resp(
-                [
-                    {"type": "server_tool_use", "id": "srvtoolu_01S", "name": "web_search", "input": {"query": "news"}},
-                    {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01S", "content": []},
-                    TEXT,
-                ]
-            ),
+            _resp([{"type": "mcp_tool_use", "id": "mcptoolu_01", "name": "ask", "server_name": "wiki", "input": {}}, TEXT]),
             "content[0]",
-        ),
-        (
-            "response",
-            _resp([{"type": "text", "text": "x"}, {"type": "code_execution_tool_result", "tool_use_id": "srvtoolu_01", "content": {}}]),
-            "content[1]",
         ),
         (
             "response",
@@ -536,25 +513,11 @@ REFUSAL_CASES: dict[str, list[tuple[str, Any, str]]] = {
         ),
     ],
     "anthropic.citations": [
-        ("response", _resp([{"type": "text", "text": "Paris.", "citations": [CITATION]}]), "content[0].citations"),
-        (
-            "stream",
-            _stream_events([{"text": "Paris.", "citations": [CITATION]}], {"stop_reason": "end_turn", "stop_sequence": None}),
-            "content[0].citations",
-        ),
         ("response", _resp([TEXT], stop_details={"type": "refusal", "category": None, "explanation": None}), "stop_details"),
-        ("response", _resp([TEXT], container={"id": "container_011", "expires_at": "2026-01-01T00:00:00Z"}), "container"),
         (
             "stream",
-            _stream_events(
-                [TEXT],
-                {
-                    "stop_reason": "end_turn",
-                    "stop_sequence": None,
-                    "container": {"id": "container_011", "expires_at": "2026-01-01T00:00:00Z"},
-                },
-            ),
-            "container",
+            _stream_events([TEXT], {"stop_reason": "end_turn", "stop_sequence": None, "stop_details": {"type": "refusal"}}),
+            "stop_details",
         ),
     ],
     "anthropic.pause_turn": [

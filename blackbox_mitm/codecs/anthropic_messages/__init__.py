@@ -20,16 +20,22 @@ Requests (``decode_request``)
       else from the run's ``CallIds``, else it is ``""``. Its content is kept
       as sent when a string, text blocks are joined into one string, and an
       absent content is ``""`` (the model sees an empty result either way).
+    * Typed tools (``web_search_20250305``, ``code_execution_…``, ``bash_…``) are
+      provider-defined tool definitions (``builtin``); ``server_tool_use`` and
+      ``*_tool_result`` blocks in the history are server-tool parts
+      (``server_tools``).
     * Request controls that are ``null`` are treated as absent. Citations and
       ``cache_control`` on history blocks, and every field the spec does not
       compare, are dropped.
 
 Responses (``decode_response``, ``aggregate_stream``)
     Refusals are checked in this order, so a response breaking several rules
-    names the most useful one: block types (server tools, unknown blocks),
-    then ``stop_reason``, then ``stop_details`` / ``container``, then the
-    layout of text and tool calls (citations, several text blocks, text after a
-    tool call, a ``stop_reason`` that does not fit the content). A stream is
+    names the most useful one: block types (MCP connector, unknown blocks),
+    then ``stop_reason``, then ``stop_details``, then the layout of text and
+    tool calls (several text blocks, text after a tool call, a ``stop_reason``
+    that does not fit the content). An answer with server-tool blocks or
+    citations is kept block by block (``parts``, see ``server_tools``), so its
+    text may come in several blocks, around the calls. A stream is
     rebuilt into the Message it stands for and goes through the same checks;
     unknown delta types are ignored, as the SDK ignores them.
 
@@ -108,13 +114,13 @@ PARAMS: tuple[tuple[str, str], ...] = (
 # fmt: off
 REFUSALS = RefusalTable(PROVIDER, (
     Refusal("anthropic.image_content", "anthropic", "request", "a content block Blackbox does not read in messages or tool results (a document whose source is a content list, search results, ...)", "not recorded: only text, tool use and results, images, documents and tool references are"),
-    Refusal("anthropic.server_tool", "anthropic", "request", "server-side tools (web search, code execution, ...)", "server-side tools are not supported yet: their results are produced by the provider and could not be replayed"),
-    Refusal("anthropic.server_tool_response", "anthropic", "response", "server-side tool blocks in a response", "server-side tool use is not supported yet: it could not be replayed"),
+    Refusal("anthropic.server_tool", "anthropic", "request", "the MCP connector (mcp_servers, mcp_tool_use and mcp_tool_result blocks), container_upload blocks, and tool calls made from code execution (programmatic tool calling: a tool_use with a caller)", "not recorded: the MCP connector's calls and results name servers Blackbox never sees, and a call made from the provider's code has no place in a neutral transcript yet"),
+    Refusal("anthropic.server_tool_response", "anthropic", "response", "MCP connector and container_upload blocks in a response, and tool calls made from code execution (a tool_use with a caller)", "not recorded: the MCP connector's calls and results, and calls made from the provider's code, could not be given back"),
     Refusal("anthropic.stop_sequence", "anthropic", "response", 'a response with stop_reason: "stop_sequence"', "the matched sequence is not recorded; it would replay as end_turn"),
     Refusal("anthropic.context_window", "anthropic", "response", 'a response with stop_reason: "model_context_window_exceeded"', "it would replay as max_tokens"),
     Refusal("anthropic.text_blocks", "anthropic", "response", "a response with more than one text block, or text after a tool call", "a replay returns one text block before the tool calls"),
     Refusal("anthropic.refusal", "anthropic", "response", "a refusal together with tool calls; and, while the API sends stop_details with refusals, any refusal", "not recorded"),
-    Refusal("anthropic.citations", "anthropic", "response", "text citations, stop_details or a container in a response", "not recorded"),
+    Refusal("anthropic.citations", "anthropic", "response", "stop_details in a response", "not recorded"),
     Refusal("anthropic.pause_turn", "anthropic", "response", 'a response with stop_reason: "pause_turn" (a paused server-tool turn), or a stop_reason Blackbox does not know', "a replay only gives end_turn, tool_use or max_tokens"),
     Refusal("anthropic.tool_use_stop", "anthropic", "response", 'tool calls with a stop_reason other than tool_use or max_tokens, or stop_reason: "tool_use" without a tool call', "a replay gives tool_use exactly when there are tool calls, so it would replay with another stop_reason"),
     Refusal("anthropic.unknown_block", "anthropic", "response", "a response content block of a type Blackbox does not record (for example a beta compaction block)", "not recorded: a replay could not give it back"),

@@ -15,6 +15,7 @@ from blackbox_mitm.cassette.payloads import (
     media_part,
 )
 from blackbox_mitm.codecs.anthropic_messages import NAME, PARAMS, PROVIDER, REFUSALS, THINKING
+from blackbox_mitm.codecs.anthropic_messages import server_tools
 from blackbox_mitm.codecs.anthropic_messages.fields import block_kind, is_server_block, server_caller, text_of
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.codecs.common.jsonio import dumps_bytes, load_object, loads_or_none
@@ -87,7 +88,7 @@ def _decode_blocks(blocks: list[Any], path: str, ids: CallIds, names: dict[str, 
         elif kind in ("image", "document"):
             parts.append(media_of(block, kind, where))
         elif is_server_block(kind):
-            REFUSALS.refuse("anthropic.server_tool", where)
+            parts.append(server_tools.decode_history_block(block, str(kind), where, ids))
         else:
             REFUSALS.refuse("anthropic.image_content", where)
     parts = [p for p in parts if p["type"] != "text" or p["text"]]
@@ -186,7 +187,8 @@ def _decode_tools(tools: Any) -> list[ToolDefinition]:
         if not isinstance(tool, dict):
             raise BlackboxUnsupportedError(f"tools[{i}]", "expected a tool object", provider=PROVIDER)
         if tool.get("type") not in (None, "custom"):
-            REFUSALS.refuse("anthropic.server_tool", f"tools[{i}].type")
+            out.append(server_tools.decode_typed_tool(tool, f"tools[{i}]"))
+            continue
         if not isinstance(tool.get("name"), str) or "input_schema" not in tool:
             raise BlackboxUnsupportedError(f"tools[{i}]", "a client tool needs a name and an input_schema", provider=PROVIDER)
         neutral: ToolDefinition = {"name": tool["name"], "inputSchema": tool["input_schema"]}

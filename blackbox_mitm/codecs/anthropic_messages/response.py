@@ -17,7 +17,8 @@ from blackbox_mitm.cassette.payloads import (
     tool_calls_of,
 )
 from blackbox_mitm.codecs.anthropic_messages import PROVIDER, REFUSALS, THINKING
-from blackbox_mitm.codecs.anthropic_messages.fields import block_kind, is_server_block, server_caller, text_of
+from blackbox_mitm.codecs.anthropic_messages import server_tools
+from blackbox_mitm.codecs.anthropic_messages.fields import block_kind, server_caller, text_of
 from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse
 from blackbox_mitm.codecs.common.ids import digest
 from blackbox_mitm.codecs.common.jsonio import dumps, dumps_bytes, load_object
@@ -56,9 +57,9 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
         raise BlackboxUnsupportedError("content", "expected a list of content blocks", provider=PROVIDER)
     for i, block in enumerate(content):
         kind = block_kind(block)
-        if is_server_block(kind):
-            REFUSALS.refuse("anthropic.server_tool_response", f"content[{i}]")
-        if kind not in ("text", "tool_use", *THINKING):
+        if kind in server_tools.REFUSED_BLOCKS:
+            REFUSALS.refuse("anthropic.server_tool_response", f"content[{i}]", kind)
+        if kind not in ("text", "tool_use", "server_tool_use", *THINKING) and not server_tools.is_server_result(kind):
             REFUSALS.refuse("anthropic.unknown_block", f"content[{i}]")
     stop_reason = data.get("stop_reason")
     if stop_reason == "refusal":
@@ -69,9 +70,12 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
         REFUSALS.refuse("anthropic.context_window", "stop_reason", stop_reason)
     if stop_reason not in ("end_turn", "tool_use", "max_tokens"):
         REFUSALS.refuse("anthropic.pause_turn", "stop_reason", stop_reason)
-    for key in ("stop_details", "container"):
-        if data.get(key) is not None:
-            REFUSALS.refuse("anthropic.citations", key)
+    if data.get("stop_details") is not None:
+        REFUSALS.refuse("anthropic.citations", "stop_details")
+    if server_tools.is_rich_answer(content):
+        return _with_extras(_rich_output(content, stop_reason, ids), data, content)
+    if data.get("container") is not None:
+        REFUSALS.refuse("anthropic.citations", "container")
 
     text: str | None = None
     tool_uses: list[tuple[dict[str, Any], str]] = []
@@ -98,6 +102,38 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
     output = _output(text, [_new_call(block, name, block.get("input"), ids) for block, name in tool_uses])
     if stop_reason == "max_tokens":
         output["stop"] = STOP_LENGTH
+    return _with_extras(output, data, content)
+
+
+def _rich_output(content: list[dict[str, Any]], stop_reason: Any, ids: CallIds) -> ModelOutput:
+    """An answer with server-side tool blocks or citations: every block kept, in order (``parts``)."""
+    for i, block in enumerate(content):
+        if block["type"] == "tool_use":
+            if server_caller(block):
+                REFUSALS.refuse("anthropic.server_tool_response", f"content[{i}].caller")
+            if not isinstance(block.get("name"), str):
+                raise BlackboxUnsupportedError(f"content[{i}].name", "a tool_use block needs a string name", provider=PROVIDER)
+        elif block["type"] == "text":
+            text_of(block, f"content[{i}]")
+    has_calls = any(block["type"] == "tool_use" for block in content)
+    if (has_calls and stop_reason == "end_turn") or (not has_calls and stop_reason == "tool_use"):
+        REFUSALS.refuse("anthropic.tool_use_stop", "stop_reason", stop_reason)
+    text, calls, parts = server_tools.decode_answer_parts(content, ids, _new_call)
+    output = _output(text, calls)
+    output["parts"] = parts
+    if stop_reason == "max_tokens":
+        output["stop"] = STOP_LENGTH
+    return output
+
+
+def _with_extras(output: ModelOutput, data: dict[str, Any], content: list[Any]) -> ModelOutput:
+    """The answer's token counts, reasoning, container and server-tool counts, when it has them."""
+    container = data.get("container")
+    if isinstance(container, dict):
+        output["container"] = {"expiresAt": str(container["expires_at"])} if isinstance(container.get("expires_at"), str) else {}
+    server_use = server_tools.server_tool_use_of(data.get("usage"))
+    if server_use is not None:
+        output["serverToolUse"] = server_use
     counts = _tokens_of_usage(data.get("usage"))
     if counts is not None:
         output["tokens"] = counts
@@ -150,6 +186,9 @@ def usage_of(output: Mapping[str, Any]) -> dict[str, Any]:
     if cached:
         usage["cache_read_input_tokens"] = cached
         usage["cache_creation_input_tokens"] = 0
+    server_use = server_tools.server_usage(output)
+    if server_use is not None:
+        usage["server_tool_use"] = server_use
     return usage
 
 
@@ -186,8 +225,9 @@ def encode_error(message: str, *, status: int = 400, error_type: str | None = No
 
 
 def message_head(output: Mapping[str, Any], request: DecodedRequest, created_ms: int) -> dict[str, Any]:
+    message_id = f"msg_bb{digest(dumps(output, allow_nan=False) + f'\0{created_ms}')}"
     return {
-        "id": f"msg_bb{digest(dumps(output, allow_nan=False) + f'\0{created_ms}')}",
+        "id": message_id,
         "type": "message",
         "role": "assistant",
         "model": request.model or "",
@@ -195,13 +235,15 @@ def message_head(output: Mapping[str, Any], request: DecodedRequest, created_ms:
         "stop_reason": None,
         "stop_sequence": None,
         "stop_details": None,
-        "container": None,
+        "container": server_tools.served_container(output, message_id),
         "usage": usage_of(output),
     }
 
 
 def blocks_of(output: Mapping[str, Any], ids: CallIds) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = thinking_blocks(output)
+    if "parts" in output:
+        return blocks + server_tools.answer_blocks(output, ids)
     text = output_text(output)
     if text:
         blocks.append({"type": "text", "text": text})

@@ -32,9 +32,9 @@ def encode_stream(output: Mapping[str, Any], *, request: DecodedRequest, ids: Ca
         elif block["type"] == "redacted_thinking":
             events.append(_event("content_block_start", index=index, content_block=block))
         elif block["type"] == "text":
-            events.append(_event("content_block_start", index=index, content_block={"type": "text", "text": ""}))
-            for piece in _pieces(block["text"], TEXT_FRAGMENT):
-                events.append(_event("content_block_delta", index=index, delta={"type": "text_delta", "text": piece}))
+            events.extend(_text_events(index, block))
+        elif "input" not in block:  # a server tool's result: whole in its start event, as the API sends it
+            events.append(_event("content_block_start", index=index, content_block=block))
         else:
             events.append(_event("content_block_start", index=index, content_block={**block, "input": {}}))
             for piece in _pieces(dumps(block["input"], allow_nan=False), JSON_FRAGMENT):
@@ -49,6 +49,19 @@ def encode_stream(output: Mapping[str, Any], *, request: DecodedRequest, ids: Ca
     )
     events.append(_event("message_stop"))
     return format_sse(events)
+
+
+def _text_events(index: int, block: dict[str, Any]) -> list[SseEvent]:
+    """A text block: its citations first (``citations_delta``, as the API streams them), then its text."""
+    start: dict[str, Any] = {"type": "text", "text": ""}
+    if "citations" in block:
+        start["citations"] = []
+    events = [_event("content_block_start", index=index, content_block=start)]
+    for citation in block.get("citations") or []:
+        events.append(_event("content_block_delta", index=index, delta={"type": "citations_delta", "citation": citation}))
+    for piece in _pieces(block["text"], TEXT_FRAGMENT):
+        events.append(_event("content_block_delta", index=index, delta={"type": "text_delta", "text": piece}))
+    return events
 
 
 def encode_stream_error(message: str) -> bytes:
