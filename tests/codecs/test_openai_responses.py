@@ -443,9 +443,9 @@ class Case:
 
 
 CASES = [
-    Case("openai.responses.hosted_tool", "tool", "request", put("tools[0]", {"type": "web_search"}), "tools[0].type"),
-    Case("openai.responses.hosted_tool", "item", "request", put("input[1]", {"type": "file_search_call", "id": "fs_1"}), "input[1].type"),
-    Case("openai.responses.hosted_tool_call", "item", "response", put("output[0]", {"type": "image_generation_call", "id": "ig_1"}), "output[0].type"),
+    Case("openai.responses.hosted_tool", "tool", "request", put("tools[0]", {"type": "computer_use_preview"}), "tools[0].type"),
+    Case("openai.responses.hosted_tool", "item", "request", put("input[1]", {"type": "mcp_call", "id": "mcp_1"}), "input[1].type"),
+    Case("openai.responses.hosted_tool_call", "item", "response", put("output[0]", {"type": "computer_call", "id": "cu_1"}), "output[0].type"),
     Case("openai.responses.local_tool", "tool", "request", put("tools[0]", {"type": "local_shell"}), "tools[0].type"),
     Case("openai.responses.local_tool", "call", "response", put("output[0]", {"type": "apply_patch_call", "call_id": "c"}), "output[0].type"),
     Case("openai.responses.background", "flag", "request", put("background", True), "background"),
@@ -457,7 +457,6 @@ CASES = [
     Case("openai.responses.refusal_history", "part", "request", put("input[0]", {"role": "assistant", "content": [{"type": "refusal", "refusal": "No."}]}), "input[0].content[0].type"),
     Case("openai.responses.tool_arguments", "history", "request", put("input[1].arguments", '{"city": '), "input[1].arguments"),
     Case("openai.responses.tool_arguments", "response", "response", put("output[0]", {**FC, "arguments": "not json"}), "output[0].arguments"),
-    Case("openai.responses.annotations", "annotations", "response", put("output[0].content[0].annotations", [{"type": "url_citation", "url": "u"}]), "output[0].content[0].annotations"),
     Case("openai.responses.annotations", "logprobs", "stream", put("output[0].content[0].logprobs", [{"token": "4", "logprob": -0.1}]), "output[0].content[0].logprobs"),
     Case("openai.responses.refusal_mixed", "with_calls", "response", put("output", [{**TEXT, "content": [{"type": "refusal", "refusal": "No."}]}, FC]), "output"),
     Case("openai.responses.output_layout", "two_messages", "response", put("output", [TEXT, TEXT]), "output[1]"),

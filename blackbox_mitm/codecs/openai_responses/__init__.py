@@ -126,8 +126,8 @@ FRAGMENT = 64
 # One row per line: this is a table (docs/gen_refusals.py prints it).
 # fmt: off
 REFUSALS = RefusalTable(PROVIDER, (
-    Refusal("openai.responses.hosted_tool", PROVIDER, "request", "hosted tools that run on OpenAI's side (web_search, file_search, code_interpreter, computer use, image_generation, mcp), in tools or as items in the history", "their results are produced by the provider and could not be replayed"),
-    Refusal("openai.responses.hosted_tool_call", PROVIDER, "response", "a hosted tool's call item in a response", "it is produced by the provider and could not be replayed"),
+    Refusal("openai.responses.hosted_tool", PROVIDER, "request", "the hosted computer-use and mcp tools, in tools or as items in the history", "not recorded: their calls are run or approved outside the answer (web_search, file_search, code_interpreter and image_generation are recorded)"),
+    Refusal("openai.responses.hosted_tool_call", PROVIDER, "response", "a computer-use or mcp item in a response", "not recorded: its call is run or approved outside the answer, so a replay could not give it back"),
     Refusal("openai.responses.local_tool", PROVIDER, "request", "the built-in local_shell, shell, apply_patch and tool_search tools and their call items", "not supported yet: use function or custom tools"),
     Refusal("openai.responses.background", PROVIDER, "request", "background: true", "a background response is fetched later from OpenAI's storage: a replay could not serve it"),
     Refusal("openai.responses.conversation", PROVIDER, "request", "the conversation field", "the conversation is stored on OpenAI's side: its history cannot be known"),
@@ -137,7 +137,7 @@ REFUSALS = RefusalTable(PROVIDER, (
     Refusal("openai.responses.non_text", PROVIDER, "request", "non-text input (input_image, input_file, input_audio) in a system, developer or assistant message", "not recorded there: in user messages and tool outputs it is"),
     Refusal("openai.responses.refusal_history", PROVIDER, "request", "a refusal part in the history", "in the history it would be recorded as text"),
     Refusal("openai.responses.tool_arguments", PROVIDER, "response", "function-call arguments that are not a JSON text, in a response or the history", "arguments are recorded parsed, as JSON; a replay could not give this text back"),
-    Refusal("openai.responses.annotations", PROVIDER, "response", "annotations or logprobs on output text", "not recorded"),
+    Refusal("openai.responses.annotations", PROVIDER, "response", "logprobs on output text", "not recorded"),
     Refusal("openai.responses.refusal_mixed", PROVIDER, "response", "a refusal together with text, tool calls or a length stop", "a replay returns a refusal alone"),
     Refusal("openai.responses.output_layout", PROVIDER, "response", "more than one message, or a message with more than one content part, or a message after a tool call, in one response", "a replay returns one message with one part, before the tool calls"),
     Refusal("openai.responses.status", PROVIDER, "response", "a response whose status is not completed, or incomplete for a reason other than max_output_tokens, or that carries an error", "a replay gives completed, or incomplete for max_output_tokens (a length stop)"),

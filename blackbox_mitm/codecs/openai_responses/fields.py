@@ -46,7 +46,7 @@ from blackbox_mitm.cassette.payloads import (
     tool_definition,
 )
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
-from blackbox_mitm.codecs.openai_responses import EMPTY_SCHEMA, NAME, PROVIDER, REFUSALS, TEXT_FORMAT
+from blackbox_mitm.codecs.openai_responses import EMPTY_SCHEMA, NAME, PROVIDER, REFUSALS, TEXT_FORMAT, hosted_tools
 from blackbox_mitm.errors import BlackboxUnsupportedError
 
 __all__ = [
@@ -137,6 +137,9 @@ def decode_tools(raw: Any, path: str, prefix: str = "") -> list[ToolDefinition]:
         kind = tool.get("type")
         if not isinstance(kind, str):
             REFUSALS.malformed(f"{where}.type", "a tool's type is not a string")
+        if kind in hosted_tools.SERVED_TOOLS:
+            out.append(hosted_tools.decode_hosted_tool(tool))
+            continue
         if kind in HOSTED_TOOLS:
             REFUSALS.refuse("openai.responses.hosted_tool", f"{where}.type", kind)
         if kind in LOCAL_TOOLS:
@@ -367,6 +370,14 @@ class _Transcript:
         self.names[native] = name
         self.turn.append({"type": "tool_use", "toolCallId": self.ids.neutral(native, name), "toolName": name, "toolInput": tool_input})
 
+    def hosted_call(self, item: dict[str, Any]) -> None:
+        """A hosted tool's call item (web search...): a server_tool_call part of the assistant turn."""
+        self.leading = False
+        if self.turn is None:
+            self.close()
+            self.turn = []
+        self.turn.append(hosted_tools.history_part(item, self.ids))
+
     def result(self, item: dict[str, Any], kind: str, path: str) -> None:
         native = item.get("call_id")
         if not isinstance(native, str) or not native:
@@ -395,6 +406,8 @@ class _Transcript:
             return  # a thinking block (not stored, not compared); Codex's restatement of the request's settings
         elif kind == "additional_tools":
             self.tools.extend(decode_tools(item.get("tools"), f"{path}.tools"))
+        elif kind in hosted_tools.SERVED_ITEMS:
+            self.hosted_call(item)
         elif kind in HOSTED_ITEMS:
             REFUSALS.refuse("openai.responses.hosted_tool", f"{path}.type", kind)
         elif kind in LOCAL_ITEMS:

@@ -20,7 +20,7 @@ from blackbox_mitm.codecs import openai_chat
 from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse
 from blackbox_mitm.codecs.common.ids import digest
 from blackbox_mitm.codecs.common.jsonio import dumps, loads
-from blackbox_mitm.codecs.openai_responses import PROVIDER, REFUSALS
+from blackbox_mitm.codecs.openai_responses import PROVIDER, REFUSALS, hosted_tools
 from blackbox_mitm.codecs.openai_responses.fields import HOSTED_ITEMS, LOCAL_ITEMS, ResponsesRequest, given, is_custom, remember
 
 __all__ = ["decode_response", "encode_error", "encode_response", "normalize_answer", "response_head"]
@@ -112,6 +112,7 @@ def _model_output(resp: dict[str, Any], ids: CallIds) -> ModelOutput:
     refusal: str | None = None
     calls: list[tuple[str | None, str, Any]] = []
     reasoning: list[ReasoningPart] = []
+    rich = hosted_tools.is_rich(output)
     for k, item in enumerate(output):
         at = f"output[{k}]"
         kind = item.get("type") if isinstance(item, dict) else None
@@ -120,6 +121,8 @@ def _model_output(resp: dict[str, Any], ids: CallIds) -> ModelOutput:
         if kind == "reasoning":
             reasoning.append(_reasoning_part(item))
             continue
+        if rich and (kind in hosted_tools.SERVED_ITEMS or kind in ("message", "function_call", "custom_tool_call")):
+            continue  # read in order by hosted_tools.rich_output
         if kind == "message":
             if text is not None or refusal is not None or calls:
                 REFUSALS.refuse("openai.responses.output_layout", at)
@@ -133,6 +136,11 @@ def _model_output(resp: dict[str, Any], ids: CallIds) -> ModelOutput:
         else:
             REFUSALS.refuse("openai.responses.unknown_item", f"{at}.type", kind)
     out: ModelOutput
+    if rich:
+        out = hosted_tools.rich_output(output, ids, length, _call)
+        if reasoning:
+            out["reasoning"] = reasoning
+        return out
     if refusal is not None:
         if calls or length or text:
             REFUSALS.refuse("openai.responses.refusal_mixed", "output")
@@ -272,6 +280,15 @@ def output_items(output: Any, request: DecodedRequest, ids: CallIds, response_id
     status = "incomplete" if length else "completed"
     msg_id = f"msg_bb{_digest(response_id, 'message')}"
     thought = reasoning_items(output, response_id)
+    if "parts" in output:
+        kinds = {str(t.get("name")): is_custom(t) for t in request.model_input.get("tools") or [] if isinstance(t, dict)}
+        items = hosted_tools.rich_items(
+            output,
+            ids,
+            lambda n: msg_id if n == 0 else f"msg_bb{_digest(response_id, 'message', n)}",
+            lambda call: _call_item(call, kinds, ids),
+        )
+        return [*thought, *items], length
     if kind == "final_answer":
         if not isinstance(text, str):
             raise ValueError("a final_answer model_output has no text")

@@ -22,6 +22,7 @@ import orjson
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest, SseEvent, StreamIncomplete
 from blackbox_mitm.codecs.common.jsonio import dumps
 from blackbox_mitm.codecs.openai_responses import FRAGMENT
+from blackbox_mitm.codecs.openai_responses.hosted_tools import SERVED_ITEMS
 from blackbox_mitm.codecs.openai_responses.response import encode_response, response_head
 from blackbox_mitm.codecs.sse import format_sse
 
@@ -72,7 +73,9 @@ def _stream_item(ev: _Events, index: int, item: dict[str, Any]) -> None:
                 ev.add("response.refusal.delta", **at, delta=piece)
             ev.add("response.refusal.done", **at, refusal=part["refusal"])
         else:
-            ev.add("response.content_part.added", **at, part={**part, "text": ""})
+            ev.add("response.content_part.added", **at, part={**part, "text": "", "annotations": []})
+            for n, annotation in enumerate(part.get("annotations") or []):
+                ev.add("response.output_text.annotation.added", **at, annotation_index=n, annotation=annotation)
             for piece in _pieces(part["text"]):
                 ev.add("response.output_text.delta", **at, delta=piece, logprobs=[])
             ev.add("response.output_text.done", **at, text=part["text"], logprobs=[])
@@ -90,6 +93,8 @@ def _stream_item(ev: _Events, index: int, item: dict[str, Any]) -> None:
         for piece in _pieces(item["arguments"]):
             ev.add("response.function_call_arguments.delta", **at, delta=piece)
         ev.add("response.function_call_arguments.done", **at, arguments=item["arguments"], name=item["name"])
+    elif kind in SERVED_ITEMS:  # a hosted tool's call: whole in its added and done events
+        ev.add("response.output_item.added", output_index=index, item={**item, "status": "in_progress"})
     else:
         ev.add("response.output_item.added", output_index=index, item={**item, "status": "in_progress", "input": ""})
         for piece in _pieces(item["input"]):
