@@ -422,7 +422,7 @@ def _refusal_cases() -> dict[str, Any]:
             request(contents=[{"role": "user", "parts": [{"executableCode": {"language": "PYTHON", "code": "print(1)"}}]}]),
             "contents[0].parts[0].executableCode",
         ),
-        "gemini.builtin_tool": (request(tools=[{"googleSearch": {}}]), "tools[0].googleSearch"),
+        "gemini.builtin_tool": (request(tools=[{"codeExecution": {}}]), "tools[0].codeExecution"),
         "gemini.cached_content": (request(cachedContent="cachedContents/abc"), "cachedContent"),
         "gemini.output_modality": (request(generationConfig={"responseModalities": ["AUDIO"]}), "generationConfig.responseModalities"),
         "gemini.prompt_blocked": (
@@ -432,8 +432,8 @@ def _refusal_cases() -> dict[str, Any]:
         "gemini.candidates": (lambda: codec.decode_response(two, CallIds(), _decode()), "candidates:"),
         "gemini.finish_reason": (response({"text": "x"}, finish="SAFETY"), 'candidates[0].finishReason: (it was "SAFETY")'),
         "gemini.response_metadata": (
-            response({"text": "x"}, citationMetadata={"citationSources": [{"uri": "u"}]}),
-            "candidates[0].citationMetadata",
+            response({"text": "x"}, logprobsResult={"topCandidates": []}),
+            "candidates[0].logprobsResult",
         ),
         "gemini.non_text_response": (response({"executableCode": {"code": "1"}}), "candidates[0].content.parts[0].executableCode"),
         "gemini.text_after_call": (response(CALL, {"text": "done"}), "candidates[0].content.parts[1]"),

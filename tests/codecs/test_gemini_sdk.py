@@ -284,10 +284,10 @@ def test_a_refusal_is_a_client_error_naming_the_field_without_a_retry(server: tu
 def test_a_built_in_tool_is_refused_by_name(server: tuple[Replayer, str]) -> None:
     _replayer, url = server
     client = _client(url)
-    search = types.Tool(google_search=types.GoogleSearch())
+    code = types.Tool(code_execution=types.ToolCodeExecution())
     with pytest.raises(errors.ClientError) as err:
-        client.models.generate_content(model=MODEL, contents="News?", config=types.GenerateContentConfig(tools=[search]))
-    assert "tools[0].googleSearch" in err.value.message
+        client.models.generate_content(model=MODEL, contents="Sum 1..9", config=types.GenerateContentConfig(tools=[code]))
+    assert "tools[0].codeExecution" in err.value.message
 
 
 def test_an_in_stream_error_raises_in_the_sdk(server: tuple[Replayer, str]) -> None:

@@ -19,6 +19,7 @@ from blackbox_mitm.cassette.payloads import (
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.codecs.common.jsonio import dumps, load_object, loads_or_none
 from blackbox_mitm.codecs.gemini import CODE_ASSIST, EMPTY_SCHEMA, MODEL_PATH, NAME, PARAMS, PROVIDER, REFUSALS
+from blackbox_mitm.codecs.gemini import grounding
 from blackbox_mitm.codecs.gemini.fields import call_positions, camel_request, part_kind
 from blackbox_mitm.errors import BlackboxUnsupportedError
 
@@ -221,7 +222,9 @@ def _decode_tools(raw: Any) -> list[ToolDefinition]:
         if not isinstance(tool, dict):
             REFUSALS.malformed(f"tools[{i}]", "a tool is not an object")
         for key, value in tool.items():
-            if key != "functionDeclarations" and value is not None:
+            if key in grounding.SERVED_TOOLS and value is not None:
+                tools.append(grounding.decode_builtin(key, value))
+            elif key != "functionDeclarations" and value is not None:
                 REFUSALS.refuse("gemini.builtin_tool", f"tools[{i}].{key}")
         for j, fn in enumerate(tool.get("functionDeclarations") or []):
             where = f"tools[{i}].functionDeclarations[{j}]"

@@ -19,7 +19,7 @@ from blackbox_mitm.cassette.payloads import (
 from blackbox_mitm.codecs.base import STOP_LENGTH, CallIds, DecodedRequest, ErrorResponse
 from blackbox_mitm.codecs.common.ids import answer_key, digest
 from blackbox_mitm.codecs.common.jsonio import dumps, load_object
-from blackbox_mitm.codecs.gemini import PROVIDER, REFUSALS
+from blackbox_mitm.codecs.gemini import PROVIDER, REFUSALS, grounding
 from blackbox_mitm.codecs.gemini.fields import call_positions, camel_content, first_text, neutral_output, part_kind
 
 __all__ = ["decode_response", "encode_error", "encode_response", "error_body", "normalize_answer"]
@@ -60,9 +60,8 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
     reason = candidate.get("finishReason")
     if reason not in ("STOP", "MAX_TOKENS"):
         REFUSALS.refuse("gemini.finish_reason", "candidates[0].finishReason", reason)
-    for key in ("citationMetadata", "groundingMetadata", "urlContextMetadata", "logprobsResult"):
-        if candidate.get(key):
-            REFUSALS.refuse("gemini.response_metadata", f"candidates[0].{key}")
+    if candidate.get("logprobsResult"):
+        REFUSALS.refuse("gemini.response_metadata", "candidates[0].logprobsResult")
     content = candidate.get("content") or {}
     parts = content.get("parts") if isinstance(content, dict) else None
     texts: list[str] = []
@@ -102,6 +101,9 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
         out["tokens"] = counts
     if reasoning:
         out["reasoning"] = reasoning
+    found = grounding.grounding_of(candidate)
+    if found is not None:
+        out["grounding"] = found
     return out
 
 
@@ -196,6 +198,7 @@ def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: 
                 "content": {"parts": parts, "role": "model"},
                 "finishReason": "MAX_TOKENS" if output.get("stop") == STOP_LENGTH else "STOP",
                 "index": 0,
+                **grounding.served_grounding(output),
             }
         ],
         "usageMetadata": _usage_of(output),

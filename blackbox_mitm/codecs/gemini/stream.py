@@ -28,6 +28,7 @@ from typing import Any
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest, SseEvent, StreamIncomplete
 from blackbox_mitm.codecs.common.jsonio import dumps
 from blackbox_mitm.codecs.gemini import FRAGMENT
+from blackbox_mitm.codecs.gemini.grounding import GROUNDING_KEYS
 from blackbox_mitm.codecs.gemini.response import encode_response, error_body
 from blackbox_mitm.codecs.sse import format_sse
 
@@ -151,6 +152,8 @@ def stream_body(response: dict[str, Any]) -> bytes:
         if last:
             entry["finishReason"] = candidate["finishReason"]
         entry["index"] = 0
+        if last:  # grounding comes with the last chunk, as Gemini sends it
+            entry.update({k: candidate[k] for k in GROUNDING_KEYS if k in candidate})
         chunk: dict[str, Any] = {"candidates": [entry]}
         if last:
             chunk["usageMetadata"] = response["usageMetadata"]
