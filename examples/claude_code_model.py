@@ -70,6 +70,15 @@ Tasks, chosen by a marker in the prompt (``claude -p "… TASK …"``):
     Load WebFetch through Claude Code's ``ToolSearch`` tool (its result is
     ``tool_reference`` blocks), then say which tools the result named.
 
+``BB-SEARCH``
+    A WebSearch (with tool search off, so the tool is offered directly): Claude
+    Code asks the model again with Anthropic's server-side ``web_search_20250305``
+    tool, and this "model" answers that sub-call as the API does — a
+    ``server_tool_use`` block, a ``web_search_tool_result`` block with two
+    results, then text with ``web_search_result_location`` citations, a
+    ``container``-less message with ``usage.server_tool_use`` — streamed when
+    asked to stream. Then the answer quotes what the WebSearch tool returned.
+
 Subagents are told apart by their prompt (``BB-SUB alpha`` / ``BB-SUB beta``).
 Anything else gets a short text answer (Claude Code's side calls, such as a
 title for the session).
@@ -80,6 +89,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import secrets
 import threading
 import time
 from typing import Any
@@ -334,7 +344,79 @@ def respond(kind: str, body: Json) -> Answer:
         return _task_agents(body, background=True, behind=True)
     if "BB-FORKS" in first:
         return _task_forks(body)
+    if first.startswith(SEARCH_PROMPT):
+        return _web_search_answer(first[len(SEARCH_PROMPT) :], body)
+    if "BB-SEARCH" in first:
+        return _task_search(body)
     together = re.search(r"BB-TOGETHER-(\d)", first)
     if together:
         return _task_agents(body, background=True, together=min(int(together.group(1)), len(TOGETHER)))
     return {"text": "Hello from the scripted model."}
+
+
+SEARCH_PROMPT = "Perform a web search for the query: "  # Claude Code's sub-call for its WebSearch tool
+SEARCH_QUERY = "blackbox mitmproxy recorder"
+SEARCH_RESULTS = (
+    ("Blackbox for mitmproxy", "https://docs.example.com/blackbox"),
+    ("Recording LLM agents", "https://blog.example.com/recording-agents"),
+)
+
+
+def _task_search(body: Json) -> Answer:
+    results = _last_results(body)
+    if not results:
+        return {"text": "Searching the web.", "tool_calls": [{"name": "WebSearch", "arguments": {"query": SEARCH_QUERY}}]}
+    return {"text": "The search said: " + " ".join(results[0].split())}
+
+
+def _web_search_answer(query: str, body: Json) -> Answer:
+    """The sub-call with the server-side web_search tool, answered as the API answers it (whole or streamed)."""
+    call_id = "srvtoolu_01" + secrets.token_hex(11)
+    results = [
+        {"type": "web_search_result", "title": title, "url": url, "encrypted_content": "Eq" + secrets.token_hex(30), "page_age": "2 days ago"}
+        for title, url in SEARCH_RESULTS
+    ]
+    cite = {
+        "type": "web_search_result_location",
+        "url": SEARCH_RESULTS[0][1],
+        "title": SEARCH_RESULTS[0][0],
+        "encrypted_index": "Eo" + secrets.token_hex(15),
+        "cited_text": "Blackbox records what an LLM agent says to its model provider.",
+    }
+    blocks: list[Json] = [
+        {"type": "text", "text": "I'll search for that."},
+        {"type": "server_tool_use", "id": call_id, "name": "web_search", "input": {"query": query}},
+        {"type": "web_search_tool_result", "tool_use_id": call_id, "content": results},
+        {"type": "text", "text": "Blackbox records an agent's model calls", "citations": [cite]},
+        {"type": "text", "text": " and replays them offline."},
+    ]
+    usage = {"input_tokens": 2048, "output_tokens": 96, "server_tool_use": {"web_search_requests": 1}}
+    message = {
+        "id": "msg_01" + secrets.token_hex(11),
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "claude-sonnet-4-5"),
+        "content": blocks,
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": usage,
+    }
+    if not body.get("stream"):
+        return {"raw": message}
+    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    events: list[Json] = [{"type": "message_start", "message": start}]
+    for i, block in enumerate(blocks):
+        if block["type"] == "server_tool_use":
+            events.append({"type": "content_block_start", "index": i, "content_block": {**block, "input": {}}})
+            events.append({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}})
+        elif block["type"] == "text":
+            events.append({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": "", "citations": None}})
+            for citation in block.get("citations", []):
+                events.append({"type": "content_block_delta", "index": i, "delta": {"type": "citations_delta", "citation": citation}})
+            events.append({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": block["text"]}})
+        else:
+            events.append({"type": "content_block_start", "index": i, "content_block": block})
+        events.append({"type": "content_block_stop", "index": i})
+    events.append({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 96}})
+    events.append({"type": "message_stop"})
+    return {"raw_events": events}
