@@ -17,7 +17,9 @@ end-to-end tests (Codex CLI). Written from the wire format as Codex uses it
 
 Script: a list of answers, one per model call: ``{"text": "..."}``,
 ``{"custom_tool": "exec", "input": "..."}``, ``{"function": "name", "arguments":
-"{...}"}``, ``{"error": "message"}`` (an error frame / a 400), and any answer may
+"{...}"}``, ``{"web_search": "query", "text": "...", "url": "...", "title": "..."}`` (a
+``web_search_call`` item the API ran, then the text citing that page; with
+``custom_tool`` and ``input`` instead of the text, a call of that tool), ``{"error": "message"}`` (an error frame / a 400), and any answer may
 add ``"cut": true`` (the connection drops after the first events). Past the
 end of the script a call gets an error. Every request and message is kept in
 ``requests``.
@@ -59,6 +61,14 @@ def answer_events(answer: Json, request: Json, response_id: str, n: int) -> list
         {"type": "response.created", "sequence_number": next(seq), "response": {**base, "status": "in_progress"}},
         {"type": "response.in_progress", "sequence_number": next(seq), "response": {**base, "status": "in_progress"}},
     ]
+    if "web_search" in answer:
+        items, more = _web_search_events(seq, answer, n)
+        events += more
+        usage = {"input_tokens": 12, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5}
+        usage |= {"output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 17}
+        done = {**base, "status": "completed", "output": items, "usage": usage}
+        events.append({"type": "response.completed", "sequence_number": next(seq), "response": done})
+        return events
     if "custom_tool" in answer:
         item = {
             "type": "custom_tool_call",
@@ -95,6 +105,43 @@ def answer_events(answer: Json, request: Json, response_id: str, n: int) -> list
     done = {**base, "status": "completed", "output": [item], "usage": usage}
     events.append({"type": "response.completed", "sequence_number": next(seq), "response": done})
     return events
+
+
+def _web_search_events(seq: Any, answer: Json, n: int) -> tuple[list[Json], list[Json]]:
+    """A hosted web search the API ran (a ``web_search_call`` item), then the answer's text citing a page."""
+    search = {"type": "web_search_call", "id": f"ws_{n}", "status": "completed", "action": {"type": "search", "query": answer["web_search"]}}
+    at = {"output_index": 0, "item_id": search["id"]}
+    events: list[Json] = [
+        {"type": "response.output_item.added", "sequence_number": next(seq), "output_index": 0, "item": {**search, "status": "in_progress"}},
+        {"type": "response.web_search_call.in_progress", "sequence_number": next(seq), **at},
+        {"type": "response.web_search_call.searching", "sequence_number": next(seq), **at},
+        {"type": "response.web_search_call.completed", "sequence_number": next(seq), **at},
+        {"type": "response.output_item.done", "sequence_number": next(seq), "output_index": 0, "item": search},
+    ]
+    if "custom_tool" in answer:  # the search, then a call of the agent's own tool
+        call = {"type": "custom_tool_call", "id": f"ctc_{n}", "call_id": f"call_{n}", "name": answer["custom_tool"], "input": answer["input"]}
+        ref = {"output_index": 1, "item_id": call["id"]}
+        events += [
+            {"type": "response.output_item.added", "sequence_number": next(seq), "output_index": 1, "item": {**call, "input": "", "status": "in_progress"}},
+            {"type": "response.custom_tool_call_input.delta", "sequence_number": next(seq), **ref, "delta": call["input"]},
+            {"type": "response.custom_tool_call_input.done", "sequence_number": next(seq), **ref, "input": call["input"]},
+            {"type": "response.output_item.done", "sequence_number": next(seq), "output_index": 1, "item": {**call, "status": "completed"}},
+        ]
+        return [search, {**call, "status": "completed"}], events
+    cite = {"type": "url_citation", "start_index": 0, "end_index": len(answer["text"]), "url": answer["url"], "title": answer["title"]}
+    part = {"type": "output_text", "text": answer["text"], "annotations": [cite]}
+    message = {"type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed", "content": [part]}
+    ref = {"output_index": 1, "item_id": message["id"], "content_index": 0}
+    events += [
+        {"type": "response.output_item.added", "sequence_number": next(seq), "output_index": 1, "item": {**message, "content": []}},
+        {"type": "response.content_part.added", "sequence_number": next(seq), **ref, "part": {**part, "text": "", "annotations": []}},
+        {"type": "response.output_text.delta", "sequence_number": next(seq), **ref, "delta": answer["text"], "obfuscation": "x"},
+        {"type": "response.output_text.annotation.added", "sequence_number": next(seq), **ref, "annotation_index": 0, "annotation": cite},
+        {"type": "response.output_text.done", "sequence_number": next(seq), **ref, "text": answer["text"]},
+        {"type": "response.content_part.done", "sequence_number": next(seq), **ref, "part": part},
+        {"type": "response.output_item.done", "sequence_number": next(seq), "output_index": 1, "item": message},
+    ]
+    return [search, message], events
 
 
 def _call_events(seq: Any, item: Json, field: str, prefix: str) -> list[Json]:

@@ -70,3 +70,52 @@ def test_claude_code_web_search_records_the_server_tool_blocks_and_replays_stric
     assert "srvtoolu_" not in cassette.read_text()
     calls = sum(1 for s in trace.steps if s.type == "model_input")
     cc.assert_same_run(cc.replay(cassette, prompt, cwd=workdir, confdir=confdir, claude_args=allow), rec, calls)
+
+
+# --- Codex ------------------------------------------------------------------------------------
+
+import test_codex as cx  # noqa: E402  (its Codex runner: CODEX_HOME, the fake's hosts, record / replay)
+from fake_responses_ws import FakeResponsesWs  # noqa: E402
+
+# The model searches the web and runs `echo` in one answer (so Codex sends the web_search_call back in its history),
+# then answers citing the page.
+SEARCH_AND_RUN = {"web_search": "blackbox mitmproxy recorder", **cx.SCRIPT[0]}
+SEARCH_ANSWER = {
+    "web_search": "blackbox mitmproxy recorder",
+    "text": "Blackbox records an agent's model calls and replays them offline.",
+    "url": "https://docs.example.com/blackbox",
+    "title": "Blackbox for mitmproxy",
+}
+
+
+def test_codex_gpt_5_sends_web_search_and_an_answer_with_a_web_search_call_replays_strictly(tmp_path: Path, confdir: Path) -> None:
+    if not cx.CODEX.exists():
+        pytest.fail(f"Codex is not installed at {cx.CODEX}; scripts/setup installs it")
+    codex = cx.Codex(tmp_path, confdir)
+    prompt = "What is blackbox for mitmproxy? Search the web."
+    command = [str(cx.CODEX), "exec", "--skip-git-repo-check", "--ephemeral", "-m", "gpt-5", "-C", str(codex.work), prompt]
+    cassette = tmp_path / "search.json"
+    with FakeResponsesWs([SEARCH_AND_RUN, SEARCH_ANSWER]) as fake:
+        args = ["record", "-o", str(cassette), "--confdir", str(confdir), *cx._to_the_fake(fake)]
+        rec = cx._blackbox(*args, "--", *command, env={**codex.env, "OPENAI_API_KEY": cx.KEY})
+        calls = cx._model_messages(fake)
+    assert rec.returncode == 0, rec.stderr[-3000:]
+    assert rec.stdout.strip().endswith(SEARCH_ANSWER["text"]), rec.stdout
+    assert any(t.get("type") == "web_search" for t in calls[-1]["body"]["tools"])  # gpt-5 gets the hosted web_search tool
+    trace = load_trace(cassette)
+    assert cx._blackbox("verify", str(cassette)).returncode == 0
+    tools = next(s.payload["tools"] for s in trace.steps if s.type == "model_input")
+    assert {"name": "web_search", "builtin": next(t for t in calls[-1]["body"]["tools"] if t["type"] == "web_search")} in tools
+    first, second = [s.payload for s in trace.steps if s.type == "model_output" and "parts" in s.payload]
+    search = {"status": "completed", "action": {"type": "search", "query": SEARCH_ANSWER["web_search"]}}
+    assert first["parts"][0] == {"type": "server_tool_call", "toolCallId": "call-0", "toolName": "web_search_call", "toolInput": search}
+    assert first["parts"][1] == {"type": "tool_use", "toolCallId": first["calls"][0]["toolCallId"]}
+    assert second["parts"][1]["annotations"][0]["url"] == SEARCH_ANSWER["url"]
+    # Codex sent the search back in its history: the same part, the same call-0.
+    history = [s.payload for s in trace.steps if s.type == "model_input"][1]["messages"]
+    sent = [p for m in history if isinstance(m["content"], list) for p in m["content"] if p["type"] == "server_tool_call"]
+    assert [p["toolCallId"] for p in sent] == ["call-0"]
+    assert b"ws_0" not in cassette.read_bytes()
+    rep = cx._blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *command, env=codex.env)
+    assert rep.returncode == 0, rep.stderr[-3000:]
+    assert rep.stdout == rec.stdout
