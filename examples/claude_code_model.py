@@ -373,7 +373,13 @@ def _web_search_answer(query: str, body: Json) -> Answer:
     """The sub-call with the server-side web_search tool, answered as the API answers it (whole or streamed)."""
     call_id = "srvtoolu_01" + secrets.token_hex(11)
     results = [
-        {"type": "web_search_result", "title": title, "url": url, "encrypted_content": "Eq" + secrets.token_hex(30), "page_age": "2 days ago"}
+        {
+            "type": "web_search_result",
+            "title": title,
+            "url": url,
+            "encrypted_content": "Eq" + secrets.token_hex(30),
+            "page_age": "2 days ago",
+        }
         for title, url in SEARCH_RESULTS
     ]
     cite = {
@@ -408,7 +414,13 @@ def _web_search_answer(query: str, body: Json) -> Answer:
     for i, block in enumerate(blocks):
         if block["type"] == "server_tool_use":
             events.append({"type": "content_block_start", "index": i, "content_block": {**block, "input": {}}})
-            events.append({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}})
+            events.append(
+                {
+                    "type": "content_block_delta",
+                    "index": i,
+                    "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])},
+                }
+            )
         elif block["type"] == "text":
             events.append({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": "", "citations": None}})
             for citation in block.get("citations", []):

@@ -109,20 +109,41 @@ def answer_events(answer: Json, request: Json, response_id: str, n: int) -> list
 
 def _web_search_events(seq: Any, answer: Json, n: int) -> tuple[list[Json], list[Json]]:
     """A hosted web search the API ran (a ``web_search_call`` item), then the answer's text citing a page."""
-    search = {"type": "web_search_call", "id": f"ws_{n}", "status": "completed", "action": {"type": "search", "query": answer["web_search"]}}
+    search = {
+        "type": "web_search_call",
+        "id": f"ws_{n}",
+        "status": "completed",
+        "action": {"type": "search", "query": answer["web_search"]},
+    }
     at = {"output_index": 0, "item_id": search["id"]}
     events: list[Json] = [
-        {"type": "response.output_item.added", "sequence_number": next(seq), "output_index": 0, "item": {**search, "status": "in_progress"}},
+        {
+            "type": "response.output_item.added",
+            "sequence_number": next(seq),
+            "output_index": 0,
+            "item": {**search, "status": "in_progress"},
+        },
         {"type": "response.web_search_call.in_progress", "sequence_number": next(seq), **at},
         {"type": "response.web_search_call.searching", "sequence_number": next(seq), **at},
         {"type": "response.web_search_call.completed", "sequence_number": next(seq), **at},
         {"type": "response.output_item.done", "sequence_number": next(seq), "output_index": 0, "item": search},
     ]
     if "custom_tool" in answer:  # the search, then a call of the agent's own tool
-        call = {"type": "custom_tool_call", "id": f"ctc_{n}", "call_id": f"call_{n}", "name": answer["custom_tool"], "input": answer["input"]}
+        call = {
+            "type": "custom_tool_call",
+            "id": f"ctc_{n}",
+            "call_id": f"call_{n}",
+            "name": answer["custom_tool"],
+            "input": answer["input"],
+        }
         ref = {"output_index": 1, "item_id": call["id"]}
         events += [
-            {"type": "response.output_item.added", "sequence_number": next(seq), "output_index": 1, "item": {**call, "input": "", "status": "in_progress"}},
+            {
+                "type": "response.output_item.added",
+                "sequence_number": next(seq),
+                "output_index": 1,
+                "item": {**call, "input": "", "status": "in_progress"},
+            },
             {"type": "response.custom_tool_call_input.delta", "sequence_number": next(seq), **ref, "delta": call["input"]},
             {"type": "response.custom_tool_call_input.done", "sequence_number": next(seq), **ref, "input": call["input"]},
             {"type": "response.output_item.done", "sequence_number": next(seq), "output_index": 1, "item": {**call, "status": "completed"}},

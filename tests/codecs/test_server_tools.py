@@ -29,7 +29,13 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CREATED_MS = 1_750_000_000_123
 
 WEB_SEARCH_RESULT = [
-    {"type": "web_search_result", "url": "https://weather.example/paris", "title": "Paris", "encrypted_content": "EqgfCioIARgB", "page_age": "1 day"}
+    {
+        "type": "web_search_result",
+        "url": "https://weather.example/paris",
+        "title": "Paris",
+        "encrypted_content": "EqgfCioIARgB",
+        "page_age": "1 day",
+    }
 ]
 CITATION = {
     "type": "web_search_result_location",
@@ -79,7 +85,13 @@ RESPONSES_ANSWER: dict[str, Any] = {
                     "type": "output_text",
                     "text": "Sunny, 24 °C (weather.example).",
                     "annotations": [
-                        {"type": "url_citation", "start_index": 14, "end_index": 29, "url": "https://weather.example/paris", "title": "Paris"}
+                        {
+                            "type": "url_citation",
+                            "start_index": 14,
+                            "end_index": 29,
+                            "url": "https://weather.example/paris",
+                            "title": "Paris",
+                        }
                     ],
                     "logprobs": [],
                 }
@@ -140,8 +152,18 @@ def test_an_anthropic_web_search_answer_is_kept_block_by_block_without_provider_
     assert output["type"] == "final_answer"
     assert output["text"] == "I'll search for that.It is sunny in Paris, 24 °C."  # what a reader that predates parts sees
     assert [p["type"] for p in output["parts"]] == ["text", "server_tool_call", "server_tool_result", "text", "text"]
-    assert output["parts"][1] == {"type": "server_tool_call", "toolCallId": "call-0", "toolName": "web_search", "toolInput": {"query": "paris weather"}}
-    assert output["parts"][2] == {"type": "server_tool_result", "toolCallId": "call-0", "kind": "web_search_tool_result", "result": WEB_SEARCH_RESULT}
+    assert output["parts"][1] == {
+        "type": "server_tool_call",
+        "toolCallId": "call-0",
+        "toolName": "web_search",
+        "toolInput": {"query": "paris weather"},
+    }
+    assert output["parts"][2] == {
+        "type": "server_tool_result",
+        "toolCallId": "call-0",
+        "kind": "web_search_tool_result",
+        "result": WEB_SEARCH_RESULT,
+    }
     assert output["parts"][3]["citations"] == [CITATION]
     assert output["container"] == {"expiresAt": "2026-12-01T12:00:00Z"}
     assert output["serverToolUse"] == {"web_search": 1}
@@ -171,10 +193,17 @@ def test_the_served_calls_sent_back_map_to_their_call_n(name: str) -> None:
         history: dict[str, Any] = {
             "model": "claude-sonnet-4-6",
             "max_tokens": 100,
-            "messages": [{"role": "user", "content": "Weather?"}, {"role": "assistant", "content": body["content"]}, {"role": "user", "content": "Thanks"}],
+            "messages": [
+                {"role": "user", "content": "Weather?"},
+                {"role": "assistant", "content": body["content"]},
+                {"role": "user", "content": "Thanks"},
+            ],
         }
     else:
-        history = {"model": "gpt-5", "input": [{"role": "user", "content": "Weather?"}, *body["output"], {"role": "user", "content": "Thanks"}]}
+        history = {
+            "model": "gpt-5",
+            "input": [{"role": "user", "content": "Weather?"}, *body["output"], {"role": "user", "content": "Thanks"}],
+        }
     sent = codec.decode_request(json.dumps(history).encode(), replay).model_input["messages"][1]["content"]
     calls = [p for p in sent if p["type"] == "server_tool_call"]
     assert [c["toolCallId"] for c in calls] == ["call-0"]
@@ -239,7 +268,9 @@ def _anthropic_client(name: str, url: str) -> tuple[Any, str]:
         )
         return client, "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
     if name == "vertex-anthropic":
-        return anthropic.AnthropicVertex(base_url=url, region="us-east5", project_id="p", access_token="ya29.fake", max_retries=0), "claude-sonnet-4-5@20250929"
+        return anthropic.AnthropicVertex(
+            base_url=url, region="us-east5", project_id="p", access_token="ya29.fake", max_retries=0
+        ), "claude-sonnet-4-5@20250929"
     return anthropic.Anthropic(base_url=url, api_key="k", max_retries=0, _strict_response_validation=True), "claude-sonnet-4-6"
 
 
@@ -263,7 +294,10 @@ def test_the_anthropic_sdk_parses_served_server_tool_blocks(name: str, stream: b
     codec, ids = codec_named(name), CallIds()
     request = _request(codec, ids, stream=stream)
     output = codec.decode_response(json.dumps(ANTHROPIC_ANSWER).encode(), ids, request)
-    one_shot.answer = ({"content-type": stream_content_type(codec) if stream else "application/json"}, _encoded(codec, output, request, CallIds(), stream))
+    one_shot.answer = (
+        {"content-type": stream_content_type(codec) if stream else "application/json"},
+        _encoded(codec, output, request, CallIds(), stream),
+    )
     blocks = _anthropic_blocks(name, one_shot.url, stream)
     assert [b.type for b in blocks] == ["text", "server_tool_use", "web_search_tool_result", "text", "text"]
     assert blocks[1].id == blocks[2].tool_use_id == "srvtoolu_bb0"
@@ -281,7 +315,10 @@ def test_the_openai_sdk_parses_a_served_web_search_call(stream: bool, one_shot: 
     codec, ids = codec_named("openai-responses"), CallIds()
     request = _request(codec, ids, stream=stream)
     output = codec.decode_response(json.dumps(RESPONSES_ANSWER).encode(), ids, request)
-    one_shot.answer = ({"content-type": "text/event-stream" if stream else "application/json"}, _encoded(codec, output, request, CallIds(), stream))
+    one_shot.answer = (
+        {"content-type": "text/event-stream" if stream else "application/json"},
+        _encoded(codec, output, request, CallIds(), stream),
+    )
     client = openai.OpenAI(base_url=one_shot.url + "/v1", api_key="k", max_retries=0, _strict_response_validation=True)
     tools: Any = [{"type": "web_search"}]
     if stream:
@@ -309,7 +346,10 @@ def test_google_genai_parses_served_grounding_metadata(stream: bool, one_shot: _
     request = _request(codec, ids, stream=stream)
     output = codec.decode_response(json.dumps(GEMINI_ANSWER).encode(), ids, request)
     assert output["grounding"] == {"groundingMetadata": GROUNDING}
-    one_shot.answer = ({"content-type": "text/event-stream" if stream else "application/json"}, _encoded(codec, output, request, CallIds(), stream))
+    one_shot.answer = (
+        {"content-type": "text/event-stream" if stream else "application/json"},
+        _encoded(codec, output, request, CallIds(), stream),
+    )
     client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=one_shot.url, client_args={"trust_env": False}))
     config = types.GenerateContentConfig(tools=[types.Tool(google_search=types.GoogleSearch())])
     if stream:

@@ -18,9 +18,11 @@ offline with no flags, the program printing what it printed at record.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from claude_code_model import SEARCH_QUERY, SEARCH_RESULTS, respond
@@ -119,3 +121,68 @@ def test_codex_gpt_5_sends_web_search_and_an_answer_with_a_web_search_call_repla
     rep = cx._blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *command, env=codex.env)
     assert rep.returncode == 0, rep.stderr[-3000:]
     assert rep.stdout == rec.stdout
+
+
+# --- Gemini CLI -------------------------------------------------------------------------------
+
+import test_gemini_e2e as gm  # noqa: E402  (its settings, fake host mapping and key)
+from fake_gemini import FakeGemini  # noqa: E402
+
+GROUNDED_TEXT = "Blackbox records an agent's model calls and replays them offline."
+GROUNDING = {
+    "webSearchQueries": ["blackbox mitmproxy"],
+    "searchEntryPoint": {"renderedContent": "<div class='search'>blackbox mitmproxy</div>"},
+    "groundingChunks": [{"web": {"uri": "https://docs.example.com/blackbox", "title": "docs.example.com"}}],
+    "groundingSupports": [
+        {"segment": {"startIndex": 0, "endIndex": 40, "text": GROUNDED_TEXT[:40]}, "groundingChunkIndices": [0], "confidenceScores": [0.9]}
+    ],
+}
+
+
+def _searching_model(body: dict[str, Any]) -> dict[str, Any]:
+    """Gemini CLI's model: its router's JSON, google_web_search once, then an answer quoting what the tool returned."""
+    config = body.get("generationConfig") or {}
+    if config.get("responseMimeType") == "application/json":
+        props = (config.get("responseJsonSchema") or {}).get("properties", {})
+        if "complexity_score" in props:
+            return {"text": json.dumps({"complexity_reasoning": "one search", "complexity_score": 10})}
+        return {"text": json.dumps({"next_speaker": "user", "reasoning": "answered"})}
+    if any("googleSearch" in t for t in body.get("tools") or []):  # the tool's own call, grounded by Google Search
+        candidate = {"content": {"role": "model", "parts": [{"text": GROUNDED_TEXT}]}, "finishReason": "STOP", "index": 0}
+        candidate["groundingMetadata"] = GROUNDING
+        usage = {"promptTokenCount": 9, "candidatesTokenCount": 14, "totalTokenCount": 23}
+        return {"raw": {"candidates": [candidate], "usageMetadata": usage, "modelVersion": "gemini-3-flash", "responseId": "g" * 22}}
+    for part in (body.get("contents") or [{}])[-1].get("parts") or []:
+        if "functionResponse" in part:
+            output = part["functionResponse"].get("response", {}).get("output", "")
+            return {"text": "The search said: " + " ".join(str(output).split())}
+    return {"function_calls": [{"name": "google_web_search", "args": {"query": "blackbox mitmproxy"}}]}
+
+
+@pytest.mark.skipif(not gm.GEMINI_CLI.exists(), reason="Gemini CLI is not installed (scripts/setup-gemini-cli)")
+def test_gemini_cli_google_web_search_records_the_grounding_and_replays_strictly(tmp_path: Path, confdir: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    (home / ".gemini").mkdir(parents=True)
+    (home / ".gemini" / "settings.json").write_text(json.dumps(gm.CLI_SETTINGS))
+    work.mkdir()
+    prompt = "What is blackbox for mitmproxy? Search the web."
+    cli = ["env", "-C", str(work), "node", str(gm.GEMINI_CLI), "--yolo", "--skip-trust", "-p", prompt]
+    cassette = tmp_path / "search.json"
+    with FakeGemini(responder=_searching_model) as fake:
+        args = ["record", "-o", str(cassette), "--confdir", str(confdir), *gm._remote(fake)]
+        rec = gm.blackbox(*args, "--", *cli, env=gm._env(HOME=str(home)))
+        calls = len(fake.model_requests())
+    assert rec.returncode == 0, rec.stderr
+    out = rec.stdout.strip()
+    # What Gemini CLI made of the grounding: a citation marker after the supported span, and the sources.
+    assert out.startswith("The search said:") and "[1]" in out and "docs.example.com (https://docs.example.com/blackbox)" in out, out
+    trace = load_trace(cassette)
+    assert gm.verify_trace(trace) == []
+    [grounded] = [s.payload for s in trace.steps if s.type == "model_output" and "grounding" in s.payload]
+    assert grounded["grounding"] == {"groundingMetadata": GROUNDING}
+    inputs = [s.payload for s in trace.steps if s.type == "model_input"]
+    assert any({"name": "googleSearch", "builtin": {"googleSearch": {}}} in i["tools"] for i in inputs)
+    rep = gm.blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *cli, env={"HOME": str(home)})
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout.strip() == out
+    assert f"{calls} of {calls} model calls served" in rep.stderr

@@ -14,8 +14,7 @@ from blackbox_mitm.cassette.payloads import (
     ToolUsePart,
     media_part,
 )
-from blackbox_mitm.codecs.anthropic_messages import NAME, PARAMS, PROVIDER, REFUSALS, THINKING
-from blackbox_mitm.codecs.anthropic_messages import server_tools
+from blackbox_mitm.codecs.anthropic_messages import NAME, PARAMS, PROVIDER, REFUSALS, THINKING, server_tools
 from blackbox_mitm.codecs.anthropic_messages.fields import block_kind, is_server_block, server_caller, text_of
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.codecs.common.jsonio import dumps_bytes, load_object, loads_or_none

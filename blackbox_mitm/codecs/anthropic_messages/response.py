@@ -16,8 +16,7 @@ from blackbox_mitm.cassette.payloads import (
     tokens_of,
     tool_calls_of,
 )
-from blackbox_mitm.codecs.anthropic_messages import PROVIDER, REFUSALS, THINKING
-from blackbox_mitm.codecs.anthropic_messages import server_tools
+from blackbox_mitm.codecs.anthropic_messages import PROVIDER, REFUSALS, THINKING, server_tools
 from blackbox_mitm.codecs.anthropic_messages.fields import block_kind, server_caller, text_of
 from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse
 from blackbox_mitm.codecs.common.ids import digest

@@ -99,9 +99,7 @@ def is_rich_answer(content: list[Any]) -> bool:
     return False
 
 
-def decode_answer_parts(
-    content: list[dict[str, Any]], ids: CallIds, new_call: Any
-) -> tuple[str, list[ToolCall], list[AnswerPart]]:
+def decode_answer_parts(content: list[dict[str, Any]], ids: CallIds, new_call: Any) -> tuple[str, list[ToolCall], list[AnswerPart]]:
     """(all the text, the client calls, the blocks in order) of an answer with server blocks.
 
     Checked first, then ids handed out in block order (nothing is assigned when a block is refused).
@@ -150,7 +148,9 @@ def answer_blocks(output: Mapping[str, Any], ids: CallIds) -> list[dict[str, Any
             blocks.append(block)
         elif kind == "tool_use" and call_id in calls:
             call = calls[call_id]
-            blocks.append({"type": "tool_use", "id": ids.served_id(call_id, "toolu_"), "name": call.get("toolName"), "input": call.get("toolInput")})
+            blocks.append(
+                {"type": "tool_use", "id": ids.served_id(call_id, "toolu_"), "name": call.get("toolName"), "input": call.get("toolInput")}
+            )
         elif kind == "server_tool_call":
             served = ids.served_id(call_id, SERVED_PREFIX)
             blocks.append({"type": "server_tool_use", "id": served, "name": part.get("toolName"), "input": part.get("toolInput")})

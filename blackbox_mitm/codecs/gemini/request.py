@@ -18,8 +18,7 @@ from blackbox_mitm.cassette.payloads import (
 )
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.codecs.common.jsonio import dumps, load_object, loads_or_none
-from blackbox_mitm.codecs.gemini import CODE_ASSIST, EMPTY_SCHEMA, MODEL_PATH, NAME, PARAMS, PROVIDER, REFUSALS
-from blackbox_mitm.codecs.gemini import grounding
+from blackbox_mitm.codecs.gemini import CODE_ASSIST, EMPTY_SCHEMA, MODEL_PATH, NAME, PARAMS, PROVIDER, REFUSALS, grounding
 from blackbox_mitm.codecs.gemini.fields import call_positions, camel_request, part_kind
 from blackbox_mitm.errors import BlackboxUnsupportedError
 

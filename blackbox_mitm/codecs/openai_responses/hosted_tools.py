@@ -85,9 +85,9 @@ def is_rich(items: list[Any]) -> bool:
             continue
         if item.get("type") in SERVED_ITEMS:
             return True
-        if item.get("type") == "message" and isinstance(item.get("content"), list):
-            if any(isinstance(p, dict) and p.get("annotations") for p in item["content"]):
-                return True
+        content = item.get("content") if item.get("type") == "message" else None
+        if isinstance(content, list) and any(isinstance(p, dict) and p.get("annotations") for p in content):
+            return True
     return False
 
 
@@ -119,10 +119,12 @@ def rich_output(
         else:
             native = item.get("id")
             parts.append(dict(_part(item, ids.assign(native if isinstance(native, str) else None, str(item["type"])))))
-    out: ModelOutput = {"type": "tool_calls", "calls": calls} if calls else {"type": "final_answer", "text": ""}
-    out["text"] = "".join(texts)
-    if calls and not out["text"]:
-        del out["text"]
+    text = "".join(texts)
+    out: ModelOutput = {"type": "final_answer", "text": text}
+    if calls:
+        out = {"type": "tool_calls", "calls": calls}
+        if text:
+            out["text"] = text
     out["parts"] = parts
     if length:
         out["stop"] = STOP_LENGTH

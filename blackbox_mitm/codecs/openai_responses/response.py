@@ -282,13 +282,13 @@ def output_items(output: Any, request: DecodedRequest, ids: CallIds, response_id
     thought = reasoning_items(output, response_id)
     if "parts" in output:
         kinds = {str(t.get("name")): is_custom(t) for t in request.model_input.get("tools") or [] if isinstance(t, dict)}
-        items = hosted_tools.rich_items(
+        served = hosted_tools.rich_items(
             output,
             ids,
             lambda n: msg_id if n == 0 else f"msg_bb{_digest(response_id, 'message', n)}",
             lambda call: _call_item(call, kinds, ids),
         )
-        return [*thought, *items], length
+        return [*thought, *served], length
     if kind == "final_answer":
         if not isinstance(text, str):
             raise ValueError("a final_answer model_output has no text")
