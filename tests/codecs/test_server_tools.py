@@ -362,3 +362,59 @@ def test_google_genai_parses_served_grounding_metadata(stream: bool, one_shot: _
     assert metadata[0].grounding_chunks is not None and metadata[0].grounding_chunks[0].web is not None
     assert metadata[0].grounding_chunks[0].web.uri == "https://weather.example/paris"
     assert "".join(c.text or "" for c in chunks) == "Sunny, 24 °C in Paris."
+
+
+# --- bad and edge input ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("block", "field"),
+    [
+        ({"type": "server_tool_use", "name": "web_search", "input": {}}, "content[0]"),
+        ({"type": "web_search_tool_result", "content": []}, "content[0].tool_use_id"),
+    ],
+)
+def test_a_malformed_server_block_is_a_named_error_and_uses_no_call_id(block: dict[str, Any], field: str) -> None:
+    from blackbox_mitm.errors import BlackboxUnsupportedError
+
+    codec, ids = codec_named("anthropic"), CallIds()
+    body = {**ANTHROPIC_ANSWER, "content": [block, {"type": "text", "text": "x"}]}
+    with pytest.raises(BlackboxUnsupportedError) as err:
+        codec.decode_response(json.dumps(body).encode(), ids, _request(codec, CallIds(), stream=False))
+    assert err.value.field == field
+    assert ids.next_index() == 0
+
+
+def test_an_anthropic_answer_with_citations_alone_keeps_them() -> None:
+    codec = codec_named("anthropic")
+    body = {**ANTHROPIC_ANSWER, "content": [{"type": "text", "text": "Paris.", "citations": [CITATION]}], "container": None}
+    output = codec.decode_response(json.dumps(body).encode(), CallIds(), _request(codec, CallIds(), stream=False))
+    assert output["parts"] == [{"type": "text", "text": "Paris.", "citations": [CITATION]}]
+    assert "container" not in output
+
+
+def test_a_hosted_call_item_without_an_id_in_the_history_is_still_a_part() -> None:
+    codec, ids = codec_named("openai-responses"), CallIds()
+    item = {"type": "web_search_call", "status": "completed", "action": {"type": "search", "query": "q"}}
+    body = {"model": "gpt-5", "input": [{"role": "user", "content": "Hi"}, item, {"role": "user", "content": "And?"}]}
+    messages = codec.decode_request(json.dumps(body).encode(), ids).model_input["messages"]
+    assert messages[1] == {
+        "role": "assistant",
+        "content": [
+            {
+                "type": "server_tool_call",
+                "toolCallId": "call-0",
+                "toolName": "web_search_call",
+                "toolInput": {k: v for k, v in item.items() if k != "type"},
+            }
+        ],
+    }
+
+
+def test_gemini_url_context_and_google_search_are_builtin_definitions() -> None:
+    codec = codec_named("gemini")
+    body = {"contents": [{"role": "user", "parts": [{"text": "Hi"}]}], "tools": [{"googleSearch": {}}, {"urlContext": {}}]}
+    tools = codec.decode_request(json.dumps(body).encode(), CallIds(), path="/v1beta/models/gemini-2.5-flash:generateContent").model_input[
+        "tools"
+    ]
+    assert tools == [{"name": "googleSearch", "builtin": {"googleSearch": {}}}, {"name": "urlContext", "builtin": {"urlContext": {}}}]

@@ -81,11 +81,12 @@ def history_part(item: dict[str, Any], ids: CallIds) -> ServerToolCallPart:
 def is_rich(items: list[Any]) -> bool:
     """An answer with hosted call items or annotated text: it is recorded item by item (``parts``)."""
     for item in items:
-        if not isinstance(item, dict):
-            continue
-        if item.get("type") in SERVED_ITEMS:
+        kind = item.get("type") if isinstance(item, dict) else None
+        if not isinstance(kind, str):
+            continue  # the item loop names it
+        if kind in SERVED_ITEMS:
             return True
-        content = item.get("content") if item.get("type") == "message" else None
+        content = item.get("content") if kind == "message" else None
         if isinstance(content, list) and any(isinstance(p, dict) and p.get("annotations") for p in content):
             return True
     return False
