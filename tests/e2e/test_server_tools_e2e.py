@@ -67,8 +67,9 @@ def test_claude_code_web_search_records_the_server_tool_blocks_and_replays_stric
     assert parts[1]["toolName"] == "web_search" and parts[1]["toolInput"] == {"query": SEARCH_QUERY}
     assert parts[1]["toolCallId"] == parts[2]["toolCallId"] and parts[1]["toolCallId"].startswith("call-")
     assert answers[0]["serverToolUse"] == {"web_search": 1}
-    offered = [s.payload["tools"] for s in trace.steps if s.type == "model_input" and any("builtin" in t for t in s.payload["tools"])]
-    assert offered and offered[0][0]["builtin"]["type"] == "web_search_20250305"
+    offered = [s.payload for s in trace.steps if s.type == "model_input" and any("builtin" in t for t in s.payload["tools"])]
+    assert offered and offered[0]["tools"][0]["builtin"]["type"] == "web_search_20250305"
+    assert offered[0]["params"].get("stream") is True  # the sub-call streams: the server blocks went through SSE both ways
     assert "srvtoolu_" not in cassette.read_text()
     calls = sum(1 for s in trace.steps if s.type == "model_input")
     cc.assert_same_run(cc.replay(cassette, prompt, cwd=workdir, confdir=confdir, claude_args=allow), rec, calls)
