@@ -13,7 +13,8 @@ Keys (every one optional)::
     mask = ["REGEX", {name = "session", pattern = "REGEX"}]   # masks for strict replay
     default_masks = true                                      # the built-in masks (blackbox masks)
     redact = ["REGEX", {name = "email", pattern = "REGEX"}]   # redaction at record (and replay)
-    hosts = ["llm.internal.example"]                          # more provider hosts to intercept
+    hosts = ["llm.internal.example"]                          # more provider hosts to intercept (codec by path)
+    hosts = {"llm.corp.example" = "openai"}                   # or each with the codec it speaks ([tool.blackbox.hosts])
     match = "strict"                                          # or "sequence"
     pace = "recorded"                                         # or a factor such as 0.1; absent: as fast as possible
     mcp_dirs = ["nightly/runs"]                               # more folders `blackbox mcp` reads (relative to this file)
@@ -23,9 +24,11 @@ Keys (every one optional)::
     exchanges_max_bytes = 67108864                            # the cap on all kept bodies of a run
     env_substitution = true                                   # the run's cwd, HOME, date… as placeholders (session.environment)
 
-Flags add to the lists (``--mask``, ``--redact``, ``--host``) and replace the
-single values (``--match``, ``--pace``, ``--order-gap``, ``--no-default-masks``,
-``--no-env-substitution``).
+Flags add to the lists (``--mask``, ``--redact``, ``--host HOST[=CODEC]``; a flag's
+codec wins over the file's for the same host) and replace the single values
+(``--match``, ``--pace``, ``--order-gap``, ``--no-default-masks``,
+``--no-env-substitution``, ``--exchanges``…): each of those is read one way
+(``config_keys.SINGLE``: its flag, its parser, its default).
 ``effective_settings`` puts both together and says where each value came from;
 ``blackbox config`` prints it. A file that cannot be read, is not TOML, or
 holds an unknown key or a value of the wrong type raises ``ConfigError``
@@ -41,6 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from blackbox_mitm.codecs import host_spec
+from blackbox_mitm.config_keys import KEYS, HostSetting, Setting, check_values, host_values, parse_order_gap, parse_pace, rules, single
 from blackbox_mitm.errors import ConfigError
 from blackbox_mitm.matcher.masks import CompareRules, Mask, MaskError
 from blackbox_mitm.session.redact import Redaction, Redactor, rule_name
@@ -50,6 +55,7 @@ __all__ = [
     "KEYS",
     "ConfigError",
     "Effective",
+    "HostSetting",
     "ProjectConfig",
     "Setting",
     "effective_settings",
@@ -61,23 +67,6 @@ __all__ = [
 ]
 
 CONFIG_ENV = "BLACKBOX_CONFIG"
-KEYS = (
-    "mask",
-    "default_masks",
-    "redact",
-    "hosts",
-    "match",
-    "pace",
-    "mcp_dirs",
-    "order_gap",
-    "exchanges",
-    "exchange_max_bytes",
-    "exchanges_max_bytes",
-    "env_substitution",
-)
-EXCHANGE_POLICIES = ("all", "model-hosts", "none")
-_EXCHANGE_DEFAULTS: dict[str, Any] = {"exchanges": "all", "exchange_max_bytes": 16 * 1024 * 1024, "exchanges_max_bytes": 64 * 1024 * 1024}
-MATCH_MODES = ("strict", "sequence")
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +146,7 @@ def load_config(path: str | os.PathLike[str], table: str | None = None) -> Proje
     config = ProjectConfig(p, table, values if isinstance(values, dict) else {})
     if not isinstance(values, dict):
         raise ConfigError(f"{config.where}: must be a table of settings")
-    _check(config)
+    check_values(config.values, config.where, config.table)
     return config
 
 
@@ -177,108 +166,7 @@ def project_config(start: str | os.PathLike[str] | None = None, environ: Mapping
     return ProjectConfig() if found is None else load_config(*found)
 
 
-# -- checking ------------------------------------------------------------------------------
-
-
-def _check(config: ProjectConfig) -> None:
-    values = config.values
-    unknown = sorted(set(values) - set(KEYS))
-    if unknown:
-        raise ConfigError(f"{config.where}: unknown key {unknown[0]!r}; the keys are {', '.join(KEYS)}")
-    for key in ("mask", "redact"):
-        if key in values:
-            _rules(values[key], key, config.where)
-    if "hosts" in values:
-        hosts = values["hosts"]
-        if not isinstance(hosts, list) or not all(isinstance(h, str) and h.strip() for h in hosts):
-            raise ConfigError(f'{config.where}: hosts must be a list of host names, e.g. hosts = ["llm.internal.example"]')
-    if "mcp_dirs" in values:
-        dirs = values["mcp_dirs"]
-        if not isinstance(dirs, list) or not all(isinstance(d, str) and d.strip() for d in dirs):
-            raise ConfigError(f'{config.where}: mcp_dirs must be a list of folders, e.g. mcp_dirs = ["nightly/runs"]')
-    if "match" in values and values["match"] not in MATCH_MODES:
-        raise ConfigError(f'{config.where}: match must be "strict" or "sequence", not {values["match"]!r}')
-    for flag in ("default_masks", "env_substitution"):
-        if flag in values and not isinstance(values[flag], bool):
-            raise ConfigError(f"{config.where}: {flag} must be true or false, not {values[flag]!r}")
-    for key, parse in (("pace", parse_pace), ("order_gap", parse_order_gap)):
-        if key in values:
-            try:
-                parse(values[key])
-            except ConfigError as exc:
-                raise ConfigError(f"{config.where}: {exc}") from exc
-    if "exchanges" in values and values["exchanges"] not in EXCHANGE_POLICIES:
-        raise ConfigError(f'{config.where}: exchanges must be "all", "model-hosts" or "none", not {values["exchanges"]!r}')
-    for key in ("exchange_max_bytes", "exchanges_max_bytes"):
-        if key in values and (isinstance(values[key], bool) or not isinstance(values[key], int) or values[key] < 0):
-            raise ConfigError(f"{config.where}: {key} must be a number of bytes (0 or more), not {values[key]!r}")
-
-
-def _rules(value: Any, key: str, where: str) -> list[tuple[str | None, str]]:
-    """A mask/redact list as (name or None, pattern) pairs; ConfigError when it is not one."""
-    example = f'{key} = ["REGEX", {{name = "NAME", pattern = "REGEX"}}]'
-    if not isinstance(value, list):
-        raise ConfigError(f"{where}: {key} must be a list of regular expressions, e.g. {example}")
-    out: list[tuple[str | None, str]] = []
-    for i, item in enumerate(value):
-        if isinstance(item, str):
-            out.append((None, item))
-        elif isinstance(item, dict) and set(item) <= {"name", "pattern"} and isinstance(item.get("pattern"), str):
-            name = item.get("name")
-            if name is not None and not isinstance(name, str):
-                raise ConfigError(f"{where}: {key}[{i}].name must be a string")
-            out.append((name, item["pattern"]))
-        else:
-            raise ConfigError(f"{where}: {key}[{i}] must be a regular expression or a table {{name, pattern}}, e.g. {example}")
-    return out
-
-
-def parse_pace(value: Any) -> float | None:
-    """``"recorded"`` -> 1.0, a positive number (or its text) -> that factor, ``"fast"``/None -> None (as fast as possible)."""
-    if value is None or value == "fast":
-        return None
-    if value == "recorded":
-        return 1.0
-    if isinstance(value, bool):
-        raise ConfigError(f'pace must be "recorded", "fast" or a positive factor such as 0.1, not {value!r}')
-    try:
-        factor = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f'pace must be "recorded", "fast" or a positive factor such as 0.1, not {value!r}') from None
-    if not factor > 0 or factor != factor or factor == float("inf"):
-        raise ConfigError(f"pace must be a positive factor (1 = as recorded, 0.1 = ten times faster), not {value!r}")
-    return factor
-
-
-def parse_order_gap(value: Any) -> float | None:
-    """``"off"`` -> None (answers released as they are ready), a number of ms >= 0 (or its text) -> that separation."""
-    from blackbox_mitm.session.release import DEFAULT_GAP_MS
-
-    if value is None or value == "default":
-        return DEFAULT_GAP_MS
-    if value == "off":
-        return None
-    message = f'order_gap must be "off" or a number of milliseconds such as 25, not {value!r}'
-    if isinstance(value, bool):
-        raise ConfigError(message)
-    try:
-        gap = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(message) from None
-    if not gap >= 0 or gap == float("inf"):
-        raise ConfigError(message)
-    return gap
-
-
 # -- putting config and flags together ---------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Setting:
-    """One effective value and where it came from (a file and table, a flag, or ``default``)."""
-
-    value: Any
-    source: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,14 +177,14 @@ class Effective:
     masks: tuple[Mask, ...]
     default_masks: Setting
     redactions: tuple[Redaction, ...]
-    hosts: tuple[Setting, ...]
+    hosts: tuple[HostSetting, ...]
     match: Setting
     pace: Setting  # value: None (as fast as possible) or a factor
-    order_gap: Setting = Setting(None, "default")  # value: ms between overlapping answers' ends, None: off
-    exchanges: Setting = Setting(_EXCHANGE_DEFAULTS["exchanges"], "default")  # which other HTTP exchanges a recording keeps
-    exchange_max_bytes: Setting = Setting(_EXCHANGE_DEFAULTS["exchange_max_bytes"], "default")
-    exchanges_max_bytes: Setting = Setting(_EXCHANGE_DEFAULTS["exchanges_max_bytes"], "default")
-    env_substitution: Setting = Setting(True, "default")  # the run's environment as placeholders
+    order_gap: Setting  # value: ms between overlapping answers' ends, None: off
+    exchanges: Setting  # which other HTTP exchanges a recording keeps
+    exchange_max_bytes: Setting
+    exchanges_max_bytes: Setting
+    env_substitution: Setting  # the run's environment as placeholders
 
     @property
     def environment(self) -> Any:
@@ -318,7 +206,17 @@ class Effective:
 
     @property
     def host_names(self) -> tuple[str, ...]:
-        return tuple(str(h.value) for h in self.hosts)
+        return tuple(h.value for h in self.hosts)
+
+    @property
+    def host_specs(self) -> tuple[str, ...]:
+        """The hosts as ``HOST`` / ``HOST=CODEC`` (what ``ProxySettings.hosts`` carries to the addon)."""
+        return tuple(h.spec for h in self.hosts)
+
+    @property
+    def host_codecs(self) -> dict[str, str]:
+        """Each host named with a codec: the codec's name (``codecs.codec_for``'s ``named``)."""
+        return {h.value: h.codec for h in self.hosts if h.codec is not None}
 
     def to_json(self) -> dict[str, Any]:
         from blackbox_mitm.matcher.masks import BUILT_IN_MASKS
@@ -330,7 +228,7 @@ class Effective:
             "mask": built_in + [m.to_json() for m in self.masks],
             "default_masks": {"value": self.default_masks.value, "source": self.default_masks.source},
             "redact": [r.to_json() for r in self.redactions],
-            "hosts": [{"value": h.value, "source": h.source} for h in self.hosts],
+            "hosts": [{"value": h.value, "codec": h.codec, "source": h.source} for h in self.hosts],
             "match": {"value": self.match.value, "source": self.match.source},
             "pace": {"value": _pace_text(self.pace.value), "source": self.pace.source},
             "order_gap": {"value": "off" if self.order_gap.value is None else f"{self.order_gap.value:g}", "source": self.order_gap.source},
@@ -367,67 +265,38 @@ def effective_settings(
     config = project_config() if config is None else config
     values, where = config.values, config.where
     try:
-        mask_list = [_mask(name, pattern, where, i) for i, (name, pattern) in enumerate(_rules(values.get("mask", []), "mask", where))]
+        mask_list = [_mask(name, pattern, where, i) for i, (name, pattern) in enumerate(rules(values.get("mask", []), "mask", where))]
         mask_list += [Mask(f"mask-{len(mask_list) + i + 1}", p, source="--mask") for i, p in enumerate(masks)]
-        rules = _rules(values.get("redact", []), "redact", where)
-        red_list = [Redaction(name or rule_name(pattern), pattern, source=where) for name, pattern in rules]
+        red_rules = rules(values.get("redact", []), "redact", where)
+        red_list = [Redaction(name or rule_name(pattern), pattern, source=where) for name, pattern in red_rules]
         red_list += [Redaction(rule_name(p), p, source="--redact") for p in redact]
         CompareRules.build(mask_list, defaults=False)  # duplicate names
         red_list = list(Redactor.build(red_list).rules)  # the same rule twice is one; one name for two patterns is an error
     except MaskError as exc:
         raise ConfigError(str(exc)) from exc
-    if no_default_masks:
-        defaults = Setting(False, "--no-default-masks")
-    elif "default_masks" in values:
-        defaults = Setting(bool(values["default_masks"]), where)
-    else:
-        defaults = Setting(True, "default")
-    host_settings = [Setting(h.strip().lower(), where) for h in values.get("hosts", [])]
-    host_settings += [Setting(h.strip().lower(), "--host") for h in hosts if h.strip()]
-    match_setting = (
-        Setting(match, "--match")
-        if match is not None
-        else Setting(values.get("match", "strict"), where if "match" in values else "default")
-    )
-    if pace is not None:
-        pace_setting = Setting(parse_pace(pace), "--pace")
-    elif "pace" in values:
-        pace_setting = Setting(parse_pace(values["pace"]), where)
-    else:
-        pace_setting = Setting(None, "default")
-    if no_env_substitution:
-        env_setting = Setting(False, "--no-env-substitution")
-    elif "env_substitution" in values:
-        env_setting = Setting(bool(values["env_substitution"]), where)
-    else:
-        env_setting = Setting(True, "default")
-    if order_gap is not None:
-        gap_setting = Setting(parse_order_gap(order_gap), "--order-gap")
-    else:
-        gap_setting = Setting(parse_order_gap(values.get("order_gap")), where if "order_gap" in values else "default")
-    flags = {"exchanges": exchanges, "exchange_max_bytes": exchange_max_bytes, "exchanges_max_bytes": exchanges_max_bytes}
-    found = {k: _setting(k, flag, values, where) for k, flag in flags.items()}
-    return Effective(
-        config,
-        tuple(mask_list),
-        defaults,
-        tuple(red_list),
-        tuple(host_settings),
-        match_setting,
-        pace_setting,
-        gap_setting,
-        env_substitution=env_setting,
-        **found,
-    )
+    flags = {
+        "default_masks": False if no_default_masks else None,
+        "match": match,
+        "pace": pace,
+        "order_gap": order_gap,
+        "exchanges": exchanges,
+        "exchange_max_bytes": exchange_max_bytes,
+        "exchanges_max_bytes": exchanges_max_bytes,
+        "env_substitution": False if no_env_substitution else None,
+    }
+    found = {key: single(key, flag, values, where) for key, flag in flags.items()}
+    return Effective(config, tuple(mask_list), redactions=tuple(red_list), hosts=_host_settings(config, hosts), **found)
 
 
-def _setting(key: str, flag: Any, values: Mapping[str, Any], where: str) -> Setting:
-    """A single value: the flag, else the config file, else the default."""
-    if flag is not None:
-        return Setting(flag, "--" + key.replace("_", "-"))
-    if key in values:
-        return Setting(values[key], where)
-    return Setting(_EXCHANGE_DEFAULTS[key], "default")
+def _host_settings(config: ProjectConfig, flags: Iterable[str]) -> tuple[HostSetting, ...]:
+    """The file's hosts, then the flags' (``HOST`` or ``HOST=CODEC``): each host once, the last codec named for it wins."""
+    named = [(h, c, config.where) for h, c in host_values(config.values.get("hosts", []), config.where, config.table)]
+    named += [(*host_spec(h), "--host") for h in flags if h.strip()]
+    found: dict[str, HostSetting] = {}
+    for host, codec, source in named:
+        if host not in found or codec is not None:
+            found[host] = HostSetting(host, source, codec)
+    return tuple(found.values())
 
 
 def _mask(name: str | None, pattern: str, where: str, index: int) -> Mask:

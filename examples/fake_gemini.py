@@ -4,8 +4,8 @@ It stands in for generativelanguage.googleapis.com in the end-to-end tests and
 the docs. It is written from the wire format (shared/providers.md section 6),
 not from blackbox_mitm, so that it stays an independent stand-in.
 
-Routes (``v1`` and ``v1beta`` alike; the key in ``x-goog-api-key`` or ``?key=``,
-else a 403 as the API gives):
+Routes (``v1`` and ``v1beta`` alike; the key in ``x-goog-api-key`` or ``?key=``, or
+on Vertex's project paths an OAuth bearer token, else a 403 as the API gives):
 
 * ``POST /v1beta/models/{model}:generateContent`` — one GenerateContentResponse;
 * ``POST …:streamGenerateContent?alt=sse`` — ``data:`` chunks, no ``[DONE]``,
@@ -165,7 +165,8 @@ class FakeGemini:
         query = parse_qs(url.query)
         with self._lock:
             self.requests.append({"method": method, "path": url.path, "query": query, "headers": headers, "body": body})
-        if not (headers.get("x-goog-api-key") or query.get("key")):
+        oauth = headers.get("authorization", "").startswith("Bearer ") and "/projects/" in url.path  # Vertex with a project
+        if not (headers.get("x-goog-api-key") or query.get("key") or oauth):
             return 403, _error(403, "Method doesn't allow unregistered callers. Please use an API key."), False
         if method == "GET" and re.match(r"^/v1(beta)?/models/?$", url.path):
             return 200, {"models": [{"name": "models/gemini-2.5-flash", "displayName": "Gemini 2.5 Flash"}]}, False

@@ -11,6 +11,10 @@
 Unadapted to recording: a default ``genai.Client()`` (the key from
 GEMINI_API_KEY / GOOGLE_API_KEY, the real https://generativelanguage.googleapis.com),
 so blackbox reaches it through HTTPS_PROXY and its CA like any third-party agent.
+On Vertex AI (``GOOGLE_GENAI_USE_VERTEXAI=true`` with ``GOOGLE_CLOUD_PROJECT`` and
+``GOOGLE_CLOUD_LOCATION``) it authenticates as google-auth finds it (e.g. the
+OAuth credentials file in ``GOOGLE_APPLICATION_CREDENTIALS``), or with gcloud's
+access token when ``CLOUDSDK_AUTH_ACCESS_TOKEN`` is set.
 The answer is the only thing on stdout; exit 1 on an API error, 2 when the model
 never finishes.
 """
@@ -18,6 +22,7 @@ never finishes.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -66,12 +71,23 @@ def manual_loop(client: genai.Client, question: str) -> str:
     raise SystemExit(2)
 
 
+def make_client() -> genai.Client:
+    """A default client; on Vertex with a project and ``CLOUDSDK_AUTH_ACCESS_TOKEN`` set, that token as its credentials."""
+    token = os.environ.get("CLOUDSDK_AUTH_ACCESS_TOKEN")
+    on_vertex = os.environ.get("GOOGLE_GENAI_USE_VERTEXAI", "").lower() in ("true", "1") and os.environ.get("GOOGLE_CLOUD_PROJECT")
+    if token and on_vertex:
+        from google.oauth2.credentials import Credentials
+
+        return genai.Client(credentials=Credentials(token))
+    return genai.Client()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("question")
     parser.add_argument("--mode", choices=["generate", "stream", "manual", "auto"], default="manual")
     args = parser.parse_args(argv)
-    client = genai.Client()
+    client = make_client()
     try:
         if args.mode == "generate":
             answer = client.models.generate_content(model=MODEL, contents=args.question).text or ""

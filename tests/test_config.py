@@ -194,3 +194,114 @@ def test_order_gap_from_the_config_and_the_flag(tmp_path: Path) -> None:
     assert (flagged.order_gap.value, flagged.order_gap.source) == (None, "--order-gap")
     assert flagged.to_json()["order_gap"] == {"value": "off", "source": "--order-gap"}
     assert effective_settings(ProjectConfig()).to_json()["order_gap"] == {"value": "25", "source": "default"}
+
+
+# -- hosts named with the codec they speak ([tool.blackbox.hosts]) -------------------------------
+
+
+def test_a_hosts_table_names_each_hosts_codec(tmp_path: Path) -> None:
+    path = write(tmp_path / "blackbox.toml", '[hosts]\n"LLM.corp.example" = "openai"\n"*.gw.example" = "anthropic"\n')
+    settings = effective_settings(load_config(path))
+    assert settings.host_codecs == {"llm.corp.example": "openai", "*.gw.example": "anthropic"}
+    assert settings.host_specs == ("llm.corp.example=openai", "*.gw.example=anthropic")
+    assert settings.to_json()["hosts"][0] == {"value": "llm.corp.example", "codec": "openai", "source": str(path)}
+
+
+def test_a_pyproject_hosts_table(tmp_path: Path) -> None:
+    path = write(tmp_path / "pyproject.toml", '[tool.blackbox.hosts]\n"llm.corp.example" = "openai-responses"\n')
+    config = project_config(tmp_path, environ={})
+    assert config.path == path and effective_settings(config).host_codecs == {"llm.corp.example": "openai-responses"}
+
+
+def test_the_list_form_still_works_and_may_name_codecs(tmp_path: Path) -> None:
+    path = write(tmp_path / "blackbox.toml", 'hosts = ["llm.internal.example", "gw.example=gemini"]\n')
+    settings = effective_settings(load_config(path))
+    assert settings.host_names == ("llm.internal.example", "gw.example")
+    assert settings.host_codecs == {"gw.example": "gemini"}  # the first is chosen by path, as before
+
+
+def test_host_flags_add_hosts_and_their_codec_wins(tmp_path: Path) -> None:
+    path = write(tmp_path / "blackbox.toml", '[hosts]\n"llm.corp.example" = "openai"\n')
+    settings = effective_settings(load_config(path), hosts=["llm.corp.example=openai-responses", "localhost=openai", "llm.corp.example"])
+    assert [(h.value, h.codec, h.source) for h in settings.hosts] == [
+        ("llm.corp.example", "openai-responses", "--host"),  # a bare --host of a named host keeps its codec
+        ("localhost", "openai", "--host"),
+    ]
+    plain = effective_settings(load_config(path), hosts=["llm.corp.example"])
+    assert [(h.value, h.codec, h.source) for h in plain.hosts] == [("llm.corp.example", "openai", str(path))]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[hosts]\n"llm.corp.example" = "openai-chat"', r"hosts: llm.corp.example: unknown codec 'openai-chat' \(did you mean"),
+        (
+            '[hosts]\n"llm.corp.example" = "nope"',
+            "unknown codec 'nope'; the codecs are anthropic, bedrock, bedrock-converse, gemini, openai",
+        ),
+        ('[hosts]\n"llm.corp.example" = 3', r'each host in \[hosts\] names the codec it speaks, e.g. "llm.corp.example" = "openai"'),
+        ('hosts = ["x=madeup"]', "unknown codec 'madeup'"),
+        ("hosts = 3", "hosts must be a list of host names.*or a table of each host's codec"),
+    ],
+)
+def test_a_bad_hosts_table_is_a_named_error(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path / "blackbox.toml", text + "\n")
+    with pytest.raises(ConfigError, match=message) as info:
+        load_config(path)
+    assert str(path) in str(info.value)
+
+
+def test_a_bad_codec_in_a_flag_is_a_named_error() -> None:
+    with pytest.raises(ConfigError, match="localhost: unknown codec 'ollama'; the codecs are"):
+        effective_settings(ProjectConfig(), hosts=["localhost=ollama"])
+
+
+def test_a_pyproject_hosts_table_error_names_its_header(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", '[tool.blackbox.hosts]\n"gw" = true\n')
+    with pytest.raises(ConfigError, match=r"\[tool\.blackbox\.hosts\] names the codec"):
+        project_config(tmp_path, environ={})
+
+
+# -- every single-valued key is read one way: flag, else file, else default ----------------------
+
+SINGLE_CASES = [
+    # key, flag argument and value, file text, (flag's, file's, default's) value
+    ("match", {"match": "sequence"}, 'match = "sequence"', ("sequence", "sequence", "strict")),
+    ("pace", {"pace": "0.5"}, 'pace = "recorded"', (0.5, 1.0, None)),
+    ("order_gap", {"order_gap": "off"}, "order_gap = 60", (None, 60.0, 25.0)),
+    ("exchanges", {"exchanges": "none"}, 'exchanges = "model-hosts"', ("none", "model-hosts", "all")),
+    ("exchange_max_bytes", {"exchange_max_bytes": 10}, "exchange_max_bytes = 20", (10, 20, 16 * 1024 * 1024)),
+    ("exchanges_max_bytes", {"exchanges_max_bytes": 0}, "exchanges_max_bytes = 30", (0, 30, 64 * 1024 * 1024)),
+    ("default_masks", {"no_default_masks": True}, "default_masks = false", (False, False, True)),
+    ("env_substitution", {"no_env_substitution": True}, "env_substitution = false", (False, False, True)),
+]
+
+
+@pytest.mark.parametrize(("key", "flag", "text", "values"), SINGLE_CASES, ids=[c[0] for c in SINGLE_CASES])
+def test_each_single_value_comes_from_the_flag_else_the_file_else_the_default(
+    tmp_path: Path, key: str, flag: dict[str, object], text: str, values: tuple[object, object, object]
+) -> None:
+    config = load_config(write(tmp_path / "blackbox.toml", text + "\n"))
+    flag_name = "--" + next(iter(flag)).replace("_", "-")
+    from_flag, from_file, default = (getattr(s, key) for s in (
+        effective_settings(config, **flag), effective_settings(config), effective_settings(ProjectConfig())))  # type: ignore[arg-type]  # fmt: skip
+    assert (from_flag.value, from_flag.source) == (values[0], flag_name)
+    assert (from_file.value, from_file.source) == (values[1], str(config.path))
+    assert (default.value, default.source) == (values[2], "default")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('exchanges = "some"', 'exchanges must be "all", "model-hosts" or "none", not \'some\''),
+        ("exchange_max_bytes = -1", r"exchange_max_bytes must be a number of bytes \(0 or more\), not -1"),
+        ("exchanges_max_bytes = true", r"exchanges_max_bytes must be a number of bytes \(0 or more\), not True"),
+        ('env_substitution = "yes"', "env_substitution must be true or false, not 'yes'"),
+        ('order_gap = "soon"', 'order_gap must be "off" or a number of milliseconds such as 25'),
+    ],
+)
+def test_single_values_are_checked_when_the_file_is_read(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path / "blackbox.toml", text + "\n")
+    with pytest.raises(ConfigError, match=message) as info:
+        load_config(path)
+    assert str(info.value).startswith(f"{path}: ")

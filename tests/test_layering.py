@@ -111,7 +111,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("codecs",),
     ("matcher",),
     ("session",),
-    ("config",),
+    ("config", "config_keys"),
     ("proxy",),
     ("testing", "golden"),
     ("view",),

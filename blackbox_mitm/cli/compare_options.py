@@ -148,7 +148,7 @@ def masks_command(as_json: bool) -> None:
 
 @command("config")
 @compare_options
-@click.option("--host", "hosts", multiple=True, metavar="HOST", help="as for record and replay")
+@click.option("--host", "hosts", multiple=True, metavar="HOST[=CODEC]", help="as for record and replay")
 @click.option("--match", type=click.Choice(["strict", "sequence"]), default=None)
 @click.option("--json", "as_json", is_flag=True, help="print the settings as JSON")
 def config_command(compare: CompareOptions, hosts: tuple[str, ...], match: str | None, as_json: bool) -> None:
@@ -175,7 +175,7 @@ def config_command(compare: CompareOptions, hosts: tuple[str, ...], match: str |
     click.echo(f"env substitution: {'on' if env['value'] else 'off'}  ({env['source']})")
     _rows("masks", [(m["name"], m["pattern"], m["source"]) for m in data["mask"]])
     _rows("redact", [(r["name"], r["pattern"], r["source"]) for r in data["redact"]])
-    _rows("hosts", [(h["value"], "", h["source"]) for h in data["hosts"]], extra="(besides the providers' own)")
+    _rows("hosts", [(h["value"], h["codec"] or "", h["source"]) for h in data["hosts"]], extra="(besides the providers' own)")
 
 
 def _rows(title: str, rows: list[tuple[str, str, str]], extra: str = "") -> None:

@@ -74,7 +74,11 @@ def run_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 proxy_options = _stack(
     click.option(
-        "--host", "hosts", multiple=True, metavar="HOST", help="another OpenAI- or Anthropic-compatible host to intercept (repeatable)."
+        "--host",
+        "hosts",
+        multiple=True,
+        metavar="HOST[=CODEC]",
+        help="another model host to intercept, e.g. llm.corp.example=openai naming the codec it speaks (repeatable; a codec name that is not one is refused, with the list).",
     ),
     click.option("-v", "--verbose", is_flag=True, help="log refusals, provider errors and non-model endpoints as they happen."),
 )

@@ -77,7 +77,7 @@ def record(
         environment=found.environment,
         **exchange.session_kwargs(found),
     )
-    settings = ProxySettings(hosts=found.host_names, confdir=run.confdir, map_remote=map_remote)
+    settings = ProxySettings(hosts=found.host_specs, confdir=run.confdir, map_remote=map_remote)
     with proxy_run(session, replaying=False, settings=settings) as live:
         code = live.run_command(command)
     rec = session.recorder
@@ -161,7 +161,7 @@ def replay(
         order_gap_ms=found.order_gap.value,
         environment=environment,
     )
-    settings = ProxySettings(hosts=found.host_names, confdir=run.confdir, offline=not allow_network, stream_delay_ms=stream_delay_ms)
+    settings = ProxySettings(hosts=found.host_specs, confdir=run.confdir, offline=not allow_network, stream_delay_ms=stream_delay_ms)
     with proxy_run(session, replaying=True, settings=settings) as live:
         code = live.run_command(command, extra_env=extra_env)
     status = live.report
@@ -230,18 +230,19 @@ def proxy(
             raise click.UsageError(
                 "--mask, --no-default-masks, --redact, --pace and --order-gap are for one run (--cassette), not --cassette-dir"
             )
+        shared = compare.settings(hosts=hosts)  # the project config's hosts and the flags'
         _proxy_dir(
             mode,
             cassette_dir,
             match=match,
             overwrite=overwrite,
-            hosts=hosts,
+            hosts=shared.host_specs,
             confdir=confdir,
             map_remote=map_remote,
             listen_host=listen_host,
             listen_port=listen_port,
             verbose=verbose,
-            environment=compare.settings(hosts=hosts).environment,  # the proxy's own, for every run
+            environment=shared.environment,  # the proxy's own, for every run
         )
         return
     assert cassette is not None
@@ -271,7 +272,7 @@ def proxy(
             order_gap_ms=found.order_gap.value,
             environment=found.environment,
         )
-    hosts = found.host_names
+    hosts = found.host_specs
     settings = ProxySettings(hosts=hosts, confdir=confdir, map_remote=map_remote, listen_host=listen_host, listen_port=listen_port)
     with proxy_run(session, replaying=mode == "replay", settings=settings) as live:
         cert = ensure_ca(confdir)

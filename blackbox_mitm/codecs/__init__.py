@@ -6,12 +6,17 @@ same way (``docs/adding-a-provider.md``); ``common`` holds what they share.
 part of the package asks the registry for provider facts (hosts, credential
 headers, key variables, id prefixes, request controls). Plain Python: no
 mitmproxy import.
+
+``codec_for`` is the one place a request's codec is chosen: by its path, unless
+its host is one a project named with the codec it speaks (``[tool.blackbox.hosts]``,
+``--host HOST=CODEC``; ``host_spec`` reads those), then that codec or none.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from blackbox_mitm.cassette.facts import ProviderFacts
 from blackbox_mitm.cassette.facts import register as register_facts
@@ -29,6 +34,7 @@ from blackbox_mitm.codecs.base import (
 from blackbox_mitm.codecs.common.refusals import Refusal
 from blackbox_mitm.codecs.sse import SseParser
 from blackbox_mitm.codecs.websocket_base import WebSocketCapable
+from blackbox_mitm.errors import ConfigError
 
 __all__ = [
     "CHAINING",
@@ -46,12 +52,14 @@ __all__ = [
     "codec_for",
     "codec_for_path",
     "codec_named",
+    "codec_names",
     "credential_headers",
     "credential_query",
     "default_hosts",
     "error_codec_for",
     "host_matches",
     "host_regex",
+    "host_spec",
     "id_prefixes",
     "key_env_vars",
     "neutral_params",
@@ -92,10 +100,16 @@ def _split(path: str) -> tuple[str, str]:
     return bare.split("#", 1)[0], query.split("#", 1)[0]
 
 
-def codec_for(method: str, path: str) -> Codec | None:
-    """The codec answering a model call (``path`` may carry its query string)."""
+def codec_for(method: str, path: str, host: str | None = None, named: Mapping[str, str] | None = None) -> Codec | None:
+    """The codec answering a model call (``path`` may carry its query string).
+
+    ``named`` maps hosts (or host patterns) to the codec each speaks, by name: a
+    request to such a host is that codec's model call, or no model call at all.
+    Every other request is chosen by its path, first match in registry order.
+    """
     bare, query = _split(path)
-    for codec in REGISTERED:
+    spoken = _spoken_by(host, named)
+    for codec in REGISTERED if spoken is None else (spoken,):
         if codec.matches(method, bare, query):
             return codec
     return None
@@ -106,8 +120,11 @@ def codec_for_path(path: str) -> Codec | None:
     return codec_for("POST", path)
 
 
-def error_codec_for(path: str, host: str | None = None) -> Codec:
-    """Whose error shape to answer a non-model request with: by path, then by host, else the first codec."""
+def error_codec_for(path: str, host: str | None = None, named: Mapping[str, str] | None = None) -> Codec:
+    """Whose error shape to answer a non-model request with: the host's named codec, by path, by host, else the first."""
+    spoken = _spoken_by(host, named)
+    if spoken is not None:
+        return spoken
     bare, _ = _split(path)
     for codec in REGISTERED:
         if codec.speaks_for(bare):
@@ -116,6 +133,38 @@ def error_codec_for(path: str, host: str | None = None) -> Codec:
         if host is not None and host_matches(host, codec.DEFAULT_HOSTS):
             return codec
     return REGISTERED[0]
+
+
+def _spoken_by(host: str | None, named: Mapping[str, str] | None) -> Codec | None:
+    """The codec ``named`` gives ``host`` (a host's own name before any pattern), or None."""
+    if host is None or not named:
+        return None
+    host = host.lower()
+    name = named.get(host) or next((n for pattern, n in named.items() if "*" in pattern and host_matches(host, (pattern,))), None)
+    return None if name is None else CODECS[name]
+
+
+def codec_names() -> tuple[str, ...]:
+    """The registered codecs' names, sorted (what ``[tool.blackbox.hosts]`` and ``--host HOST=CODEC`` accept)."""
+    return tuple(sorted(CODECS))
+
+
+def host_spec(spec: str, codec: str | None = None) -> tuple[str, str | None]:
+    """``HOST`` or ``HOST=CODEC`` as (host in lower case, codec name or None); ``ConfigError`` for an unknown codec.
+
+    ``codec`` given: ``spec`` is the host alone and ``codec`` its codec (a config table's key and value).
+    """
+    host, sep, name = spec.partition("=") if codec is None else (spec, "=", codec)
+    host, name = host.strip().lower(), name.strip()
+    if not host or "=" in name or (sep and not name):
+        raise ConfigError(f"{spec!r} is not a host: give HOST or HOST=CODEC, e.g. llm.corp.example=openai")
+    if not sep:
+        return host, None
+    if name not in CODECS:
+        close = difflib.get_close_matches(name, CODECS, n=1, cutoff=0.7)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"{host}: unknown codec {name!r}{hint}; the codecs are {', '.join(codec_names())}")
+    return host, name
 
 
 def host_regex(pattern: str) -> str:

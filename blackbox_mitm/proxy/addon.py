@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from mitmproxy import ctx, exceptions, http, tcp
 from mitmproxy.proxy import server_hooks
 
 from blackbox_mitm.cassette.trace import now_ms
-from blackbox_mitm.codecs import codec_for, default_hosts, error_codec_for, host_matches, stream_content_type
+from blackbox_mitm.codecs import codec_for, default_hosts, error_codec_for, host_matches, host_spec, stream_content_type
 from blackbox_mitm.errors import BlackboxError
 from blackbox_mitm.proxy.exchanges import URL_KEY, ExchangeTransport, offline_refusal
 from blackbox_mitm.proxy.pacing import StreamPacer
@@ -75,6 +75,7 @@ class BlackboxAddon:
         self._replaying = bool(replaying)
         self._on_done = on_done
         self.hosts: set[str] = set(DEFAULT_HOSTS)
+        self.host_codecs: dict[str, str] = {}  # hosts named with the codec they speak (codecs.codec_for's ``named``)
         self.offline = True
         self.stream_delay_ms = 0
         self._pacer: StreamPacer | None = None
@@ -83,13 +84,26 @@ class BlackboxAddon:
         self._ws = WebSocketTransport()  # model calls over WebSockets (proxy/websocket.py)
         self._exchanges = ExchangeTransport(self.local_upstreams)  # every other HTTP exchange, kept and served (proxy/exchanges.py)
 
+    def use_hosts(self, specs: Iterable[str]) -> list[str]:
+        """Intercept the providers' hosts and ``specs`` (``HOST`` or ``HOST=CODEC``); the hosts, in order."""
+        named = [host_spec(h) for h in specs if h.strip()]
+        every = list(dict.fromkeys([*DEFAULT_HOSTS, *(host for host, _ in named)]))
+        self.hosts = set(every)
+        self.host_codecs = {host: codec for host, codec in named if codec is not None}
+        return every
+
     # -- options ----------------------------------------------------------------------
 
     def load(self, loader: Any) -> None:
         loader.add_option("blackbox_mode", str, "", "Blackbox mode: record | replay (empty: the addon is inactive).", choices=("", *MODES))
         loader.add_option("blackbox_cassette", str, "", "The cassette file (trace format v2) to write or replay.")
         loader.add_option("blackbox_overwrite", bool, False, "Record over an existing cassette.")
-        loader.add_option("blackbox_hosts", Sequence[str], list(DEFAULT_HOSTS), "Provider hosts whose model calls are recorded/replayed.")
+        loader.add_option(
+            "blackbox_hosts",
+            Sequence[str],
+            list(DEFAULT_HOSTS),
+            "Provider hosts whose model calls are recorded/replayed (HOST or HOST=CODEC).",
+        )
         loader.add_option("blackbox_match", str, "strict", "Replay matching: strict | sequence.", choices=MATCH_MODES)
         loader.add_option(
             "blackbox_offline", bool, True, "Replay: answer every other host locally with an error; nothing leaves the machine."
@@ -123,10 +137,14 @@ class BlackboxAddon:
         if "blackbox_stream_delay_ms" in updated and opts.blackbox_stream_delay_ms < 0:
             raise exceptions.OptionsError("blackbox_stream_delay_ms must be 0 or more")
         if "blackbox_hosts" in updated:
-            hosts = {h.strip().lower() for h in opts.blackbox_hosts if h.strip()}
-            if not hosts:
+            try:
+                named = [host_spec(h) for h in opts.blackbox_hosts if h.strip()]
+            except BlackboxError as exc:
+                raise exceptions.OptionsError(f"blackbox_hosts: {exc}") from exc
+            if not named:
                 raise exceptions.OptionsError("blackbox_hosts must name at least one provider host")
-            self.hosts = hosts
+            self.hosts = {host for host, _ in named}
+            self.host_codecs = {host: codec for host, codec in named if codec is not None}
         if "blackbox_offline" in updated:
             self.offline = bool(opts.blackbox_offline)
         if "blackbox_stream_delay_ms" in updated:
@@ -160,6 +178,7 @@ class BlackboxAddon:
                 exchanges=opts.blackbox_exchanges or None,
             )
             self.hosts |= set(settings.host_names)
+            self.host_codecs = {**settings.host_codecs, **self.host_codecs}  # blackbox_hosts' own codecs first
             if opts.blackbox_mode == "record":
                 self.session = record_session(
                     opts.blackbox_cassette,
@@ -212,7 +231,9 @@ class BlackboxAddon:
             session = self.router.session_for(run)
         except RouteRefused as exc:
             host = flow.metadata.get(_HOST_KEY) or flow.request.pretty_host.lower()
-            err = error_codec_for(flow.request.path, host).encode_error(f"blackbox proxy: {exc}", status=407 if run is None else 404)
+            err = error_codec_for(flow.request.path, host, self.host_codecs).encode_error(
+                f"blackbox proxy: {exc}", status=407 if run is None else 404
+            )
             flow.response = http.Response.make(err.status, err.body, err.headers)
             self._note(f"refused {flow.request.method} {host}{flow.request.path}: {exc}")
             return None
@@ -234,7 +255,7 @@ class BlackboxAddon:
                 self.local_upstreams.add(self._ws.local_upstream)  # the offline guard lets the replayed-socket server in
             return
         path = flow.request.path
-        codec = codec_for(flow.request.method, path)
+        codec = codec_for(flow.request.method, path, host, self.host_codecs)
         if codec is None:
             self._non_model(flow, host, path)
             return
@@ -278,7 +299,7 @@ class BlackboxAddon:
             flow.response = offline_refusal(host, why, self.hosts)
 
     def _non_model(self, flow: http.HTTPFlow, host: str, path: str) -> None:
-        codec = error_codec_for(path, host)
+        codec = error_codec_for(path, host, self.host_codecs)
         bare = path.split("?", 1)[0].rstrip("/")
         session = self._session_of(flow)
         if self._replaying and session is not None and isinstance(self._exchanges.serve(flow, session), Served):

@@ -38,7 +38,7 @@ __all__ = ["ProxyRun", "ProxySettings", "proxy_run", "wait_for_stop"]
 class ProxySettings:
     """How the proxy is set up: extra provider hosts, CA folder, upstream rewrites, listening address."""
 
-    hosts: Sequence[str] = ()
+    hosts: Sequence[str] = ()  # each HOST or HOST=CODEC (the codec it speaks)
     confdir: str | Path | None = None
     map_remote: Sequence[str] = ()
     offline: bool = True  # a replay answers every other host locally

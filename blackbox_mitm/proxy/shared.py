@@ -23,7 +23,7 @@ import orjson
 
 from blackbox_mitm.cassette.store import write_atomic
 from blackbox_mitm.errors import CassetteError
-from blackbox_mitm.proxy.addon import DEFAULT_HOSTS, BlackboxAddon
+from blackbox_mitm.proxy.addon import BlackboxAddon
 from blackbox_mitm.proxy.lifecycle import ProxySettings, wait_for_stop
 from blackbox_mitm.proxy.runner import ProxyRunner
 from blackbox_mitm.session.router import RunRouter, report_path
@@ -36,8 +36,7 @@ def router_proxy(router: RunRouter, *, settings: ProxySettings | None = None) ->
     settings = settings or ProxySettings()
     replaying = router.mode == "replay"
     addon = BlackboxAddon(replaying=replaying, router=router, on_done=lambda: None)
-    all_hosts = list(dict.fromkeys([*DEFAULT_HOSTS, *settings.hosts]))
-    addon.hosts = set(all_hosts)
+    all_hosts = addon.use_hosts(settings.hosts)  # HOST or HOST=CODEC
     addon.offline = settings.offline
     offline = replaying and settings.offline
     return ProxyRunner(

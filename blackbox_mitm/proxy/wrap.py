@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from blackbox_mitm.proxy.addon import DEFAULT_HOSTS, BlackboxAddon
+from blackbox_mitm.proxy.addon import BlackboxAddon
 from blackbox_mitm.proxy.environment import LOOPBACK, client_env
 from blackbox_mitm.proxy.runner import ProxyRunner
 from blackbox_mitm.session.engine import Session
@@ -38,8 +38,7 @@ def proxy_for(
     stream_delay_ms: int = 0,
 ) -> ProxyRunner:
     addon = BlackboxAddon(session, replaying=replaying, on_done=lambda: None)
-    all_hosts = list(dict.fromkeys([*DEFAULT_HOSTS, *hosts]))
-    addon.hosts = set(all_hosts)
+    all_hosts = addon.use_hosts(hosts)  # HOST or HOST=CODEC
     addon.offline = offline
     return ProxyRunner(
         addon,

@@ -73,7 +73,7 @@ class Tape:
         self.recording = rerecord or (record and not self.cassette.exists())
         self.confdir = confdir
         self.map_remote = list(map_remote)
-        self.hosts = list(self.settings.host_names)
+        self.hosts = list(self.settings.host_specs)
         self.session: Session | None = None
         self._run: ProxyRun | None = None
         self._stack: ExitStack | None = None

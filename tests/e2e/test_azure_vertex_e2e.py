@@ -11,6 +11,7 @@ the same answer -> a changed prompt fails.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -156,3 +157,97 @@ def test_google_genai_on_vertex_records_and_replays(mode: str, tmp_path: Path, c
         f"/v1beta1/publishers/google/models/gemini-2.5-flash:{'streamGenerateContent' if mode == 'stream' else 'generateContent'}"
     }
     assert trace.steps[0].payload["model"] == "gemini-2.5-flash"
+
+
+# --- Vertex AI, Gemini models with a project and OAuth -----------------------------------------
+
+OAUTH_TOKEN = "ya29.a0AfB_fakeVertexOAuthTok3nQ9xLm2Np7Rt4Vw8Yz1"  # the shape of a Google OAuth token; never a real one
+REFRESH_TOKEN = "1//0gFakeRefreshTokenXq7Lm2Np9Rt4Vw8Yz1Bc5Df0Gh6Jk"
+CLIENT_SECRET = "GOCSPX-fakeClientSecret9Lm2Np7Rt4"
+GOOGLE_PROJECT = {"GOOGLE_GENAI_USE_VERTEXAI": "true", "GOOGLE_CLOUD_PROJECT": "acme-prod-417203", "GOOGLE_CLOUD_LOCATION": "us-central1"}
+
+
+class FakeTokenEndpoint:
+    """Google's OAuth token endpoint on 127.0.0.1: a refresh_token grant answered with an access token."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+        import urllib.parse
+
+        self.grants: list[dict[str, list[str]]] = []
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length") or 0)).decode()
+                fake.grants.append(urllib.parse.parse_qs(body))
+                answer = json.dumps({"access_token": OAUTH_TOKEN, "expires_in": 3599, "token_type": "Bearer", "scope": "cloud-platform"})
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer.encode())
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> FakeTokenEndpoint:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("mode", ["stream", "manual"])
+def test_google_genai_on_vertex_with_a_project_and_oauth_records_and_replays(mode: str, tmp_path: Path, confdir: Path) -> None:
+    """``genai.Client()`` on Vertex with a project and location, authenticated by an OAuth credentials file.
+
+    The recording refreshes the token for real (google-auth posts the refresh token
+    to oauth2.googleapis.com, answered by a fake through the proxy); the token
+    exchange is never kept, and no token, project or location is in the cassette.
+    The replay has no credentials file: gcloud's token variable gets the replay's
+    placeholder, and nothing is contacted.
+    """
+    from fake_gemini import FakeGemini
+
+    credentials = tmp_path / "adc.json"
+    credentials.write_text(json.dumps({"type": "authorized_user", "client_id": "764086051850-fake.apps.googleusercontent.com",
+                                       "client_secret": CLIENT_SECRET, "refresh_token": REFRESH_TOKEN}))  # fmt: skip
+    agent = [sys.executable, str(EXAMPLES / "gemini_weather_agent.py"), "--mode", mode]
+    cassette = tmp_path / "run.json"
+    with FakeGemini() as fake, FakeTokenEndpoint() as tokens:
+        rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir),
+                       "--map-remote", rf"|https://us-central1-aiplatform\.googleapis\.com|{fake.url}",
+                       "--map-remote", rf"|https://oauth2\.googleapis\.com|{tokens.url}",
+                       "--", *agent, QUESTION, env={**GOOGLE_PROJECT, "GOOGLE_APPLICATION_CREDENTIALS": str(credentials)})  # fmt: skip
+        assert rec.returncode == 0, rec.stderr
+        paths = {r["path"] for r in fake.requests}
+        bearers = {r["headers"].get("authorization") for r in fake.requests}
+    assert rec.stdout.strip() == (ANSWER if mode == "manual" else f"You said: {QUESTION}")
+    assert [g["grant_type"] for g in tokens.grants] == [["refresh_token"]]  # the OAuth refresh went through the proxy
+    assert bearers == {f"Bearer {OAUTH_TOKEN}"}
+    op = "streamGenerateContent" if mode == "stream" else "generateContent"
+    assert paths == {f"/v1beta1/projects/acme-prod-417203/locations/us-central1/publishers/google/models/gemini-2.5-flash:{op}"}
+    trace = load_trace(cassette)
+    assert verify_trace(trace) == []
+    assert trace.steps[0].payload["model"] == "gemini-2.5-flash"
+    raw = cassette.read_bytes()
+    for word in (OAUTH_TOKEN, "ya29.", REFRESH_TOKEN, CLIENT_SECRET, "oauth2", "/token", "acme-prod", "417203", "us-central1",
+                 "projects/", "aiplatform", "googleapis"):  # fmt: skip
+        assert word.encode() not in raw, word
+
+    for _ in range(3):  # no credentials file, the fakes gone: the placeholder token, nothing contacted
+        rep = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *agent, QUESTION, env=GOOGLE_PROJECT)
+        assert rep.returncode == 0, rep.stderr
+        assert rep.stdout == rec.stdout
+        assert "no divergence" in rep.stderr
+    bad = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *agent, CHANGED, env=GOOGLE_PROJECT)
+    assert bad.returncode != 0
+    assert "differs" in bad.stderr

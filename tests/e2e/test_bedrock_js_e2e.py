@@ -1,0 +1,65 @@
+"""End to end: the JS Bedrock SDK (``@anthropic-ai/bedrock-sdk``, pinned) parsing what a replay answers.
+
+The agent is ``tests/e2e/clients/bedrock-sdk/bedrock_agent.js``: a default
+``new AnthropicBedrock()`` with a get_weather tool, signing with SigV4 from fake
+AWS keys and calling ``bedrock-runtime.us-east-1.amazonaws.com`` (``--map-remote``
+sends it to the fake cloud on 127.0.0.1). Recorded, then replayed strictly offline
+with no AWS keys: the SDK parses the replayed JSON answers and, streamed, the AWS
+event-stream framing Blackbox writes, and prints the same answer. A changed prompt fails.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, blackbox
+from fake_clouds import FakeClouds
+
+from blackbox_mitm.cassette import load_trace
+from blackbox_mitm.cassette.verify import verify_trace
+
+pytestmark = pytest.mark.e2e
+
+CLIENT = ROOT / "tests" / "e2e" / "clients" / "bedrock-sdk"
+AGENT = ["node", str(CLIENT / "bedrock_agent.js")]
+QUESTION = "What's the weather in Paris and Lyon?"
+ANSWER = "Paris: cloudy, 18°C. Lyon: rain, 15°C."
+ACCESS_KEY = "AKIAZ7QK3MXP4TBN2WLE"  # the shape of an AWS access key id; never a real one
+SECRET_KEY = "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"
+REGION = {"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+AWS = {**REGION, "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY}
+REMOTE = r"|https://bedrock-runtime\.us-east-1\.amazonaws\.com|"
+
+if shutil.which("node") is None or not (CLIENT / "node_modules" / "@anthropic-ai" / "bedrock-sdk").is_dir():
+    pytest.fail("the pinned @anthropic-ai/bedrock-sdk is not installed: run scripts/setup-bedrock-sdk", pytrace=False)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["invoke", "invoke-with-response-stream"])
+def test_the_js_bedrock_sdk_records_and_parses_a_strict_offline_replay(stream: bool, tmp_path: Path, confdir: Path) -> None:
+    cassette = tmp_path / "run.json"
+    flags = ["--stream"] if stream else []
+    with FakeClouds() as fake:
+        rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), "--map-remote", REMOTE + fake.url,
+                       "--", *AGENT, QUESTION, *flags, env=AWS)  # fmt: skip
+        assert rec.returncode == 0, rec.stderr
+        calls = [r for r in fake.requests if "/model/" in r["path"]]
+    assert rec.stdout.strip() == ANSWER
+    op = "/invoke-with-response-stream" if stream else "/invoke"
+    assert len(calls) == 2 and all(r["path"].endswith(op) for r in calls)
+    assert all(r["headers"]["authorization"].startswith("AWS4-HMAC-SHA256") for r in calls)  # the SDK signed for real
+    raw = cassette.read_bytes()
+    assert verify_trace(load_trace(cassette)) == []
+    for banned in (ACCESS_KEY, SECRET_KEY, "AWS4-HMAC", "Signature", "x-amz", "us-east-1", "amazonaws", "bedrock-2023-05-31", "toolu_"):
+        assert banned.encode() not in raw, banned
+
+    for _ in range(3):  # no AWS keys (the replay's placeholder Bedrock API key), the fake gone
+        rep = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *AGENT, QUESTION, *flags, env=REGION)
+        assert rep.returncode == 0, rep.stderr
+        assert rep.stdout == rec.stdout
+        assert "2 of 2 model calls served from the recording, no divergence" in rep.stderr
+    changed = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *AGENT, "What's the weather in Paris and Oslo?", *flags,
+                       env=REGION)  # fmt: skip
+    assert changed.returncode != 0
+    assert "differs" in changed.stderr
