@@ -41,6 +41,7 @@ from blackbox_mitm.session.redact import Redactor
 
 if TYPE_CHECKING:
     from blackbox_mitm.session.exchanges import ExchangeBook
+    from blackbox_mitm.session.media import MediaBook
 
 __all__ = ["RecordFailed", "RunRecorder", "SecretLeak", "scrub", "secret_env_names", "secrets_from_environ", "secrets_from_request"]
 
@@ -147,6 +148,7 @@ class RunRecorder:
         self._pending: OrderedDict[str, _Pending] = OrderedDict()
         self._last_output: Mapping[str, Any] | None = None
         self.exchanges: ExchangeBook | None = None  # the run's other HTTP exchanges (session/exchanges.py ExchangeBook), sealed by finish
+        self.media: MediaBook | None = None  # the run's media bytes (session/media.py MediaBook), sealed by finish
         self._seed_pending_from_prefix()
 
     # -- recording ------------------------------------------------------------------
@@ -203,6 +205,9 @@ class RunRecorder:
                 del self.trace.steps[before:]  # the trace stays what the journal holds
                 detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
                 raise RecordFailed(f"the call could not be written to the journal ({detail})") from exc
+            if self.media is not None and request.media:
+                self.media.secrets |= self.secrets
+                self.media.add(request.media)  # once per digest, however often the history re-sends it
             for call_id in done:
                 del self._pending[call_id]
             for call in tool_calls_of(output):
@@ -258,6 +263,7 @@ class RunRecorder:
                 event = self.env.neutral(event)
             event = self.redactor.payload(event)
             event = self._seal_exchanges(event)
+            event = self._seal_media(event)
             step = self.trace.append("metadata", event)
             if self.journal is not None:
                 self.journal.append([step])
@@ -274,6 +280,17 @@ class RunRecorder:
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             return {**event, "exchangesLost": f"the run's other HTTP exchanges could not be written ({detail})"}
         return event if ref is None else {**event, "exchanges": ref}
+
+    def _seal_media(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Write the media the steps name beside the cassette; the terminal event names and seals them."""
+        if self.media is None or self.journal is None:
+            return event
+        try:
+            ref = self.media.seal(self.journal.cassette, self.trace.id, (s.payload for s in self.trace.steps))
+        except (OSError, BlackboxError) as exc:  # the steps still name every item by digest
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            return {**event, "mediaLost": f"the run's media bytes could not be written ({detail})"}
+        return event if ref is None else {**event, "media": ref}
 
     def discard(self) -> None:
         """Drop the run (a fork whose prefix did not re-run as recorded): no cassette is written."""
