@@ -157,6 +157,7 @@ class FinalAnswer(TypedDict):
     stop: NotRequired[str]  # "length" or "refusal"; absent for the end of the turn
     tokens: NotRequired[Tokens]
     reasoning: NotRequired[list[ReasoningPart]]
+    content: NotRequired[list[Any]]  # Blackbox's extension: the answer's text and media parts in order, when it has media
 
 
 class ToolCalls(TypedDict):
@@ -166,6 +167,7 @@ class ToolCalls(TypedDict):
     stop: NotRequired[str]  # "length"; absent for tool use
     tokens: NotRequired[Tokens]
     reasoning: NotRequired[list[ReasoningPart]]
+    content: NotRequired[list[Any]]  # Blackbox's extension: the answer's text and media parts in order, when it has media
 
 
 class SingleToolCall(TypedDict):
@@ -179,6 +181,7 @@ class SingleToolCall(TypedDict):
     stop: NotRequired[str]
     tokens: NotRequired[Tokens]
     reasoning: NotRequired[list[ReasoningPart]]
+    content: NotRequired[list[Any]]  # Blackbox's extension: the answer's text and media parts in order, when it has media
 
 
 ModelOutput = FinalAnswer | ToolCalls | SingleToolCall
