@@ -256,7 +256,7 @@ def media_rows(document: Mapping[str, Any]) -> list[dict[str, Any]]:
 def render_media(rows: list[dict[str, Any]]) -> str:
     kept = [r for r in rows if r["kept"]]
     total = sum(int(r.get("size") or 0) for r in kept)
-    lines = [f"\nmedia: {len(kept)} stored once each ({total:,} bytes)\n"]
+    lines = [f"\nmedia: {len(kept)} stored once each ({total:,} bytes)"]
     for r in rows:
         tail = "" if r["kept"] else f"  [not kept: {r.get('why')}]"
         lines.append(f"  {r['sha256'][:12]}…  {r.get('mediaType') or '?':<20} {int(r.get('size') or 0):>12,} bytes{tail}")
