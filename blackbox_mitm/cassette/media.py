@@ -211,8 +211,8 @@ def _read_checked(cassette: Path, ref: Any, named: Mapping[str, Any]) -> tuple[l
         return [f'{name}: is not a Blackbox media file (no "kind": "{KIND}")'], None
     found = document_digest(document)
     if found != ref["sha256"]:
-        problems = [f"{name}: its SHA-256 {found[:12]}… is not the {str(ref['sha256'])[:12]}… the terminal event seals: the media were changed after recording"]
-        return problems + _check_entries(name, document, named), None
+        seal = f"{name}: its SHA-256 {found[:12]}… is not the {str(ref['sha256'])[:12]}… the terminal event seals: the media were changed after recording"
+        return _check_entries(name, document, named) + [seal], None  # an item that changed is named first, by its digest
     return _check_entries(name, document, named), document
 
 
