@@ -233,3 +233,66 @@ def test_an_image_answer_whose_bytes_were_not_kept_is_a_clear_error_at_replay(tm
     answer = replay_session(cassette).on_request(_gemini_request())
     assert isinstance(answer, Answer) and answer.status >= 400
     assert f"{_sha(PNG)[:12]}" in answer.body.decode() and "over the cap" in answer.body.decode()
+
+
+# -- forks: the copied steps' media, and a Responses chain rebuilt upstream with its image ------------------
+
+RESPONSES = "/v1/responses"
+
+
+def _responses_body(previous: str | None, text: str, image: bool) -> bytes:
+    content: list[Any] = [{"type": "input_text", "text": text}]
+    if image:
+        content.append({"type": "input_image", "image_url": f"data:image/png;base64,{_b64(PNG)}"})
+    body: dict[str, Any] = {"model": "gpt-5", "input": [{"role": "user", "content": content}]}
+    if previous is not None:
+        body["previous_response_id"] = previous
+    return json.dumps(body).encode()
+
+
+def _responses_answer(rid: str, text: str) -> bytes:
+    item = {"type": "message", "id": f"msg_{rid}", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": text, "annotations": []}]}
+    return orjson.dumps({"id": rid, "object": "response", "status": "completed", "model": "gpt-5", "output": [item]})
+
+
+def test_a_fork_keeps_its_parents_media_and_sends_a_chained_image_upstream_with_its_bytes(tmp_path: Path) -> None:
+    """Rewind after the first call: the replayed prefix served our own response id; the live call chains on it
+    (previous_response_id), so Blackbox rebuilds the history upstream, and the screenshot goes with its bytes."""
+    from blackbox_mitm.cassette.verify import load_verified
+    from blackbox_mitm.session.fork import fork_session, plan_fork
+
+    parent = tmp_path / "parent.json"
+    session = record_session(parent)
+    _record(session, RESPONSES, _responses_body(None, "What is on the screen?", image=True), _responses_answer("resp_1", "A red pixel."))
+    _record(session, RESPONSES, _responses_body("resp_1", "And now?", image=False), _responses_answer("resp_2", "Still red."))
+    assert session.recorder is not None
+    session.recorder.finish(parent, exit_code=0)
+    trace = load_verified(parent)
+
+    child = tmp_path / "child.json"
+    fork = fork_session(plan_fork(trace, live_after=1), child, fsync=False, parent_media=load_media(parent, trace))
+    served = fork.on_request(ModelRequest(path=RESPONSES, headers={}, body=_responses_body(None, "What is on the screen?", image=True)))
+    assert isinstance(served, Answer) and served.status == 200, served
+    our_id = json.loads(served.body)["id"]
+    live = fork.on_request(ModelRequest(path=RESPONSES, headers={}, body=_responses_body(our_id, "And now?", image=False)))
+    assert isinstance(live, Forward) and live.body is not None
+    upstream = json.loads(live.body)
+    assert "previous_response_id" not in upstream  # the provider never saw our id: the chain is written out
+    images = [p for item in upstream["input"] for p in item.get("content") or [] if isinstance(p, dict) and p.get("type") == "input_image"]
+    assert [p["image_url"] for p in images] == [f"data:image/png;base64,{_b64(PNG)}"]  # the bytes, as the agent sent them
+    assert fork.on_response(live.ticket, 200, _responses_answer("resp_9", "Blue now.")) is None
+    assert fork.recorder is not None
+    fork.recorder.finish(child, exit_code=0)
+    assert verify_file(child).ok
+    document = load_media(child, load_trace(child))
+    assert document is not None and list(document["media"]) == [_sha(PNG)]  # the copied step's screenshot, kept for the child
+
+
+def test_a_seeded_book_keeps_the_parents_items_its_copied_steps_name() -> None:
+    parent = {"media": {_sha(PNG): {"mediaType": "image/png", "size": len(PNG), "data": _b64(PNG)}}, "notKept": [{"sha256": "ab" * 32, "size": 9, "why": "cap"}]}
+    book = MediaBook(max_bytes=1000, seed=parent)
+    part = {"type": "image", "mediaType": "image/png", "sha256": _sha(PNG), "size": len(PNG)}
+    gone = {"type": "document", "sha256": "ab" * 32, "size": 9}
+    document = book.document("child-1", [{"messages": [{"role": "user", "content": [part, gone]}]}])
+    assert document["media"] == parent["media"] and document["notKept"] == parent["notKept"]
+    assert book.document("child-1", [{"messages": []}])["media"] == {}  # what no step names is not written
