@@ -107,7 +107,11 @@ def bytes_for(part: Mapping[str, Any]) -> bytes:
         return entry
     if isinstance(entry, Mapping) and isinstance(entry.get("data"), str):
         return base64.b64decode(entry["data"])
-    where = "the run keeps no media file" if store is None else "the run's media file does not hold it (it was over the cap, or the run predates media)"
+    where = (
+        "the run keeps no media file"
+        if store is None
+        else "the run's media file does not hold it (it was over the cap, or the run predates media)"
+    )
     raise MissingMedia(f"the {part.get('type', 'media')} {str(digest)[:12]}… ({part.get('mediaType', '?')}) is needed here, but {where}")
 
 
@@ -212,7 +216,7 @@ def _read_checked(cassette: Path, ref: Any, named: Mapping[str, Any]) -> tuple[l
     found = document_digest(document)
     if found != ref["sha256"]:
         seal = f"{name}: its SHA-256 {found[:12]}… is not the {str(ref['sha256'])[:12]}… the terminal event seals: the media were changed after recording"
-        return _check_entries(name, document, named) + [seal], None  # an item that changed is named first, by its digest
+        return [*_check_entries(name, document, named), seal], None  # an item that changed is named first, by its digest
     return _check_entries(name, document, named), document
 
 

@@ -206,7 +206,14 @@ _FIELDS: dict[str, dict[str, str]] = {
         "name": _DATA,
     },
     "tool": {"name": _DATA, "description": _DATA, "inputSchema": _DATA},
-    "model_output": {"text": _DATA, "toolName": _DATA, "toolInput": _DATA, "calls": "calls", "reasoning": "reasoning", "content": "content"},
+    "model_output": {
+        "text": _DATA,
+        "toolName": _DATA,
+        "toolInput": _DATA,
+        "calls": "calls",
+        "reasoning": "reasoning",
+        "content": "content",
+    },
     # Blackbox's extension (payloads.ReasoningPart): what the model thought, and its provider's opaque signature.
     "reasoning_part": {"text": _DATA, "summary": _DATA, "signature": _DATA, "data": _DATA},
     "call": {"toolName": _DATA, "toolInput": _DATA},
@@ -298,7 +305,6 @@ def verify_file(path: str | os.PathLike[str], *, facts: ProviderFacts | None = N
 def exchange_problems(path: str | os.PathLike[str], trace: Trace) -> list[Problem]:
     """The run's other HTTP exchanges (the file its terminal event seals, ``cassette/exchanges.py``) checked."""
     from blackbox_mitm.cassette.exchanges import exchanges_ref_of, verify_exchanges
-
     from blackbox_mitm.cassette.media import verify_media
 
     last = len(trace.steps) - 1

@@ -68,7 +68,11 @@ def show(file: Path, as_json: bool) -> None:
     media = _media_of(file, trace)
     if as_json:
         _echo_json(
-            {**timeline.to_json(), **({"exchanges": listed[0], "notKept": listed[1]} if listed else {}), **({"media": media} if media else {})}
+            {
+                **timeline.to_json(),
+                **({"exchanges": listed[0], "notKept": listed[1]} if listed else {}),
+                **({"media": media} if media else {}),
+            }
         )
     else:
         click.echo(render_timeline(timeline), nl=False)

@@ -145,7 +145,11 @@ def _media(trace: Trace, path: Path | None) -> dict[str, Any] | None:
     for row in rows:
         entry = (document.get("media") or {}).get(row["sha256"]) or {}
         kind = str(row.get("mediaType") or "")
-        if row["kept"] and kind in ("image/png", "image/jpeg", "image/gif", "image/webp") and int(row.get("size") or 0) <= _IMG_INLINE_BYTES:
+        if (
+            row["kept"]
+            and kind in ("image/png", "image/jpeg", "image/gif", "image/webp")
+            and int(row.get("size") or 0) <= _IMG_INLINE_BYTES
+        ):
             row["src"] = f"data:{kind};base64,{entry.get('data', '')}"
     return {"rows": rows, "error": None}
 

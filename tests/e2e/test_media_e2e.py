@@ -28,9 +28,7 @@ pytestmark = pytest.mark.e2e
 
 KEY = "AIzaSyBx9Q2mZ7kL4pW1cV8nR3tY6uH0jF5dG2a"  # the shape of a Google API key; never a real one
 # A 2x2 PNG, made here so the test owns its bytes (a real image: the SDK decodes the base64 to exactly these).
-PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAEUlEQVR4nGP4z8DA8B+MgBgAHfAD/dPQfSYAAAAASUVORK5CYII="
-)
+PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAEUlEQVR4nGP4z8DA8B+MgBgAHfAD/dPQfSYAAAAASUVORK5CYII=")
 AGENT = """
 import hashlib, sys
 from google import genai
@@ -99,5 +97,7 @@ def test_an_image_answer_records_once_verifies_and_replays_offline_byte_identica
     side.write_bytes(compression.encode(side, json.dumps(plain).encode()))
     bad = blackbox("verify", str(cassette))
     assert bad.returncode == 1 and digest in bad.stdout, bad.stdout
-    refused = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", sys.executable, str(agent), mode, str(replayed_png), env=env)
+    refused = blackbox(
+        "replay", str(cassette), "--confdir", str(confdir), "--", sys.executable, str(agent), mode, str(replayed_png), env=env
+    )
     assert refused.returncode != 0 and "does not verify" in (refused.stderr + refused.stdout)

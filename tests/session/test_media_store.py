@@ -51,7 +51,9 @@ def _screenshot_turns(n: int) -> list[bytes]:
 
 def _chat_answer(text: str) -> bytes:
     message = {"role": "assistant", "content": text}
-    return orjson.dumps({"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
+    return orjson.dumps(
+        {"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+    )
 
 
 def _record(session: Session, path: str, body: bytes, answer: bytes) -> None:
@@ -174,7 +176,10 @@ def test_a_run_without_media_writes_no_media_file(tmp_path: Path) -> None:
 
 
 def _gemini_request(stream: bool = False) -> ModelRequest:
-    body = {"contents": [{"role": "user", "parts": [{"text": "Draw a red pixel."}]}], "generationConfig": {"responseModalities": ["TEXT", "IMAGE"]}}
+    body = {
+        "contents": [{"role": "user", "parts": [{"text": "Draw a red pixel."}]}],
+        "generationConfig": {"responseModalities": ["TEXT", "IMAGE"]},
+    }
     path = GEMINI.replace("generateContent", "streamGenerateContent?alt=sse") if stream else GEMINI
     return ModelRequest(path=path, headers={}, body=json.dumps(body).encode())
 
@@ -251,7 +256,13 @@ def _responses_body(previous: str | None, text: str, image: bool) -> bytes:
 
 
 def _responses_answer(rid: str, text: str) -> bytes:
-    item = {"type": "message", "id": f"msg_{rid}", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": text, "annotations": []}]}
+    item = {
+        "type": "message",
+        "id": f"msg_{rid}",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
     return orjson.dumps({"id": rid, "object": "response", "status": "completed", "model": "gpt-5", "output": [item]})
 
 
@@ -289,7 +300,10 @@ def test_a_fork_keeps_its_parents_media_and_sends_a_chained_image_upstream_with_
 
 
 def test_a_seeded_book_keeps_the_parents_items_its_copied_steps_name() -> None:
-    parent = {"media": {_sha(PNG): {"mediaType": "image/png", "size": len(PNG), "data": _b64(PNG)}}, "notKept": [{"sha256": "ab" * 32, "size": 9, "why": "cap"}]}
+    parent = {
+        "media": {_sha(PNG): {"mediaType": "image/png", "size": len(PNG), "data": _b64(PNG)}},
+        "notKept": [{"sha256": "ab" * 32, "size": 9, "why": "cap"}],
+    }
     book = MediaBook(max_bytes=1000, seed=parent)
     part = {"type": "image", "mediaType": "image/png", "sha256": _sha(PNG), "size": len(PNG)}
     gone = {"type": "document", "sha256": "ab" * 32, "size": 9}
