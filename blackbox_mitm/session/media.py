@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from blackbox_mitm.cassette.media import KIND, VERSION, digests_in, media_ref, write_media
+from blackbox_mitm.errors import ConfigError
 
 __all__ = ["DEFAULT_MEDIA_MAX_BYTES", "MediaBook", "media_max_bytes"]
 
@@ -31,12 +32,12 @@ _TEXT_TYPES = ("text/", "application/json", "application/xml", "application/x-")
 
 
 def media_max_bytes(environ: Mapping[str, str] | None = None) -> int:
-    """The cap from ``BLACKBOX_MEDIA_MAX_BYTES`` (bytes), else the default; ValueError for a value that is not a size."""
+    """The cap from ``BLACKBOX_MEDIA_MAX_BYTES`` (bytes), else the default; ``ConfigError`` for a value that is not a size."""
     raw = (os.environ if environ is None else environ).get("BLACKBOX_MEDIA_MAX_BYTES", "").strip()
     if not raw:
         return DEFAULT_MEDIA_MAX_BYTES
     if not raw.isdigit():
-        raise ValueError(f"BLACKBOX_MEDIA_MAX_BYTES must be a number of bytes, not {raw!r}")
+        raise ConfigError(f"BLACKBOX_MEDIA_MAX_BYTES must be a number of bytes (the cap on a run's stored media), not {raw!r}")
     return int(raw)
 
 

@@ -101,3 +101,36 @@ def test_an_image_answer_records_once_verifies_and_replays_offline_byte_identica
         "replay", str(cassette), "--confdir", str(confdir), "--", sys.executable, str(agent), mode, str(replayed_png), env=env
     )
     assert refused.returncode != 0 and "does not verify" in (refused.stderr + refused.stdout)
+
+
+def test_over_the_cap_the_recording_says_so_verifies_and_the_replay_names_the_missing_image(tmp_path: Path, confdir: Path) -> None:
+    agent = tmp_path / "draw.py"
+    agent.write_text(AGENT)
+    cassette = tmp_path / "draw.json"
+    answer = {"text": "Here is your tile.", "image": {"mimeType": "image/png", "data": base64.b64encode(PNG).decode()}}
+    with FakeGemini(script=[answer]) as fake:
+        rec = blackbox(
+            "record", "-o", str(cassette), "--confdir", str(confdir), *_remote(fake), "--",
+            sys.executable, str(agent), "whole", str(tmp_path / "out.png"),
+            env={"GEMINI_API_KEY": KEY, "BLACKBOX_MEDIA_MAX_BYTES": "10"},
+        )  # fmt: skip
+    assert rec.returncode == 0, rec.stderr
+    digest = hashlib.sha256(PNG).hexdigest()
+    assert f"media not kept: the image/png {digest[:12]}… ({len(PNG)} bytes): the run's media reached the 10-byte cap" in rec.stderr
+    assert "BLACKBOX_MEDIA_MAX_BYTES raises it" in rec.stderr
+    assert blackbox("verify", str(cassette)).returncode == 0  # nothing recorded is lost: the step names it by digest
+    shown = blackbox("show", str(cassette)).stdout
+    assert "[not kept: the run's media reached the 10-byte cap" in shown
+    env = {k: v for k, v in os.environ.items() if k != "GEMINI_API_KEY"}
+    rep = blackbox(
+        "replay", str(cassette), "--confdir", str(confdir), "--", sys.executable, str(agent), "whole", str(tmp_path / "r.png"), env=env
+    )
+    assert rep.returncode != 0
+    assert f"the image {digest[:12]}… (image/png) is needed here, but the run's media file does not hold it" in rep.stdout + rep.stderr
+
+
+def test_a_cap_that_is_not_a_number_is_a_clear_error(tmp_path: Path, confdir: Path) -> None:
+    bad = blackbox(
+        "record", "-o", str(tmp_path / "x.json"), "--confdir", str(confdir), "--", "true", env={"BLACKBOX_MEDIA_MAX_BYTES": "10MB"}
+    )
+    assert bad.returncode == 2 and "BLACKBOX_MEDIA_MAX_BYTES must be a number of bytes" in bad.stderr and "Traceback" not in bad.stderr
