@@ -310,3 +310,16 @@ def test_a_seeded_book_keeps_the_parents_items_its_copied_steps_name() -> None:
     document = book.document("child-1", [{"messages": [{"role": "user", "content": [part, gone]}]}])
     assert document["media"] == parent["media"] and document["notKept"] == parent["notKept"]
     assert book.document("child-1", [{"messages": []}])["media"] == {}  # what no step names is not written
+
+
+def test_a_golden_takes_its_media_file_along_and_is_not_listed_as_a_golden(tmp_path: Path) -> None:
+    from blackbox_mitm.golden.suite import add_golden, golden_paths
+
+    cassette = tmp_path / "runs" / "shots.json"
+    cassette.parent.mkdir()
+    _record_turns(cassette, 2)
+    folder = tmp_path / "goldens"
+    info = add_golden(cassette, folder)
+    assert (folder / "shots.media.json").read_bytes() == media_path(cassette).read_bytes()
+    assert [p.name for p in golden_paths(folder)] == ["shots.json"]  # the media file is not a golden of its own
+    assert verify_file(info.path).ok
