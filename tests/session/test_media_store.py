@@ -323,3 +323,12 @@ def test_a_golden_takes_its_media_file_along_and_is_not_listed_as_a_golden(tmp_p
     assert (folder / "shots.media.json").read_bytes() == media_path(cassette).read_bytes()
     assert [p.name for p in golden_paths(folder)] == ["shots.json"]  # the media file is not a golden of its own
     assert verify_file(info.path).ok
+
+
+def test_a_fork_listing_does_not_mistake_the_media_file_for_a_run(tmp_path: Path) -> None:
+    from blackbox_mitm.session.lineage import list_forks
+
+    cassette = tmp_path / "shots.json"
+    _record_turns(cassette, 2)
+    listing = list_forks(cassette)
+    assert listing["forks"] == [] and listing["skipped"] == []
