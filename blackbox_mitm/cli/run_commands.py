@@ -376,7 +376,7 @@ def _media_notes(book: Any, cassette: Path | None) -> None:
         return
     from blackbox_mitm.cassette.media import media_path
 
-    if media_path(cassette).exists():
+    if book.items and media_path(cassette).exists():
         click.echo(
             f"blackbox: kept {len(book.items)} media items ({book.kept_bytes:,} bytes) once each in {media_path(cassette)}", err=True
         )

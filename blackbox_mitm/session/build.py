@@ -141,6 +141,8 @@ def finish_proxy_session(session: Session, *, report: str | None = None) -> None
         log.warning(
             "blackbox: recorded %d steps (%d model calls) to %s", len(session.recorder.trace.steps), session.recorder.model_calls, out
         )
+        for line in session.recorder.media.lines() if session.recorder.media is not None else []:
+            log.warning("blackbox: media not kept: %s", line)
     elif session.replay is not None:
         status = replay_report(session)
         if report:

@@ -66,7 +66,7 @@ class MediaBook:
                 why = self._why_not(media_type, data)
                 if why is not None:
                     self.not_kept[digest] = {"sha256": digest, "mediaType": media_type, "size": len(data), "why": why}
-                    log.warning("blackbox: the %s %s… (%d bytes) is not kept: %s", media_type, digest[:12], len(data), why)
+                    log.info("blackbox: the %s %s… (%d bytes) is not kept: %s", media_type, digest[:12], len(data), why)
                     continue
                 self.items[digest] = {"mediaType": media_type, "size": len(data), "data": base64.b64encode(data).decode("ascii")}
                 self.kept_bytes += len(data)
