@@ -15,6 +15,11 @@ The run's terminal ``metadata`` event carries ``"media": {"file", "count",
 seal (``cassette/exchanges.py``): the terminal step is hashed and chained, so the
 bytes are under the chain, and each entry is checked against its own digest.
 
+While a run records, each new item is also appended to ``RUN.json.media-spool``
+(one JSON line per item, ``fsync``ed before the step that names it is journaled):
+``blackbox recover`` turns it into the media file of a recording that was killed
+(``recover_media``), and a run that ends removes it.
+
 While a codec decodes a request or an answer, ``collecting`` gathers the bytes
 its media parts carry (``note_bytes``, called by ``extensions.media_part``); while
 one encodes, ``resolving`` lends it the stored bytes (``bytes_for``). Both are
@@ -241,6 +246,63 @@ def _check_entries(name: str, document: dict[str, Any], named: Mapping[str, Any]
         if digest not in media and digest not in left_out:
             problems.append(f"{name}: the {part.get('type')} {digest} a step names is neither stored nor listed as not kept")
     return problems
+
+
+# -- the spool: what an interrupted recording kept ---------------------------------------------
+
+
+def spool_path(cassette: str | os.PathLike[str]) -> Path:
+    """``runs/a.json`` -> ``runs/a.json.media-spool`` (beside the journal, ``RUN.json.journal``)."""
+    p = Path(cassette)
+    return p.with_name(p.name + ".media-spool")
+
+
+def spooled_line(digest: str, entry: Mapping[str, Any]) -> bytes:
+    from blackbox_mitm.cassette.store import encode_json
+
+    return encode_json({"sha256": digest, **entry}) + b"\n"
+
+
+def recover_media(cassette: str | os.PathLike[str], trace: Any) -> dict[str, Any] | None:
+    """The media file of an interrupted recording, from its spool: written beside the cassette; its seal (None: no spool).
+
+    Only complete lines whose bytes have their digest are kept (a line cut off by the kill is dropped); a digest
+    a step names that the spool does not hold is listed as not kept. The spool is removed.
+    """
+    spool = spool_path(cassette)
+    try:
+        raw = spool.read_bytes()
+    except FileNotFoundError:
+        return None
+    items: dict[str, dict[str, Any]] = {}
+    for line in raw.split(b"\n"):
+        try:
+            entry = decode_json(line)
+            data = base64.b64decode(entry["data"], validate=True)
+        except (CassetteError, ValueError, TypeError, KeyError):
+            continue
+        digest = entry.pop("sha256", None)
+        if isinstance(digest, str) and hashlib.sha256(data).hexdigest() == digest:
+            items[digest] = entry
+    named = digests_in([s.payload for s in trace.steps])
+    lost = "the recording was interrupted before its bytes were kept"
+    document = {
+        "kind": KIND,
+        "version": VERSION,
+        "run": trace.id,
+        "media": {d: items[d] for d in sorted(named) if d in items},
+        "notKept": [
+            {"sha256": d, "mediaType": named[d].get("mediaType"), "size": named[d].get("size"), "why": lost}
+            for d in sorted(named)
+            if d not in items
+        ],
+    }
+    ref = None
+    if document["media"] or document["notKept"]:
+        write_media(cassette, document)
+        ref = media_ref(cassette, document)
+    spool.unlink()
+    return ref
 
 
 # -- listing (``blackbox show``) ----------------------------------------------------------------

@@ -18,7 +18,7 @@ import orjson
 from blackbox_mitm.cassette import compression
 from blackbox_mitm.cassette.exchanges import exchanges_ref_of, load_exchanges
 from blackbox_mitm.cassette.journal import Journal
-from blackbox_mitm.cassette.media import load_media
+from blackbox_mitm.cassette.media import load_media, spool_path
 from blackbox_mitm.cassette.store import write_atomic
 from blackbox_mitm.cassette.trace import Trace, new_trace_id
 from blackbox_mitm.cassette.verify import load_verified
@@ -72,7 +72,8 @@ def record_session(
         trace.environment = (redactor or Redactor()).payload(env.metadata())  # in the header: a recovered journal keeps it
     journal = Journal(path, trace, overwrite=overwrite, fsync=fsync, compact=compact)  # refuses an existing cassette
     recorder = RunRecorder(trace, journal, secrets=secrets_from_environ(), redactor=redactor, env=env)
-    recorder.media = MediaBook(secrets=recorder.secrets)  # images, documents, audio: once each, beside the cassette
+    # images, documents, audio: once each, beside the cassette (spooled, so a killed recording keeps them)
+    recorder.media = MediaBook(secrets=recorder.secrets, spool=spool_path(path), fsync=fsync)
     if exchanges != "none":
         recorder.exchanges = ExchangeBook(
             policy=exchanges,

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from blackbox_mitm.cassette.journal import Journal
+from blackbox_mitm.cassette.media import spool_path
 from blackbox_mitm.cassette.payloads import tool_calls_of
 from blackbox_mitm.cassette.trace import Trace, TraceStep
 from blackbox_mitm.codecs import CODECS
@@ -225,7 +226,7 @@ def fork_session(
         child.environment = (redactor or Redactor()).payload(env.metadata())
     journal = Journal(out, child, overwrite=overwrite, fsync=fsync)
     recorder = RunRecorder(child, journal, secrets=secrets_from_environ(), redactor=redactor, env=env)
-    recorder.media = MediaBook(secrets=recorder.secrets, seed=parent_media)
+    recorder.media = MediaBook(secrets=recorder.secrets, seed=parent_media, spool=spool_path(out), fsync=fsync)
     session = Session(
         run_id=parent.id,
         recorder=recorder,

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from blackbox_mitm.cassette.media import KIND, VERSION, digests_in, media_ref, write_media
+from blackbox_mitm.cassette.media import KIND, VERSION, digests_in, media_ref, spooled_line, write_media
 from blackbox_mitm.errors import ConfigError
 
 __all__ = ["DEFAULT_MEDIA_MAX_BYTES", "MediaBook", "media_max_bytes"]
@@ -44,8 +44,18 @@ def media_max_bytes(environ: Mapping[str, str] | None = None) -> int:
 class MediaBook:
     """The media of one recording; thread-safe. ``seed``: a parent's media document (a fork's copied steps name its items)."""
 
-    def __init__(self, *, max_bytes: int | None = None, secrets: Iterable[str] = (), seed: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        max_bytes: int | None = None,
+        secrets: Iterable[str] = (),
+        seed: Mapping[str, Any] | None = None,
+        spool: Path | None = None,
+        fsync: bool = True,
+    ) -> None:
         self.max_bytes = media_max_bytes() if max_bytes is None else max_bytes
+        self.spool = spool  # each new item, appended and fsynced: what `blackbox recover` keeps of a killed recording
+        self.fsync = fsync
         self.secrets = {s for s in secrets if s}
         self.items: dict[str, dict[str, Any]] = {}
         self.not_kept: dict[str, dict[str, Any]] = {}
@@ -56,10 +66,14 @@ class MediaBook:
             self.kept_bytes += int(entry.get("size") or 0)
         for entry in (seed or {}).get("notKept") or []:
             self.not_kept.setdefault(str(entry.get("sha256")), dict(entry))
+        if spool is not None:
+            spool.write_bytes(b"")  # a new recording holds the cassette's journal: anything there is a dead run's
+            self._write_spool(self.items)  # a fork's copied items too: the child's copied steps name them
 
     def add(self, found: Mapping[str, tuple[str, bytes]]) -> None:
-        """Keep each item once (a digest already kept, or refused, costs nothing more)."""
+        """Keep each item once (a digest already kept, or refused, costs nothing more); new ones go to the spool first."""
         with self._lock:
+            new: dict[str, dict[str, Any]] = {}
             for digest, (media_type, data) in found.items():
                 if digest in self.items or digest in self.not_kept:
                     continue
@@ -68,8 +82,24 @@ class MediaBook:
                     self.not_kept[digest] = {"sha256": digest, "mediaType": media_type, "size": len(data), "why": why}
                     log.info("blackbox: the %s %s… (%d bytes) is not kept: %s", media_type, digest[:12], len(data), why)
                     continue
-                self.items[digest] = {"mediaType": media_type, "size": len(data), "data": base64.b64encode(data).decode("ascii")}
+                new[digest] = {"mediaType": media_type, "size": len(data), "data": base64.b64encode(data).decode("ascii")}
                 self.kept_bytes += len(data)
+            self._write_spool(new)
+            self.items.update(new)
+
+    def _write_spool(self, items: Mapping[str, Mapping[str, Any]]) -> None:
+        if self.spool is None or not items:
+            return
+        with open(self.spool, "ab") as f:
+            f.write(b"".join(spooled_line(d, e) for d, e in items.items()))
+            f.flush()
+            if self.fsync:
+                os.fsync(f.fileno())
+
+    def discard(self) -> None:
+        """The run is dropped (or its media file written): the spool goes."""
+        if self.spool is not None:
+            self.spool.unlink(missing_ok=True)
 
     def _why_not(self, media_type: str, data: bytes) -> str | None:
         if self.kept_bytes + len(data) > self.max_bytes:
@@ -98,7 +128,7 @@ class MediaBook:
     def seal(self, cassette: str | Path, run_id: str, payloads: Iterable[Any]) -> dict[str, Any] | None:
         """Write the media beside ``cassette``; the terminal event's ``media`` (None: the steps name none)."""
         document = self.document(run_id, payloads)
-        if not document["media"] and not document["notKept"]:
-            return None
-        write_media(cassette, document)
-        return media_ref(cassette, document)
+        if document["media"] or document["notKept"]:
+            write_media(cassette, document)
+        self.discard()
+        return media_ref(cassette, document) if document["media"] or document["notKept"] else None

@@ -196,6 +196,9 @@ class RunRecorder:
             if self.redactor:
                 staged = [(kind, self.redactor.payload(payload), ts) for kind, payload, ts in staged]
             self._refuse_secrets(staged)
+            if self.media is not None and request.media:  # spooled before the steps that name it are journaled
+                self.media.secrets |= self.secrets
+                self.media.add(request.media)  # once per digest, however often the history re-sends it
             before = len(self.trace.steps)
             try:
                 steps = [self.trace.append(kind, payload, timestamp=ts) for kind, payload, ts in staged]
@@ -205,9 +208,6 @@ class RunRecorder:
                 del self.trace.steps[before:]  # the trace stays what the journal holds
                 detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
                 raise RecordFailed(f"the call could not be written to the journal ({detail})") from exc
-            if self.media is not None and request.media:
-                self.media.secrets |= self.secrets
-                self.media.add(request.media)  # once per digest, however often the history re-sends it
             for call_id in done:
                 del self._pending[call_id]
             for call in tool_calls_of(output):
@@ -298,6 +298,8 @@ class RunRecorder:
             if self.journal is not None:
                 self.journal.discard()  # removes this recorder's own journal, never another's
                 self.journal = None
+            if self.media is not None:
+                self.media.discard()
 
     # -- fork prefixes --------------------------------------------------------------
 

@@ -332,3 +332,72 @@ def test_a_fork_listing_does_not_mistake_the_media_file_for_a_run(tmp_path: Path
     _record_turns(cassette, 2)
     listing = list_forks(cassette)
     assert listing["forks"] == [] and listing["skipped"] == []
+
+
+# -- a recording killed before it ended: the spool --------------------------------------------------------
+
+
+def _kill(session: Session) -> None:
+    """What a kill -9 leaves: the journal's lock dropped, nothing finished."""
+    import os
+
+    assert session.recorder is not None and session.recorder.journal is not None
+    fd = session.recorder.journal._fd
+    assert fd is not None
+    os.close(fd)
+    session.recorder.journal._fd = None
+
+
+def test_a_killed_recording_keeps_its_media_through_recover(tmp_path: Path) -> None:
+    """The recorder dies after two calls (no finish): `blackbox recover` writes the media file from the spool and seals it."""
+    from blackbox_mitm.cassette.media import spool_path
+    from blackbox_mitm.cassette.recovery import recover_journal
+
+    cassette = tmp_path / "run.json.zst"
+    session = record_session(cassette)
+    for k, body in enumerate(_screenshot_turns(2)):
+        _record(session, CHAT, body, _chat_answer(f"seen {k}"))
+    spool = spool_path(cassette)
+    assert spool.read_bytes().count(b'"sha256"') == 2  # each item once, spooled as it came
+    _kill(session)  # no terminal event, no media file
+    assert not media_path(cassette).exists()
+    recover_journal(cassette, quiet=True)
+    trace = load_trace(cassette)
+    assert trace.steps[-1].payload["reason"] == "recording_interrupted"
+    assert media_ref_of(trace) is not None and not spool.exists()
+    document = load_media(cassette, trace)
+    assert document is not None and sorted(document["media"]) == sorted([_sha(PNG), _sha(PDF)])
+    assert verify_file(cassette).ok
+
+
+def test_a_spool_line_cut_off_by_the_kill_is_dropped_and_the_item_listed_as_not_kept(tmp_path: Path) -> None:
+    from blackbox_mitm.cassette.media import spool_path
+    from blackbox_mitm.cassette.recovery import recover_journal
+
+    cassette = tmp_path / "run.json"
+    session = record_session(cassette)
+    for k, body in enumerate(_screenshot_turns(2)):
+        _record(session, CHAT, body, _chat_answer(f"seen {k}"))
+    spool = spool_path(cassette)
+    spool.write_bytes(spool.read_bytes()[:-40])  # the PDF's line, torn
+    _kill(session)
+    recover_journal(cassette, quiet=True)
+    document = load_media(cassette, load_trace(cassette))
+    assert document is not None and list(document["media"]) == [_sha(PNG)]
+    assert document["notKept"] == [
+        {
+            "sha256": _sha(PDF),
+            "mediaType": "application/pdf",
+            "size": len(PDF),
+            "why": "the recording was interrupted before its bytes were kept",
+        }
+    ]
+    assert verify_file(cassette).ok
+
+
+def test_a_run_that_ends_leaves_no_spool(tmp_path: Path) -> None:
+    from blackbox_mitm.cassette.media import spool_path
+
+    cassette = tmp_path / "run.json"
+    _record_turns(cassette, 2)
+    assert not spool_path(cassette).exists() and media_path(cassette).exists()
