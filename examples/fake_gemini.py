@@ -21,6 +21,7 @@ Script: a list of answers, one consumed per model call::
     {"thought": "...", "signature": true}         # add a thought part / thoughtSignature (as thinking models do)
     {"block": "SAFETY"}                           # a blocked prompt (promptFeedback.blockReason)
     {"status": 429, "message": "..."}             # that error, Google-shaped
+    {"text": "...", "image": {"mimeType", "data"}}  # an image model's answer: text, then an inlineData part
     {"raw": {...}}                                # this exact JSON body
 
 A ``responder(body) -> answer | None`` may answer first (None: the script answers).
@@ -106,6 +107,8 @@ def _parts(answer: Json) -> list[Json]:
         parts.append({"text": answer["thought"], "thought": True})
     if answer.get("text"):
         parts.append({"text": answer["text"]})
+    if answer.get("image"):  # an image model's answer: {"mimeType", "data" (base64)}
+        parts.append({"inlineData": dict(answer["image"])})
     for call in answer.get("function_calls") or []:
         fc: Json = {"name": call["name"], "args": call.get("args", {})}
         if call.get("id"):

@@ -11,6 +11,8 @@ import base64
 import hashlib
 from typing import Any, Literal, NotRequired, TypedDict
 
+from blackbox_mitm.cassette.media import note_bytes
+
 __all__ = [
     "MediaKind",
     "MediaPart",
@@ -33,7 +35,8 @@ class MediaPart(TypedDict):
     """Blackbox's extension: an image, document, audio or video in a message or tool result, content-addressed.
 
     Inline bytes are ``mediaType`` and the ``sha256`` (hex) and ``size`` of the
-    decoded bytes (the bytes themselves are not in the part); a reference the
+    decoded bytes (the bytes themselves are in the run's media file,
+    ``cassette/media.py``, once per run); a reference the
     provider fetches is kept as sent: ``url`` or ``file`` (the provider's file id).
     ``name`` and ``detail`` are kept when sent (a file name, an image's detail level).
     """
@@ -82,6 +85,7 @@ def media_part(
         raw = data if isinstance(data, bytes) else _b64decode(data)
         out["sha256"] = hashlib.sha256(raw).hexdigest()
         out["size"] = len(raw)
+        note_bytes(out["sha256"], media_type, raw)  # the run's media store keeps them once (cassette/media.py)
     if url is not None:
         out["url"] = url
     if file is not None:

@@ -176,6 +176,7 @@ class FinalAnswer(TypedDict):
     container: NotRequired[Container]
     serverToolUse: NotRequired[dict[str, int]]
     grounding: NotRequired[Any]
+    content: NotRequired[list[Any]]  # Blackbox's extension: the answer's text and media parts in order, when it has media
 
 
 class ToolCalls(TypedDict):
@@ -189,6 +190,7 @@ class ToolCalls(TypedDict):
     container: NotRequired[Container]
     serverToolUse: NotRequired[dict[str, int]]
     grounding: NotRequired[Any]
+    content: NotRequired[list[Any]]  # Blackbox's extension: the answer's text and media parts in order, when it has media
 
 
 class SingleToolCall(TypedDict):
@@ -206,6 +208,7 @@ class SingleToolCall(TypedDict):
     container: NotRequired[Container]
     serverToolUse: NotRequired[dict[str, int]]
     grounding: NotRequired[Any]
+    content: NotRequired[list[Any]]  # Blackbox's extension: the answer's text and media parts in order, when it has media
 
 
 ModelOutput = FinalAnswer | ToolCalls | SingleToolCall

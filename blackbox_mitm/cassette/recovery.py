@@ -138,7 +138,7 @@ def recover_journal(cassette: str | os.PathLike[str], *, quiet: bool = False) ->
         recovered.dropped = max(recovered.dropped, int(cut))
         _check_cassette(cassette, jpath, recovered.header)
         trace = recovered.trace
-        _mark_interrupted(trace, recovered.dropped)
+        _mark_interrupted(trace, recovered.dropped, cassette)
         save_trace(
             trace,
             cassette,
@@ -175,7 +175,7 @@ def _check_cassette(cassette: Path, jpath: Path, header: dict[str, Any]) -> None
         )
 
 
-def _mark_interrupted(trace: Trace, dropped: int) -> None:
+def _mark_interrupted(trace: Trace, dropped: int, cassette: Path) -> None:
     last = trace.steps[-1] if trace.steps else None
     if (
         last is not None
@@ -184,13 +184,14 @@ def _mark_interrupted(trace: Trace, dropped: int) -> None:
         and last.payload.get("event") in ("run_completed", "run_failed")
     ):
         return
-    trace.append(
-        "metadata",
-        {
-            "event": "run_failed",
-            "status": "error",
-            "reason": INTERRUPTED,
-            "message": "the recording proxy stopped before the run ended; recovered from its journal"
-            + (f" ({dropped} incomplete write dropped)" if dropped else ""),
-        },
-    )
+    from blackbox_mitm.cassette.media import recover_media
+
+    event: dict[str, Any] = {
+        "event": "run_failed",
+        "status": "error",
+        "reason": INTERRUPTED,
+        "message": "the recording proxy stopped before the run ended; recovered from its journal"
+        + (f" ({dropped} incomplete write dropped)" if dropped else ""),
+    }
+    media = recover_media(cassette, trace)  # the media the recording spooled (cassette/media.py), sealed here
+    trace.append("metadata", {**event, "media": media} if media is not None else event)

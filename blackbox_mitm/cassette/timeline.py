@@ -225,7 +225,40 @@ def _model_input(p: dict[str, Any]) -> str:
     results = _tool_results_in(messages[-1]) if messages else []
     if results:
         parts.append("then " + ", ".join(results))
+    media = _media_in(messages[-1].get("content") if messages and isinstance(messages[-1], dict) else None)
+    if media:
+        parts.append("with " + ", ".join(media))
     return " · ".join(parts)
+
+
+def media_text(part: dict[str, Any]) -> str:
+    """A media part in words: its type, size and digest (``image/png 70 bytes 8cf8513dd0fb…``), or its reference."""
+    what = str(part.get("mediaType") or part.get("type") or "media")
+    if isinstance(part.get("sha256"), str):
+        return f"{what} {int(part.get('size') or 0):,} bytes {part['sha256'][:12]}…"
+    ref = part.get("url") if isinstance(part.get("url"), str) else part.get("file")
+    return f"{what} {one_line(str(ref), 40)}" if ref is not None else what
+
+
+def _media_in(value: Any) -> list[str]:
+    """The media parts of a message's content (and of the tool results it carries), in words."""
+    found = _media_parts(value)
+    return [media_text(p) for p in found[:3]] + ([f"and {len(found) - 3} more"] if len(found) > 3 else [])
+
+
+def _media_parts(value: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            if v.get("type") in ("image", "document", "audio", "video"):
+                out.append(v)
+            else:
+                stack.extend(reversed(list(v.values())))
+        elif isinstance(v, list):
+            stack.extend(reversed(v))
+    return out
 
 
 def _last_user_text(messages: list[Any]) -> str | None:
@@ -270,6 +303,9 @@ def _model_output(p: dict[str, Any]) -> str:
         return f"refused: {_quote(text or '')}"
     else:
         out = f"answer: {_quote(text or '')}"
+    media = _media_in(p.get("content"))
+    if media:
+        out += " + " + ", ".join(media)
     if stop == "length":
         out = "[cut off at max tokens] " + out
     elif isinstance(stop, str) and stop != "refusal":

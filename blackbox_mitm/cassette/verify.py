@@ -217,6 +217,7 @@ _FIELDS: dict[str, dict[str, str]] = {
         "reasoning": "reasoning",
         "parts": "parts",
         "grounding": _DATA,
+        "content": "content",
     },
     # Blackbox's extension (payloads.ReasoningPart): what the model thought, and its provider's opaque signature.
     "reasoning_part": {"text": _DATA, "summary": _DATA, "signature": _DATA, "data": _DATA},
@@ -236,7 +237,7 @@ class Problem:
 
     Codes: ``version``, ``format`` (a file the loader refuses), ``index``, ``id``,
     ``type``, ``shape``, ``prev_hash``, ``hash``, ``provider_id``, ``provider_field``,
-    ``param``, ``tool_call_id``, ``credential_name``, ``credential``, ``exchanges`` (the exchanges file beside the cassette).
+    ``param``, ``tool_call_id``, ``credential_name``, ``credential``, ``exchanges`` (the exchanges file beside the cassette), ``media`` (the media file).
     """
 
     step: int | None
@@ -309,12 +310,14 @@ def verify_file(path: str | os.PathLike[str], *, facts: ProviderFacts | None = N
 def exchange_problems(path: str | os.PathLike[str], trace: Trace) -> list[Problem]:
     """The run's other HTTP exchanges (the file its terminal event seals, ``cassette/exchanges.py``) checked."""
     from blackbox_mitm.cassette.exchanges import exchanges_ref_of, verify_exchanges
+    from blackbox_mitm.cassette.media import verify_media
 
+    last = len(trace.steps) - 1
+    media = [Problem(last, "media", reason, "payload.media") for reason in verify_media(path, trace)]  # cassette/media.py
     ref = exchanges_ref_of(trace)
     if ref is None:
-        return []
-    last = len(trace.steps) - 1
-    return [Problem(last, "exchanges", reason, "payload.exchanges") for reason in verify_exchanges(path, ref)]
+        return media
+    return [Problem(last, "exchanges", reason, "payload.exchanges") for reason in verify_exchanges(path, ref)] + media
 
 
 def verify_trace(trace: Trace, *, source: bytes | None = None, facts: ProviderFacts | None = None) -> list[Problem]:

@@ -65,14 +65,36 @@ def show(file: Path, as_json: bool) -> None:
     trace = _load(file)
     timeline = build_timeline(trace)
     listed = _exchanges_of(file, trace)
+    media = _media_of(file, trace)
     if as_json:
-        _echo_json({**timeline.to_json(), **({"exchanges": listed[0], "notKept": listed[1]} if listed else {})})
+        _echo_json(
+            {
+                **timeline.to_json(),
+                **({"exchanges": listed[0], "notKept": listed[1]} if listed else {}),
+                **({"media": media} if media else {}),
+            }
+        )
     else:
         click.echo(render_timeline(timeline), nl=False)
         if listed:
             from blackbox_mitm.cassette.exchanges import render_exchanges
 
             click.echo(render_exchanges(*listed), nl=False)
+        if media:
+            from blackbox_mitm.cassette.media import render_media
+
+            click.echo(render_media(media), nl=False)
+
+
+def _media_of(file: Path, trace: Trace) -> list[dict[str, Any]] | None:
+    """The run's stored media as rows (None: it keeps none); a media file that does not verify is a usage problem."""
+    from blackbox_mitm.cassette.media import load_media, media_rows
+
+    try:
+        document = load_media(file, trace)
+    except CassetteError as exc:
+        raise UsageProblem(str(exc)) from exc
+    return media_rows(document) if document is not None else None
 
 
 def _exchanges_of(file: Path, trace: Trace) -> tuple[list[dict[str, Any]], list[str]] | None:

@@ -102,6 +102,7 @@ def fork(
     blackbox fork runs/weather.json --at 3 --tool-result '{"forecast": "sun", "celsius": 24}' \\
         -o runs/sunny.json -- python agent.py "What's the weather in Paris?"
     """
+    from blackbox_mitm.cassette.media import load_media
     from blackbox_mitm.cassette.verify import load_verified
     from blackbox_mitm.matcher import render_report
     from blackbox_mitm.proxy.lifecycle import ProxySettings, proxy_run
@@ -126,6 +127,7 @@ def fork(
         pace=found.pace.value,
         order_gap_ms=found.order_gap.value,
         environment=found.environment,
+        parent_media=load_media(parent, parent_trace),  # the copied steps' images and documents, and what the prefix serves
     )
     settings = ProxySettings(hosts=found.host_specs, confdir=run.confdir, map_remote=map_remote, offline=False)
     with proxy_run(session, replaying=False, settings=settings, keep=discard_reason) as live_run:

@@ -91,6 +91,7 @@ def record(
     )
     _notes(session)
     _exchange_notes(rec.exchanges, live.cassette)
+    _media_notes(rec.media, live.cassette)
     for problem in (*session.failed_writes, *session.unrecorded):
         click.echo(f"blackbox: error: {problem}", err=True)
     if code == 0 and problems:
@@ -368,6 +369,20 @@ def _exchange_notes(book: Any, cassette: Path | None) -> None:
     )
     for line in book.not_kept:
         click.echo(f"blackbox: note: not kept: {line}", err=True)
+
+
+def _media_notes(book: Any, cassette: Path | None) -> None:
+    """What the recording kept of the run's images, documents and audio, and what it did not (over the cap)."""
+    if book is None or cassette is None or not (book.items or book.not_kept):
+        return
+    from blackbox_mitm.cassette.media import media_path
+
+    if book.items and media_path(cassette).exists():
+        click.echo(
+            f"blackbox: kept {len(book.items)} media items ({book.kept_bytes:,} bytes) once each in {media_path(cassette)}", err=True
+        )
+    for line in book.lines():
+        click.echo(f"blackbox: note: media not kept: {line}", err=True)
 
 
 def _recorded_clock(cassette: str, environment: Any) -> tuple[dict[str, str], Any]:

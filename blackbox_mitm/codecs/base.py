@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -88,6 +88,8 @@ class DecodedRequest:
     model: str | None = None
     stream: bool = False
     include_usage: bool = False
+    # The bytes its media parts (and its answer's) carried, by digest: the session collects them (cassette/media.py).
+    media: dict[str, tuple[str, bytes]] = field(default_factory=dict)
 
     def tool_results(self) -> list[ToolResultPart]:
         """Every tool_result part in the request's messages, in order."""

@@ -225,19 +225,21 @@ def add_golden(source: str | os.PathLike[str], folder: Path, *, name: str | None
 
 
 def _copy_exchanges(src: Path, trace: Trace, folder: Path, *, overwrite: bool) -> None:
+    """The side files the terminal event seals: the other HTTP exchanges, the media (``cassette/media.py``)."""
     from blackbox_mitm.cassette.exchanges import exchanges_ref_of
+    from blackbox_mitm.cassette.media import media_ref_of
 
-    ref = exchanges_ref_of(trace)
-    if ref is None:
-        return
-    name = str(ref["file"])
-    try:
-        data = src.with_name(name).read_bytes()
-    except OSError as exc:
-        raise CassetteError(f"cannot read the run's exchanges {name} ({exc.strerror})", path=str(src)) from exc
-    dest = folder / name
-    same = dest.is_file() and dest.read_bytes() == data
-    write_atomic(dest, data, overwrite=overwrite or same)  # another run's exchanges under that name: refused
+    for what, ref in (("exchanges", exchanges_ref_of(trace)), ("media", media_ref_of(trace))):
+        if ref is None:
+            continue
+        name = str(ref["file"])
+        try:
+            data = src.with_name(name).read_bytes()
+        except OSError as exc:
+            raise CassetteError(f"cannot read the run's {what} {name} ({exc.strerror})", path=str(src)) from exc
+        dest = folder / name
+        same = dest.is_file() and dest.read_bytes() == data
+        write_atomic(dest, data, overwrite=overwrite or same)  # another run's file under that name: refused
 
 
 def _failure_of(trace: Trace) -> str | None:
@@ -288,5 +290,6 @@ def _name_of(path: Path) -> str:
 def _is_golden(name: str) -> bool:
     """``NAME.json``, or compressed: ``NAME.json.gz`` / ``NAME.json.zst``."""
     from blackbox_mitm.cassette.exchanges import is_exchanges_file
+    from blackbox_mitm.cassette.media import is_media_file
 
-    return compression.plain_name(Path(name)).suffix == SUFFIX and not is_exchanges_file(name)
+    return compression.plain_name(Path(name)).suffix == SUFFIX and not is_exchanges_file(name) and not is_media_file(name)

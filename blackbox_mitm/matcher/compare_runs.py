@@ -13,7 +13,7 @@ each pair:
   canonical JSON (``cassette.diff.first_difference`` names the JSON path);
   a ``model_output``'s ``tokens`` and ``reasoning`` are left out (counts and
   signatures change from run to run, and replay never compares them), and so
-  is the terminal event's ``exchanges`` seal (it names the run's own file).
+  are the terminal event's ``exchanges`` and ``media`` seals (each names the run's own file).
 
 Timestamps, step ids and run ids are not compared. ``None`` means the runs are
 the same under the rules.
@@ -64,7 +64,7 @@ _NOT_COMPARED_OUTPUT = ("tokens", "reasoning")
 
 # The terminal event's seal of the run's other HTTP exchanges (cassette/exchanges.py) names the run's own side file
 # and its digest: bookkeeping of that recording, not what the agent did (the model steps say that).
-_NOT_COMPARED_METADATA = ("exchanges",)
+_NOT_COMPARED_METADATA = ("exchanges", "media")
 
 
 def _compared(step_type: str, payload: Any) -> Any:

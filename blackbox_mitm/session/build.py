@@ -18,6 +18,7 @@ import orjson
 from blackbox_mitm.cassette import compression
 from blackbox_mitm.cassette.exchanges import exchanges_ref_of, load_exchanges
 from blackbox_mitm.cassette.journal import Journal
+from blackbox_mitm.cassette.media import load_media, spool_path
 from blackbox_mitm.cassette.store import write_atomic
 from blackbox_mitm.cassette.trace import Trace, new_trace_id
 from blackbox_mitm.cassette.verify import load_verified
@@ -29,6 +30,7 @@ from blackbox_mitm.session.engine import Session
 from blackbox_mitm.session.env_report import explainer
 from blackbox_mitm.session.environment import EnvSubstitution, RunEnvironment, replay_substitution
 from blackbox_mitm.session.exchanges import DEFAULT_EXCHANGE_MAX_BYTES, DEFAULT_RUN_MAX_BYTES, ExchangeBook, ExchangeServer
+from blackbox_mitm.session.media import MediaBook
 from blackbox_mitm.session.recorder import RunRecorder, scrub, secrets_from_environ
 from blackbox_mitm.session.redact import Redactor
 from blackbox_mitm.session.release import DEFAULT_GAP_MS
@@ -70,6 +72,8 @@ def record_session(
         trace.environment = (redactor or Redactor()).payload(env.metadata())  # in the header: a recovered journal keeps it
     journal = Journal(path, trace, overwrite=overwrite, fsync=fsync, compact=compact)  # refuses an existing cassette
     recorder = RunRecorder(trace, journal, secrets=secrets_from_environ(), redactor=redactor, env=env)
+    # images, documents, audio: once each, beside the cassette (spooled, so a killed recording keeps them)
+    recorder.media = MediaBook(secrets=recorder.secrets, spool=spool_path(path), fsync=fsync)
     if exchanges != "none":
         recorder.exchanges = ExchangeBook(
             policy=exchanges,
@@ -113,6 +117,8 @@ def replay_session(
     ref = exchanges_ref_of(trace)
     if ref is not None:  # load_verified checked the file against the terminal event's seal
         session.exchange_server = ExchangeServer(load_exchanges(cassette, ref), rules=rules, redactor=redactor)
+    media = load_media(cassette, trace)  # checked by load_verified too
+    session.media_store = media["media"] if media is not None else None
     return session
 
 
@@ -136,6 +142,8 @@ def finish_proxy_session(session: Session, *, report: str | None = None) -> None
         log.warning(
             "blackbox: recorded %d steps (%d model calls) to %s", len(session.recorder.trace.steps), session.recorder.model_calls, out
         )
+        for line in session.recorder.media.lines() if session.recorder.media is not None else []:
+            log.warning("blackbox: media not kept: %s", line)
     elif session.replay is not None:
         status = replay_report(session)
         if report:

@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from blackbox_mitm.cassette.media import collecting, resolving
 from blackbox_mitm.cassette.trace import now_ms
 from blackbox_mitm.codecs import codec_for, stream_content_type
 from blackbox_mitm.codecs.base import CallIds, ChainingCodec, Codec, DecodedRequest
@@ -147,6 +148,7 @@ class Session:
         self.diverged_in_prefix = False
         self.secrets: set[str] = secrets_from_environ()  # never quoted in a report
         self.exchange_server: ExchangeServer | None = None  # a replay's other HTTP exchanges (session/exchanges.py ExchangeServer)
+        self.media_store: Mapping[str, Any] | None = None  # the recorded run's media bytes by digest (cassette/media.py), lent to encoders
         self._lock = threading.Lock()
         # New tool calls never reuse a call-N the run already holds.
         for call in replay.calls if replay is not None else ():
@@ -194,7 +196,8 @@ class Session:
                 self.forwarded_calls += 1
             if self.replay is not None and isinstance(codec, ChainingCodec):  # live after a replayed prefix:
                 # state the provider never saw is written out
-                body = codec.forward_body(body, self.ids) or body
+                with resolving(self.media_store):
+                    body = codec.forward_body(body, self.ids) or body
             return Forward(Ticket(codec, decoded, req.received_ms, secrets), body if body is not req.body else None)
         return _error(codec, "blackbox: this proxy does not forward model calls")  # pragma: no cover
 
@@ -202,7 +205,10 @@ class Session:
         """The request as a neutral model_input, or the refusal the agent gets instead."""
         try:
             refuse_unrepresentable_numbers(body)  # 1e400, NaN: a cassette could not give them back
-            return codec.decode_request(body, self.ids, path=req.bare_path, query=req.query)
+            with collecting() as media:  # the bytes of its media parts, for the run's media file
+                decoded = codec.decode_request(body, self.ids, path=req.bare_path, query=req.query)
+            decoded.media = media
+            return decoded
         except BlackboxUnsupportedError as exc:
             message = str(exc)
         except BlackboxError as exc:
@@ -328,10 +334,12 @@ class Session:
         if self.env is not None:  # the recorded placeholders as this run's values: the agent reads its own paths
             output = self.env.restore(output)
         if decoded.stream:
-            body = codec.encode_stream(output, request=decoded, ids=self.ids, created_ms=created)
+            with resolving(self.media_store):  # an answer's media: the recorded bytes
+                body = codec.encode_stream(output, request=decoded, ids=self.ids, created_ms=created)
             headers = {"content-type": stream_content_type(codec), "cache-control": "no-cache"}
             return Answer(200, headers, body, stream=True, replayed=True, delay_ms=delay_ms, hold=hold)
-        obj = codec.encode_response(output, request=decoded, ids=self.ids, created_ms=created)
+        with resolving(self.media_store):
+            obj = codec.encode_response(output, request=decoded, ids=self.ids, created_ms=created)
         return Answer(200, {"content-type": "application/json"}, orjson.dumps(obj), replayed=True, delay_ms=delay_ms, hold=hold)
 
     # -- responses to forwarded calls -------------------------------------------------
@@ -367,7 +375,9 @@ class Session:
         try:
             if isinstance(body, bytes):
                 refuse_unrepresentable_numbers(body, what="response")
-            output = ticket.codec.decode_response(body, self.ids, ticket.request)
+            with collecting() as media:  # an answer's media (a Gemini image) join the request's
+                output = ticket.codec.decode_response(body, self.ids, ticket.request)
+            ticket.request.media.update(media)
             if self.recorder is not None:
                 self.recorder.record_call(
                     ticket.request, output, request_ms=ticket.received_ms, response_ms=response_ms, secrets=ticket.secrets

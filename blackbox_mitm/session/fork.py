@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from blackbox_mitm.cassette.journal import Journal
+from blackbox_mitm.cassette.media import spool_path
 from blackbox_mitm.cassette.payloads import tool_calls_of
 from blackbox_mitm.cassette.trace import Trace, TraceStep
 from blackbox_mitm.codecs import CODECS
@@ -40,6 +41,7 @@ from blackbox_mitm.session.build import run_id_for
 from blackbox_mitm.session.engine import Session
 from blackbox_mitm.session.env_report import explainer
 from blackbox_mitm.session.environment import RunEnvironment, replay_substitution
+from blackbox_mitm.session.media import MediaBook
 from blackbox_mitm.session.recorder import RunRecorder, secrets_from_environ
 from blackbox_mitm.session.redact import Redactor
 from blackbox_mitm.session.release import DEFAULT_GAP_MS
@@ -198,9 +200,11 @@ def fork_session(
     pace: float | None = None,
     order_gap_ms: float | None = DEFAULT_GAP_MS,
     environment: RunEnvironment | None = None,
+    parent_media: Mapping[str, Any] | None = None,
 ) -> Session:
     """The session that serves the parent up to the cut and records the child (``rules``, ``redactor``, ``pace``,
-    ``order_gap_ms``, ``environment`` as for a replay)."""
+    ``order_gap_ms``, ``environment`` as for a replay). ``parent_media``: the parent's media document
+    (``cassette.media.load_media``): served in the prefix, and kept for the steps the child copies."""
     parent = plan.parent
     out = Path(output)
     if out.exists() and not overwrite:
@@ -221,9 +225,11 @@ def fork_session(
     if env is not None:
         child.environment = (redactor or Redactor()).payload(env.metadata())
     journal = Journal(out, child, overwrite=overwrite, fsync=fsync)
-    return Session(
+    recorder = RunRecorder(child, journal, secrets=secrets_from_environ(), redactor=redactor, env=env)
+    recorder.media = MediaBook(secrets=recorder.secrets, seed=parent_media, spool=spool_path(out), fsync=fsync)
+    session = Session(
         run_id=parent.id,
-        recorder=RunRecorder(child, journal, secrets=secrets_from_environ(), redactor=redactor, env=env),
+        recorder=recorder,
         replay=RecordedCalls(parent, upto=_served_upto(plan), rules=rules, explain=explainer(parent, env)),
         match=match,
         tail=tail,
@@ -239,6 +245,8 @@ def fork_session(
         order_gap_ms=order_gap_ms,
         env=env,
     )
+    session.media_store = (parent_media or {}).get("media")
+    return session
 
 
 def _append_edit(plan: ForkPlan, child: Trace, ids: CallIds) -> tuple[tuple[int, dict[str, Any]] | None, tuple[str, str] | None]:

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from blackbox_mitm.cassette.diff import first_divergence
+from blackbox_mitm.cassette.exchanges import is_exchanges_file
+from blackbox_mitm.cassette.media import is_media_file
 from blackbox_mitm.cassette.payloads import is_terminal
 from blackbox_mitm.cassette.store import load_trace
 from blackbox_mitm.cassette.timeline import fork_step_index, token_totals
@@ -72,8 +74,8 @@ def list_forks(parent_path: Path, directory: Path | None = None, *, files: Itera
     forks: list[dict[str, Any]] = []
     skipped: list[dict[str, str]] = []
     for path in sorted(files):
-        if path.resolve() == parent_path.resolve():
-            continue
+        if path.resolve() == parent_path.resolve() or is_exchanges_file(path.name) or is_media_file(path.name):
+            continue  # a run's side files (its other HTTP exchanges, its media) are not runs
         try:
             child = load_trace(path, recover=False)
         except CassetteError as exc:

@@ -41,6 +41,7 @@ from blackbox_mitm.session.redact import Redactor
 
 if TYPE_CHECKING:
     from blackbox_mitm.session.exchanges import ExchangeBook
+    from blackbox_mitm.session.media import MediaBook
 
 __all__ = ["RecordFailed", "RunRecorder", "SecretLeak", "scrub", "secret_env_names", "secrets_from_environ", "secrets_from_request"]
 
@@ -147,6 +148,7 @@ class RunRecorder:
         self._pending: OrderedDict[str, _Pending] = OrderedDict()
         self._last_output: Mapping[str, Any] | None = None
         self.exchanges: ExchangeBook | None = None  # the run's other HTTP exchanges (session/exchanges.py ExchangeBook), sealed by finish
+        self.media: MediaBook | None = None  # the run's media bytes (session/media.py MediaBook), sealed by finish
         self._seed_pending_from_prefix()
 
     # -- recording ------------------------------------------------------------------
@@ -194,6 +196,9 @@ class RunRecorder:
             if self.redactor:
                 staged = [(kind, self.redactor.payload(payload), ts) for kind, payload, ts in staged]
             self._refuse_secrets(staged)
+            if self.media is not None and request.media:  # spooled before the steps that name it are journaled
+                self.media.secrets |= self.secrets
+                self.media.add(request.media)  # once per digest, however often the history re-sends it
             before = len(self.trace.steps)
             try:
                 steps = [self.trace.append(kind, payload, timestamp=ts) for kind, payload, ts in staged]
@@ -258,6 +263,7 @@ class RunRecorder:
                 event = self.env.neutral(event)
             event = self.redactor.payload(event)
             event = self._seal_exchanges(event)
+            event = self._seal_media(event)
             step = self.trace.append("metadata", event)
             if self.journal is not None:
                 self.journal.append([step])
@@ -275,12 +281,25 @@ class RunRecorder:
             return {**event, "exchangesLost": f"the run's other HTTP exchanges could not be written ({detail})"}
         return event if ref is None else {**event, "exchanges": ref}
 
+    def _seal_media(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Write the media the steps name beside the cassette; the terminal event names and seals them."""
+        if self.media is None or self.journal is None:
+            return event
+        try:
+            ref = self.media.seal(self.journal.cassette, self.trace.id, (s.payload for s in self.trace.steps))
+        except (OSError, BlackboxError) as exc:  # the steps still name every item by digest
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            return {**event, "mediaLost": f"the run's media bytes could not be written ({detail})"}
+        return event if ref is None else {**event, "media": ref}
+
     def discard(self) -> None:
         """Drop the run (a fork whose prefix did not re-run as recorded): no cassette is written."""
         with self._lock:
             if self.journal is not None:
                 self.journal.discard()  # removes this recorder's own journal, never another's
                 self.journal = None
+            if self.media is not None:
+                self.media.discard()
 
     # -- fork prefixes --------------------------------------------------------------
 

@@ -100,6 +100,7 @@ def run_data(trace: Trace, pool: Pool, *, path: Path | None = None, base: RunDat
         },
         "calls": model_calls(trace),
         "exchanges": _exchanges(trace, path),
+        "media": _media(trace, path),
     }
     before = base.all_steps[:shared_count] if base is not None else []
     summaries = [row.summary for row in timeline.rows]
@@ -122,6 +123,35 @@ def _exchanges(trace: Trace, path: Path | None) -> dict[str, Any] | None:
     except CassetteError as exc:
         return {"rows": [], "notKept": [], "error": str(exc)}
     return {"rows": exchange_rows(document, _origin(trace)), "notKept": list(document.get("notKept") or []), "error": None}
+
+
+_IMG_INLINE_BYTES = 512 * 1024  # an image up to this size is shown on the page (a data: URL), larger ones by digest only
+
+
+def _media(trace: Trace, path: Path | None) -> dict[str, Any] | None:
+    """The run's stored media as ``blackbox show`` lists them, small images with their bytes (None: it keeps none)."""
+    from blackbox_mitm.cassette.media import load_media, media_rows
+    from blackbox_mitm.errors import CassetteError
+
+    if path is None:
+        return None
+    try:
+        document = load_media(path, trace)
+    except CassetteError as exc:
+        return {"rows": [], "error": str(exc)}
+    if document is None:
+        return None
+    rows = media_rows(document)
+    for row in rows:
+        entry = (document.get("media") or {}).get(row["sha256"]) or {}
+        kind = str(row.get("mediaType") or "")
+        if (
+            row["kept"]
+            and kind in ("image/png", "image/jpeg", "image/gif", "image/webp")
+            and int(row.get("size") or 0) <= _IMG_INLINE_BYTES
+        ):
+            row["src"] = f"data:{kind};base64,{entry.get('data', '')}"
+    return {"rows": rows, "error": None}
 
 
 def model_calls(trace: Trace) -> list[list[Any]]:

@@ -432,6 +432,24 @@
     for (const n of ex.notKept) box.append(el("div", { class: "sub" }, "not kept: " + n));
   }
 
+  function mediaPanel(key) {
+    const box = clear($("media"));
+    const m = DATA.runs[key].media;
+    box.hidden = !m;
+    if (box.hidden) return;
+    box.className = "panel" + (m.error ? " alarm" : "");
+    box.append(el("h2", null, "Media (" + m.rows.filter((r) => r.kept).length + " stored once each)"),
+      el("div", { class: "sub" }, m.error || "images, documents and audio the steps name by SHA-256, kept beside the cassette"));
+    if (m.rows.length) {
+      box.append(el("table", { class: "exchanges" },
+        el("tr", null, ["type", "size", "sha256", ""].map((h) => el("th", null, h))),
+        m.rows.map((r) => el("tr", { class: r.kept ? "" : "not-kept" },
+          el("td", null, r.mediaType || "?"), el("td", null, size(r.size || 0)), el("td", null, el("code", null, r.sha256)),
+          el("td", null, r.src ? el("img", { class: "media", src: r.src, alt: r.mediaType + " " + r.sha256.slice(0, 12) }) : null,
+            r.kept ? null : el("span", { class: "badge bad" }, "not kept: " + r.why))))));
+    }
+  }
+
   // -- diff -------------------------------------------------------------------------------
   function resolve(value, segments) {
     let v = value;
@@ -550,7 +568,7 @@
     if (step !== null && /^\d+$/.test(step)) reveal(Number(step));
   }
   function render() {
-    header(current); banner(current); reportPanel(); diffPanel(); forks(current); exchangesPanel(current); chart(current); list(current);
+    header(current); banner(current); reportPanel(); diffPanel(); forks(current); exchangesPanel(current); mediaPanel(current); chart(current); list(current);
   }
 
   let timer = null;

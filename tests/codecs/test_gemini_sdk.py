@@ -8,6 +8,8 @@ Nothing here touches the internet.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -22,6 +24,7 @@ genai = pytest.importorskip("google.genai")
 
 from google.genai import errors, types  # noqa: E402
 
+from blackbox_mitm.cassette.media import resolving  # noqa: E402
 from blackbox_mitm.codecs import gemini as codec  # noqa: E402
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest  # noqa: E402
 from blackbox_mitm.errors import BlackboxUnsupportedError  # noqa: E402
@@ -39,8 +42,13 @@ class Replayer:
     requests: list[tuple[str, dict[str, str], bytes]] = field(default_factory=list)
     decoded: list[DecodedRequest] = field(default_factory=list)
     stream_error: str | None = None
+    media: dict[str, bytes] = field(default_factory=dict)  # the run's media bytes the encoders are lent (cassette/media.py)
 
     def reply(self, path: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
+        with resolving(self.media):
+            return self._reply(path, body)
+
+    def _reply(self, path: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
         url = urlsplit(path)
         try:
             request = codec.decode_request(body, self.ids, path=url.path, query=url.query)
@@ -311,3 +319,57 @@ def test_the_v1beta_api_version_decodes_the_same(server: tuple[Replayer, str]) -
     ]
     assert [d.model for d in replayer.decoded] == [MODEL, MODEL]
     assert replayer.decoded[0].model_input["messages"] == replayer.decoded[1].model_input["messages"]
+
+
+# -- media: an image in the prompt, an image in the answer ------------------------------------------------
+
+PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg==")
+PNG_SHA = hashlib.sha256(PNG).hexdigest()
+IMAGE_ANSWER: dict[str, Any] = {
+    "type": "final_answer",
+    "text": "Here is your pixel.",
+    "content": [
+        {"type": "text", "text": "Here is your pixel."},
+        {"type": "image", "mediaType": "image/png", "sha256": PNG_SHA, "size": len(PNG)},
+    ],
+}
+IMAGE_CONFIG = types.GenerateContentConfig(response_modalities=["TEXT", "IMAGE"])
+
+
+def test_an_image_answer_parses_in_the_sdk_byte_for_byte(server: tuple[Replayer, str]) -> None:
+    replayer, url = server
+    replayer.media = {PNG_SHA: PNG}
+    replayer.answer = lambda _request: IMAGE_ANSWER
+    client = _client(url)  # held: a client collected mid-call closes its connection pool
+    response = client.models.generate_content(model="gemini-2.5-flash-image", contents="Draw a red pixel.", config=IMAGE_CONFIG)
+    parts = response.candidates[0].content.parts
+    assert parts[0].text == "Here is your pixel."
+    assert parts[1].inline_data.mime_type == "image/png" and parts[1].inline_data.data == PNG
+    assert replayer.decoded[0].model_input["params"] == {"modalities": ["TEXT", "IMAGE"]}
+
+
+def test_a_streamed_image_answer_parses_in_the_sdk_byte_for_byte(server: tuple[Replayer, str]) -> None:
+    replayer, url = server
+    replayer.media = {PNG_SHA: PNG}
+    replayer.answer = lambda _request: IMAGE_ANSWER
+    client = _client(url)
+    chunks = list(client.models.generate_content_stream(model="gemini-2.5-flash-image", contents="Draw.", config=IMAGE_CONFIG))
+    parts = [p for c in chunks for p in c.candidates[0].content.parts]
+    assert "".join(p.text or "" for p in parts) == "Here is your pixel."
+    [image] = [p.inline_data for p in parts if p.inline_data is not None]
+    assert image.mime_type == "image/png" and image.data == PNG
+    assert chunks[-1].candidates[0].finish_reason == types.FinishReason.STOP
+
+
+def test_an_image_in_the_prompt_and_the_answers_image_sent_back_decode_by_digest(server: tuple[Replayer, str]) -> None:
+    replayer, url = server
+    replayer.media = {PNG_SHA: PNG}
+    replayer.answer = lambda _request: IMAGE_ANSWER
+    client = _client(url)
+    chat = client.chats.create(model="gemini-2.5-flash-image", config=IMAGE_CONFIG)
+    chat.send_message([types.Part.from_bytes(data=PNG, mime_type="image/png"), "Make it bigger."])
+    chat.send_message("Thanks.")
+    media = {"type": "image", "mediaType": "image/png", "sha256": PNG_SHA, "size": len(PNG)}
+    history = replayer.decoded[1].model_input["messages"]
+    assert history[0]["content"] == [media, {"type": "text", "text": "Make it bigger."}]
+    assert history[1] == {"role": "assistant", "content": [{"type": "text", "text": "Here is your pixel."}, media]}

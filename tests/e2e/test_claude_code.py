@@ -26,6 +26,7 @@ the answer carries the listing, and that MCP tool round replays strictly offline
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -39,7 +40,7 @@ from conftest import ROOT, remote_args
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import load_trace
-from blackbox_mitm.cassette.verify import verify_trace
+from blackbox_mitm.cassette.verify import verify_file, verify_trace
 from blackbox_mitm.matcher.recorded import recorded_calls_of
 from blackbox_mitm.session.release import ReleaseOrder, overlaps
 
@@ -312,6 +313,15 @@ def test_claude_code_reads_a_png_and_a_pdf_and_thinks_recorded_and_replayed_stri
     [pdf] = [p for p in results[1]["result"] if p["type"] == "document"]
     assert pdf == {"type": "document", "mediaType": "application/pdf", "sha256": hashlib.sha256(PDF).hexdigest(), "size": len(PDF)}
     assert image == {"type": "image", "mediaType": "image/png", "sha256": hashlib.sha256(PNG).hexdigest(), "size": len(PNG)}
+    # The bytes: once each in the run's media file (every later request re-sends both), sealed and verified.
+    from blackbox_mitm.cassette.media import load_media, media_path
+
+    document = load_media(cassette, trace)
+    assert document is not None and sorted(document["media"]) == sorted(hashlib.sha256(b).hexdigest() for b in (PNG, PDF))
+    assert base64.b64decode(document["media"][hashlib.sha256(PDF).hexdigest()]["data"]) == PDF
+    side = media_path(cassette).read_bytes()
+    assert side.count(base64.b64encode(PNG)) == 1 and side.count(base64.b64encode(PDF)) == 1
+    assert verify_file(cassette).ok
     answers = [s.payload for s in trace.steps if s.type == "model_output" and "reasoning" in s.payload]
     assert answers and all(a["reasoning"][0]["signature"].startswith("Eq") for a in answers)
     assert all(s.payload.get("tokens", {}).get("input", 0) > 0 for s in trace.steps if s.type == "model_output")

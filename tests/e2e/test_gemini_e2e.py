@@ -11,6 +11,7 @@ rewound, made a golden and a tape test.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -24,6 +25,7 @@ from conftest import EXAMPLES, ROOT, blackbox
 from fake_gemini import FakeGemini
 
 from blackbox_mitm.cassette import load_trace
+from blackbox_mitm.cassette.media import load_media, media_path
 from blackbox_mitm.cassette.verify import verify_trace
 
 pytestmark = pytest.mark.e2e
@@ -453,6 +455,14 @@ def test_gemini_cli_at_an_image_and_a_shell_command_replay_strictly_with_no_flag
     ]
     images = [p for p in parts if p.get("type") == "image"]
     assert images and images[0]["sha256"] == hashlib.sha256(PNG).hexdigest() and images[0]["mediaType"] == "image/png"
+    # The bytes: in the run's media file, once, however many requests re-sent the picture; sealed and verified.
+    assert len(images) >= 2  # every later request re-sends the history with the image
+    document = load_media(cassette, trace)
+    assert document is not None and list(document["media"]) == [hashlib.sha256(PNG).hexdigest()]
+    assert base64.b64decode(document["media"][hashlib.sha256(PNG).hexdigest()]["data"]) == PNG
+    assert media_path(cassette).read_bytes().count(base64.b64encode(PNG)) == 1
+    checked = blackbox("verify", str(cassette))
+    assert checked.returncode == 0 and checked.stdout.startswith("OK"), checked.stdout
     results = [s.payload for s in trace.steps if s.type == "tool_result"]
     assert "Process Group PGID: " in json.dumps(results)
     rep = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *cli, env={"HOME": str(home)})

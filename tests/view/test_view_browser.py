@@ -313,3 +313,23 @@ def test_the_runs_other_http_exchanges_are_listed_apart_from_the_steps(browser: 
     loaded.assert_clean()
     _shot(loaded, screenshots, "exchanges")
     loaded.page.close()
+
+
+def test_the_runs_media_are_listed_by_type_size_and_digest_with_images_shown(browser: Browser, tmp_path: Path, screenshots: Path) -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "session"))
+    from test_media_store import PDF, PNG, _record_turns, _sha
+
+    cassette = tmp_path / "shots.json"
+    _record_turns(cassette, 2)
+    loaded = _open(browser, write_page(cassette))
+    panel = loaded.page.inner_text("#media")
+    assert "Media (2 stored once each)" in panel
+    assert "image/png" in panel and _sha(PNG) in panel and "application/pdf" in panel and _sha(PDF) in panel
+    img = loaded.page.locator("#media img.media")
+    expect(img).to_have_count(1)  # the PNG is shown; the PDF is listed by digest
+    assert loaded.page.evaluate("document.querySelector('#media img.media').naturalWidth") == 1  # the 1x1 PNG decoded
+    loaded.assert_clean()
+    _shot(loaded, screenshots, "media")
+    loaded.page.close()

@@ -121,6 +121,8 @@ PARAMS: tuple[tuple[str, str], ...] = (
     ("generationConfig.logprobs", "topLogprobs"),
     ("toolConfig.functionCallingConfig", "toolChoice"),
     ("safetySettings", "safetySettings"),
+    ("generationConfig.responseModalities", "modalities"),  # TEXT and IMAGE: an image answer is kept in the run's media
+    ("generationConfig.imageConfig", "imageConfig"),
 )
 
 # Vertex AI's Gemini paths put the project, location and publisher before the model (neither is recorded).
@@ -144,12 +146,12 @@ REFUSALS = RefusalTable(PROVIDER, (
     Refusal("gemini.non_text", PROVIDER, "request", "non-text parts (inlineData, fileData, executableCode, ...) in contents, systemInstruction or a functionResponse", "non-text content is not supported yet: only text is recorded"),
     Refusal("gemini.builtin_tool", PROVIDER, "request", "built-in tools other than Google Search and URL context (codeExecution, fileSearch, googleMaps, computerUse, ...)", "not recorded: their calls and results come as parts Blackbox does not record yet (executableCode, codeExecutionResult) or run outside the answer"),
     Refusal("gemini.cached_content", PROVIDER, "request", "cachedContent (a prompt cached on the server)", "server-side state: the cached part of the prompt is not in the request, so it could be neither compared nor replayed"),
-    Refusal("gemini.output_modality", PROVIDER, "request", "non-text output (responseModalities other than TEXT, speechConfig, imageConfig)", "only text output is recorded"),
+    Refusal("gemini.output_modality", PROVIDER, "request", "non-text output other than images (responseModalities AUDIO, speechConfig)", "only text and image output is recorded"),
     Refusal("gemini.prompt_blocked", PROVIDER, "response", "a response whose prompt was blocked (promptFeedback.blockReason)", "it holds no answer a replay could give back"),
     Refusal("gemini.candidates", PROVIDER, "response", "a response with more than one candidate", "several candidates per request are not supported: a replay returns one"),
     Refusal("gemini.finish_reason", PROVIDER, "response", "a finishReason other than STOP or MAX_TOKENS (SAFETY, RECITATION, BLOCKLIST, PROHIBITED_CONTENT, SPII, MALFORMED_FUNCTION_CALL, OTHER, ...), or none", "a replay gives STOP or MAX_TOKENS, so it would replay as a normal stop"),
     Refusal("gemini.response_metadata", PROVIDER, "response", "logprobsResult on a candidate", "not recorded"),
-    Refusal("gemini.non_text_response", PROVIDER, "response", "a non-text part in a response (inlineData, fileData, executableCode, codeExecutionResult, ...)", "not recorded: a replay could not give it back"),
+    Refusal("gemini.non_text_response", PROVIDER, "response", "a non-text part in a response other than media (executableCode, codeExecutionResult, ...)", "not recorded: a replay could not give it back (inlineData and fileData are: docs/cassette.md)"),
     Refusal("gemini.text_after_call", PROVIDER, "response", "text after a function call in a response", "a replay returns the text before the function calls"),
 ), reads="a Gemini generateContent body")
 # fmt: on

@@ -76,7 +76,7 @@ def neutral_output(text: str, calls: list[ToolCall], length: bool) -> ModelOutpu
 _SNAKE = re.compile(r"_([a-z0-9])")
 Shape = dict[str, tuple[bool, "Shape"]]  # field -> (is a list, the shape of its objects)
 _CALL: Shape = {}
-_PART: Shape = {"functionCall": (False, _CALL), "functionResponse": (False, _CALL)}
+_PART: Shape = {"functionCall": (False, _CALL), "functionResponse": (False, _CALL), "inlineData": (False, {}), "fileData": (False, {})}
 _CONTENT: Shape = {"parts": (True, _PART)}
 _REQUEST: Shape = {
     "contents": (True, _CONTENT),

@@ -59,9 +59,9 @@ def _decode_params(data: dict[str, Any]) -> dict[str, Any]:
     if isinstance(count, int) and count > 1:
         REFUSALS.refuse("gemini.candidate_count", "generationConfig.candidateCount", count)
     modalities = config.get("responseModalities")
-    if isinstance(modalities, list) and any(str(m).upper() != "TEXT" for m in modalities):
+    if isinstance(modalities, list) and any(str(m).upper() not in ("TEXT", "IMAGE") for m in modalities):
         REFUSALS.refuse("gemini.output_modality", "generationConfig.responseModalities", modalities)
-    for key in ("speechConfig", "imageConfig"):
+    for key in ("speechConfig",):  # images come back as inlineData parts (kept in the run's media); speech is not recorded
         if config.get(key) is not None:
             REFUSALS.refuse("gemini.output_modality", f"generationConfig.{key}")
     params: dict[str, Any] = {}
@@ -131,7 +131,7 @@ def _decode_contents(raw: Any, ids: CallIds) -> tuple[list[Message], list[tuple[
                 results.append((i, j, result["toolCallId"]))
                 out.append(result)
             elif kind in ("inlineData", "fileData"):
-                out.append(_media_of(part[kind], kind, f"{where}.{kind}"))
+                out.append(media_of(part[kind], kind, f"{where}.{kind}"))
             else:
                 REFUSALS.refuse("gemini.non_text", f"{where}.{kind}")
         if calls_here:
@@ -140,7 +140,7 @@ def _decode_contents(raw: Any, ids: CallIds) -> tuple[list[Message], list[tuple[
     return messages, results
 
 
-def _media_of(blob: Any, kind: str, where: str) -> MediaPart:
+def media_of(blob: Any, kind: str, where: str) -> MediaPart:
     """``inlineData`` (its bytes by digest) or ``fileData`` (its URI, the reference) -> a neutral media part."""
     if not isinstance(blob, dict):
         REFUSALS.malformed(where, f"{kind} is not an object")

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from typing import Any
 
+from blackbox_mitm.cassette.media import bytes_for
 from blackbox_mitm.cassette.payloads import (
     ModelOutput,
     ReasoningPart,
     Tokens,
     ToolCall,
+    joined_parts,
     output_text,
     reasoning_of,
     tokens,
@@ -21,6 +24,7 @@ from blackbox_mitm.codecs.common.ids import answer_key, digest
 from blackbox_mitm.codecs.common.jsonio import dumps, load_object
 from blackbox_mitm.codecs.gemini import PROVIDER, REFUSALS, grounding
 from blackbox_mitm.codecs.gemini.fields import call_positions, camel_content, first_text, neutral_output, part_kind
+from blackbox_mitm.codecs.gemini.request import media_of as _media_of
 
 __all__ = ["decode_response", "encode_error", "encode_response", "error_body", "normalize_answer"]
 
@@ -67,6 +71,7 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
     texts: list[str] = []
     calls: list[tuple[str | None, str, Any]] = []
     reasoning: list[ReasoningPart] = []
+    content_parts: list[Any] = []  # text and media in order, kept only when there is media (cassette/media.py)
     for j, part in enumerate(parts or []):
         where = f"candidates[0].content.parts[{j}]"
         kind = part_kind(part, where)
@@ -79,6 +84,11 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
             if part["text"] and calls:
                 REFUSALS.refuse("gemini.text_after_call", where)
             texts.append(part["text"])
+            content_parts.append({"type": "text", "text": part["text"]})
+        elif kind in ("inlineData", "fileData"):
+            if calls:
+                REFUSALS.refuse("gemini.text_after_call", where)
+            content_parts.append(_media_of(part[kind], kind, f"{where}.{kind}"))
         elif kind == "functionCall":
             call = part["functionCall"]
             if not isinstance(call, dict) or not isinstance(call.get("name"), str):
@@ -96,6 +106,8 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
         positions[f"{at}:{k}:{name}"] = call_id
         out_calls.append({"toolCallId": call_id, "toolName": name, "toolInput": args})
     out = neutral_output("".join(texts), out_calls, reason == "MAX_TOKENS")
+    if any(p["type"] != "text" for p in content_parts):
+        out["content"] = joined_parts(content_parts)  # Blackbox's extension: an answer with media (docs/cassette.md)
     counts = _tokens_of_usage(data.get("usageMetadata"))
     if counts is not None:
         out["tokens"] = counts
@@ -181,6 +193,9 @@ def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: 
     if output.get("type") not in ("final_answer", "tool_calls", "tool_call"):
         raise ValueError(f"not a model_output: type {output.get('type')!r}")
     parts: list[dict[str, Any]] = [{"text": text}] if text or not calls else []
+    media = output.get("content")
+    if isinstance(media, list):  # an answer with media: its parts in order, the bytes from the run's media
+        parts = [_wire_part(p) for p in media if isinstance(p, dict)]
     at = len(request.model_input.get("messages", []))
     positions = call_positions(ids, first_text(request.model_input.get("messages", [])))
     for k, call in enumerate(calls):
@@ -205,6 +220,16 @@ def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: 
         "modelVersion": request.model or "",
         "responseId": f"bb{digest(answer_key(output, created_ms), 22)}",
     }
+
+
+def _wire_part(part: Mapping[str, Any]) -> dict[str, Any]:
+    """A neutral text or media part of an answer -> a Gemini part (inline bytes from the run's media, byte for byte)."""
+    if part.get("type") == "text":
+        return {"text": part.get("text", "")}
+    mime = str(part.get("mediaType") or "application/octet-stream")
+    if isinstance(part.get("url"), str):
+        return {"fileData": {"mimeType": mime, "fileUri": part["url"]}}
+    return {"inlineData": {"mimeType": mime, "data": base64.b64encode(bytes_for(part)).decode("ascii")}}
 
 
 def error_body(message: str, status: int, error_type: str | None) -> dict[str, Any]:
