@@ -144,6 +144,8 @@ def masks_command(as_json: bool) -> None:
         click.echo(f"{profile.name}: User-Agent {', '.join(a + '…' for a in profile.user_agents)} — {profile.about}")
         for mask in profile.masks:
             click.echo(f"  {mask.name}\n    pattern: {mask.pattern}\n    {mask.about}")
+        for prefix in profile.background:
+            click.echo(f"  background request (not a divergence when a replay makes it and the recording lacks it): {prefix}…")
 
 
 @command("config")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from blackbox_mitm.matcher.masks import CompareRules, Mask
 
-__all__ = ["PROFILES", "Profile", "profile_for", "with_profile"]
+__all__ = ["PROFILES", "Profile", "background_profile", "profile_for", "with_profile"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +32,16 @@ class Profile:
     user_agents: tuple[str, ...]  # lower-case prefixes of the header's value
     masks: tuple[Mask, ...]
     about: str
+    # Requests the agent makes on its own timer, which a run may or may not get to before it exits
+    # ("METHOD https://host/path-prefix"): at replay one the recording lacks is refused, and is not a divergence.
+    background: tuple[str, ...] = ()
 
     def matches(self, user_agent: str) -> bool:
         return user_agent.strip().lower().startswith(self.user_agents)
+
+    def makes_in_background(self, method: str, url: str) -> bool:
+        asked = f"{method.upper()} {url}"
+        return any(asked.startswith(prefix) for prefix in self.background)
 
 
 def _mask(name: str, pattern: str, needs: str, about: str) -> Mask:
@@ -66,6 +73,13 @@ PROFILES: tuple[Profile, ...] = (
         ("codex_", "codex/"),
         (),
         "Codex CLI (User-Agent codex_exec/…, codex_cli_rs/…): nothing beyond env substitution and codex.wall-time varied",
+        # Seen in recordings: its plugin catalogue and repository, fetched beside the first turn, and its metrics.
+        # A short `codex exec` often exits before they are sent, so a replay may make one its recording lacks.
+        background=(
+            "GET https://chatgpt.com/backend-api/plugins/",
+            "GET https://api.github.com/repos/openai/plugins",
+            "POST https://ab.chatgpt.com/otlp/",
+        ),
     ),
     Profile(
         "gemini-cli",
@@ -86,6 +100,11 @@ def profile_for(headers: Mapping[str, str]) -> Profile | None:
     """The profile of the agent that sent a request with these (lower-case) headers, if any."""
     user_agent = headers.get("user-agent", "")
     return next((p for p in PROFILES if p.matches(user_agent)), None) if user_agent else None
+
+
+def background_profile(method: str, url: str) -> Profile | None:
+    """The profile whose agent makes this request on its own timer (``Profile.background``), if any."""
+    return next((p for p in PROFILES if p.makes_in_background(method, url)), None)
 
 
 def with_profile(rules: CompareRules, profile: Profile | None) -> CompareRules:

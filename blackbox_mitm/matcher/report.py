@@ -83,6 +83,13 @@ def render_report(status: Mapping[str, Any]) -> str:
         for u in unmatched[:INCOMPLETE_LISTED]:
             why = f" — {u['why']}" if isinstance(u, Mapping) and u.get("why") else ""
             lines.append(f"    {u.get('method')} {u.get('host')}{u.get('path')}{why}" if isinstance(u, Mapping) else f"    {u}")
+    background = [u for u in status.get("background_unmatched") or [] if isinstance(u, Mapping)]
+    if background:
+        lines.append(
+            f"  background requests not in the recording: {len(background)} (refused offline; not a divergence: "
+            "the agent makes them on its own timer, and its recorded run ended before it did)"
+        )
+        lines += [f"    {u.get('method')} {u.get('host')}{u.get('path')} ({u.get('agent')})" for u in background[:INCOMPLETE_LISTED]]
     first = status.get("first_divergence")
     if isinstance(first, Mapping):
         lines.append("")

@@ -25,6 +25,7 @@ from blackbox_mitm.cassette.exchanges import KEPT_HEADERS, KIND, VERSION, body_b
 from blackbox_mitm.cassette.trace import now_ms
 from blackbox_mitm.codecs import TOKEN_HOSTS, credential_query, host_matches
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
+from blackbox_mitm.matcher.profiles import background_profile
 from blackbox_mitm.session.recorder import scrub
 from blackbox_mitm.session.redact import Redactor
 
@@ -253,6 +254,7 @@ class ExchangeServer:
         self.reused = 0
         self.other_body = 0
         self.unmatched: list[dict[str, str]] = []
+        self.background: list[dict[str, str]] = []  # unmatched, but one the agent makes on its own timer (profiles)
         self._lock = threading.Lock()
 
     def answer(self, method: str, url: str, body: bytes, *, secrets: set[str]) -> Served | str:
@@ -263,7 +265,12 @@ class ExchangeServer:
             entry = None if group is None else self._pick(group, digest, kept)
             if entry is None:
                 parts = urlsplit(clean)
-                self.unmatched.append({"method": method, "host": parts.hostname or "", "path": parts.path or "/"})
+                asked = {"method": method, "host": parts.hostname or "", "path": parts.path or "/"}
+                profile = background_profile(method, clean)
+                if profile is None:
+                    self.unmatched.append(asked)
+                else:
+                    self.background.append({**asked, "agent": profile.name})
                 return "it is not in the recording"
             response = entry["response"]
             if "notKept" in response:
@@ -306,4 +313,5 @@ class ExchangeServer:
                 "exchanges_reused": self.reused,
                 "exchanges_other_body": self.other_body,
                 "unmatched_exchanges": list(self.unmatched),
+                "background_unmatched": list(self.background),
             }

@@ -125,3 +125,41 @@ def test_a_clouds_credential_endpoint_is_never_kept_and_a_replay_finds_nothing_f
     ]
     server = ExchangeServer(doc)
     assert not isinstance(server.answer("POST", endpoints[0], b"grant_type=refresh_token", secrets=set()), Served)
+
+
+def test_a_background_request_the_recording_lacks_is_refused_and_listed_apart_not_as_a_divergence() -> None:
+    # Codex fetches its plugin catalogue beside the first turn; a short run often exits before it is sent.
+    book = ExchangeBook()
+    _add(book, url="https://chatgpt.com/backend-api/codex/models", body=b"models")
+    server = ExchangeServer(book.document("r"))
+    asked = server.answer("GET", "https://chatgpt.com/backend-api/plugins/export/curated?x=1", b"", secrets=set())
+    assert asked == "it is not in the recording"  # refused all the same: nothing leaves the machine
+    other = server.answer("GET", "https://chatgpt.com/backend-api/accounts", b"", secrets=set())
+    assert other == "it is not in the recording"
+    status = server.status()
+    assert status["background_unmatched"] == [
+        {"method": "GET", "host": "chatgpt.com", "path": "/backend-api/plugins/export/curated", "agent": "codex"}
+    ]
+    assert status["unmatched_exchanges"] == [{"method": "GET", "host": "chatgpt.com", "path": "/backend-api/accounts"}]
+    # The same path asked with another method is not the background request.
+    assert (
+        server.answer("POST", "https://chatgpt.com/backend-api/plugins/export/curated", b"{}", secrets=set())
+        == "it is not in the recording"
+    )
+    assert len(server.status()["unmatched_exchanges"]) == 2
+
+
+def test_a_replay_whose_only_unmatched_requests_are_background_ones_is_ok_and_the_report_names_them() -> None:
+    from blackbox_mitm.matcher.report import render_report, verdict
+
+    status = {
+        "run": "r",
+        "exchanges": 1,
+        "unmatched_exchanges": [],
+        "background_unmatched": [{"method": "POST", "host": "ab.chatgpt.com", "path": "/otlp/v1/metrics", "agent": "codex"}],
+    }
+    assert verdict(status) == "ok"
+    report = render_report(status)
+    assert "background requests not in the recording: 1 (refused offline; not a divergence" in report
+    assert "POST ab.chatgpt.com/otlp/v1/metrics (codex)" in report
+    assert verdict({**status, "unmatched_exchanges": [{"method": "GET", "host": "x", "path": "/"}]}) == "unmatched"
