@@ -9,7 +9,7 @@ wherever ``--map-remote`` sends it) with the user's own key. ``N``
 that one, so the tool round the agent now runs differently is recorded afresh;
 ``-1`` when the first call already differs (every call live).
 
-The new run replaces the golden (``install``): its ``parentId`` names the old
+The new run replaces the golden in its file (``install``): its ``parentId`` names the old
 run, and the old file is kept, moved to ``<goldens>/.history/<name>.<old run
 id>.json`` (its exchanges file with it), where ``blackbox forks`` finds the new
 golden as its fork and ``blackbox diff`` compares them. Nothing is replaced
@@ -165,7 +165,7 @@ def _failure(trace: Trace) -> str | None:
 
 
 def install(golden: Path, old: Trace, new_file: Path) -> tuple[Path, Path]:
-    """Put ``new_file`` in place of ``golden`` (as ``<name>.json``); the old one moves to the history folder. (kept, new path)."""
+    """Put ``new_file`` in ``golden``'s place (compressed as it was); the old one moves to the history folder. (kept, new path)."""
     from blackbox_mitm.cassette.exchanges import exchanges_ref_of
 
     folder = golden.parent
@@ -174,14 +174,13 @@ def install(golden: Path, old: Trace, new_file: Path) -> tuple[Path, Path]:
     name = compression.plain_name(golden).name.removesuffix(SUFFIX)
     kept = history / f"{name}.{old.id}{SUFFIX}{compression.SUFFIX_OF[compression.kind_of(golden)]}"
     staged = folder / f".{name}.update{SUFFIX}"
-    staged.write_bytes(new_file.read_bytes())  # on the goldens' file system first: the swap below is two renames
+    staged.write_bytes(compression.encode(golden, new_file.read_bytes()))  # on the goldens' file system: two renames swap them
     ref = exchanges_ref_of(old)
     if ref is not None and (folder / str(ref["file"])).is_file():
         os.replace(folder / str(ref["file"]), history / str(ref["file"]))
     os.replace(golden, kept)
-    dest = folder / f"{name}{SUFFIX}"
-    os.replace(staged, dest)
-    return kept, dest
+    os.replace(staged, golden)
+    return kept, golden
 
 
 def update_all(results: Sequence[GoldenResult], command: Sequence[str], *, say: Any = print, **options: Any) -> list[UpdateResult]:
