@@ -208,6 +208,8 @@ def test_command(
     BLACKBOX_CASSETTE; {run}, {input} and {cassette} in its arguments are
     replaced by the same values. All goldens go through one proxy, each its own
     run named in the proxy URL (HTTPS_PROXY=http://<golden>@127.0.0.1:PORT).
+    With --update, each golden that diverged is re-recorded live from where it
+    parted, in its place; the old one is kept in the suite's .history/ folder.
 
     \b
     blackbox test --junit reports/goldens.xml -- python agent.py --task "{input}"
