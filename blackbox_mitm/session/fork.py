@@ -131,7 +131,10 @@ def _check_request(parent: Trace, at: list[int], has_tool_result: bool, has_resp
         raise ForkRefused(f"step {at[0]} is named but no edit is given", hint=_EDIT_HINT, options=_EDITS[1:])
     if not has_edit and live_after is None:
         raise ForkRefused("nothing to fork", hint=_EDIT_HINT, options=_EDITS)
-    if live_after is not None and not (-1 if not has_edit else 0) <= live_after <= last:
+    if live_after is not None and live_after < (0 if has_edit else -1):
+        lowest = "0 with an edit" if has_edit else "-1 (every call live)"
+        raise ForkRefused(f"the live point {live_after} is before the run's first step; the lowest is {lowest}", options=("live_after",))
+    if live_after is not None and live_after > last:
         raise ForkRefused(
             f"the live point {live_after} is past the run's last step: {parent.id} has steps 0..{last}", options=("live_after",)
         )

@@ -79,3 +79,19 @@ def test_a_passing_golden_is_kept_and_a_failure_other_than_a_new_path_is_not_rer
     assert timed_out.outcome == "failed" and "timeout" in timed_out.message and "took another path" in timed_out.message
     assert path.read_bytes() == before and not (tmp_path / HISTORY).exists()
     assert update_line([kept, timed_out]) == "2 goldens: 1 passed and left as they were, 0 updated, 1 not updated"
+
+
+@pytest.mark.parametrize(
+    ("args", "update", "command"),
+    [
+        (["--update", "--", "python", "agent.py"], "divergent", ("python", "agent.py")),
+        (["--update", "python", "agent.py"], "divergent", ("python", "agent.py")),  # the value is never the next word
+        (["--update=ci", "--", "python"], "ci", ("python",)),
+        (["--", "python"], None, ("python",)),
+    ],
+)
+def test_update_takes_its_value_only_after_an_equals_sign(args: list[str], update: str | None, command: tuple[str, ...]) -> None:
+    from blackbox_mitm.cli.golden_commands import test_command
+
+    ctx = test_command.make_context("test", list(args))
+    assert ctx.params["update"] == update and ctx.params["command"] == command
