@@ -270,15 +270,21 @@ def test_command(
         raise
     elapsed = time.monotonic() - started
     _emit(junit_bytes(results, duration=elapsed), junit)
+    all_passed = _summary(results, elapsed, junit, say)
+    if update is not None and not all_passed:
+        sys.exit(_update(results, command, timeout, confdir, map_remote, suite_settings, say))
+    sys.exit(0 if all_passed else 1)
+
+
+def _summary(results: Any, elapsed: float, junit: Path | None, say: Any) -> bool:
+    """Print the suite's one-line summary; whether every golden passed."""
     passed = sum(r.passed for r in results)
     failed = sum(r.outcome == "failure" for r in results)
     errors = sum(r.outcome == "error" for r in results)
     noun = "golden" if len(results) == 1 else "goldens"
     tail = f"; JUnit report: {junit}" if junit is not None else ""
     say(f"blackbox test: {len(results)} {noun}, {passed} passed, {failed} failed, {errors} errors in {elapsed:.1f} s{tail}")
-    if update is not None and passed < len(results):
-        sys.exit(_update(results, command, timeout, confdir, map_remote, suite_settings, say))
-    sys.exit(0 if passed == len(results) else 1)
+    return bool(passed == len(results))
 
 
 def _update(results: Any, command: Any, timeout: float, confdir: str | None, map_remote: Any, settings: Any, say: Any) -> int:
