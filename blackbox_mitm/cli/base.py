@@ -158,7 +158,8 @@ def mark_wrapped_command(command: click.Command, ctx: click.Context, args: list[
     for param in command.get_params(ctx):
         if isinstance(param, click.Option):
             for opt in (*param.opts, *param.secondary_opts):
-                takes_value[opt] = not param.is_flag and not param.count
+                # an option whose value is optional (--update, --update=ci) takes it only as --opt=value
+                takes_value[opt] = not param.is_flag and not param.count and not param._flag_needs_value
     arguments = [p for p in command.params if isinstance(p, click.Argument)]
     fixed = len(arguments) - 1  # the last argument is the wrapped command
     out: list[str] = []

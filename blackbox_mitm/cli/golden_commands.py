@@ -7,6 +7,7 @@ such goldens folder, a ``--run`` that names nothing, a bad option.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -20,9 +21,9 @@ import click
 import orjson
 
 from blackbox_mitm.cassette.compression import CompressedCassetteError
-from blackbox_mitm.cli.base import command, group
+from blackbox_mitm.cli.base import UsageProblem, command, group
 from blackbox_mitm.cli.compare_options import CompareOptions, compare_options, mask_options
-from blackbox_mitm.cli.options import RunOptions, run_options
+from blackbox_mitm.cli.options import RunOptions, map_remote_option, run_options
 from blackbox_mitm.cli.paths import OutputFile
 from blackbox_mitm.errors import BlackboxError
 from blackbox_mitm.golden.batch import run_suite
@@ -172,6 +173,16 @@ def golden_remove(name: str, goldens: Path) -> None:
     is_flag=True,
     help="give each golden its own `blackbox replay` process and proxy (slower; by default all share one proxy)",
 )
+@click.option(
+    "--update",
+    is_flag=False,
+    flag_value="divergent",
+    default=None,
+    type=click.Choice(["divergent", "ci"]),
+    help="re-record each golden that diverges, live from where it parted, in its place (the old one kept in .history/); "
+    "refused with CI set unless given as --update=ci",
+)
+@map_remote_option("with --update: mitmproxy map_remote spec for the live re-runs (as for record)")
 @compare_options
 @run_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
@@ -184,6 +195,8 @@ def test_command(
     jobs: int,
     shard: str | None,
     proxy_per_golden: bool,
+    update: str | None,
+    map_remote: tuple[str, ...],
     compare: CompareOptions,
     run: RunOptions,
     command: tuple[str, ...],
@@ -195,14 +208,20 @@ def test_command(
     BLACKBOX_CASSETTE; {run}, {input} and {cassette} in its arguments are
     replaced by the same values. All goldens go through one proxy, each its own
     run named in the proxy URL (HTTPS_PROXY=http://<golden>@127.0.0.1:PORT).
+    With --update, each golden that diverged is re-recorded live from where it
+    parted, in its place; the old one is kept in the suite's .history/ folder.
 
     \b
     blackbox test --junit reports/goldens.xml -- python agent.py --task "{input}"
     """
     from blackbox_mitm.golden.settings import SuiteSettings
+    from blackbox_mitm.golden.update import update_refusal
 
     confdir = run.confdir
     compare.settings()  # exit 2 on a bad flag or project config, before anything runs
+    refusal = update_refusal(update, os.environ)
+    if refusal is not None:
+        raise UsageProblem(refusal)
     suite_settings = SuiteSettings(
         compare.masks, compare.no_default_masks, compare.redact, compare.pace, compare.order_gap, compare.no_env_substitution
     )
@@ -251,13 +270,30 @@ def test_command(
         raise
     elapsed = time.monotonic() - started
     _emit(junit_bytes(results, duration=elapsed), junit)
+    all_passed = _summary(results, elapsed, junit, say)
+    if update is not None and not all_passed:
+        sys.exit(_update(results, command, timeout, confdir, map_remote, suite_settings, say))
+    sys.exit(0 if all_passed else 1)
+
+
+def _summary(results: Any, elapsed: float, junit: Path | None, say: Any) -> bool:
+    """Print the suite's one-line summary; whether every golden passed."""
     passed = sum(r.passed for r in results)
     failed = sum(r.outcome == "failure" for r in results)
     errors = sum(r.outcome == "error" for r in results)
     noun = "golden" if len(results) == 1 else "goldens"
     tail = f"; JUnit report: {junit}" if junit is not None else ""
     say(f"blackbox test: {len(results)} {noun}, {passed} passed, {failed} failed, {errors} errors in {elapsed:.1f} s{tail}")
-    sys.exit(0 if passed == len(results) else 1)
+    return bool(passed == len(results))
+
+
+def _update(results: Any, command: Any, timeout: float, confdir: str | None, map_remote: Any, settings: Any, say: Any) -> int:
+    """``--update``: re-record the goldens that diverged (golden.update); 0 when none is left failing."""
+    from blackbox_mitm.golden.update import update_all, update_line
+
+    updates = update_all(results, command, say=say, timeout=timeout, confdir=confdir, map_remote=map_remote, settings=settings)
+    say(f"blackbox test --update: {update_line(updates)}")
+    return 0 if all(u.outcome != "failed" for u in updates) else 1
 
 
 def _shared_proxy(confdir: str | None) -> Serve:

@@ -5,7 +5,8 @@ through one shared proxy (``shared``: each golden is a run named in its client's
 proxy URL), or one ``blackbox replay`` subprocess per golden; ``process`` runs a
 command under a timeout with bounded output tails; ``progress`` shows a live line
 on a terminal; ``shards`` splits a suite over CI machines and merges their JUnit;
-``junit`` writes the report. ``blackbox golden`` and ``blackbox test`` are the
+``junit`` writes the report; ``update`` re-records the goldens an agent left
+(``blackbox test --update``). ``blackbox golden`` and ``blackbox test`` are the
 command-line face (``blackbox_mitm.cli.golden_commands``).
 """
 

@@ -91,7 +91,7 @@ PROFILES: tuple[Profile, ...] = (
         "opencode",
         ("opencode/",),
         (),
-        "opencode (User-Agent opencode/…): not installed in this project's tests; no masks found yet",
+        "opencode (User-Agent opencode/…): nothing beyond env substitution varied",
     ),
 )
 

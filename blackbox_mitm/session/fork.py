@@ -8,7 +8,8 @@ call is answered from the recording and must match it (``match="strict"``;
   the proxy rewrites that tool result in the request that carries it and in every
   later request's history. The agent's own tool ran as usual.
 * a ``response`` edit at a model_output step N: the agent gets the edited answer.
-* ``live_after=N`` alone (rewind): steps 0..N replay exactly, then it is live.
+* ``live_after=N`` alone (rewind): steps 0..N replay exactly, then it is live
+  (``-1``: nothing is replayed, every call is live — a re-recording with lineage).
 
 After the cut, model calls go to the real upstream (``tail="upstream"``) or to a
 script of answers. The child cassette holds the parent's steps before the cut
@@ -132,7 +133,10 @@ def _check_request(parent: Trace, at: list[int], has_tool_result: bool, has_resp
         raise ForkRefused(f"step {at[0]} is named but no edit is given", hint=_EDIT_HINT, options=_EDITS[1:])
     if not has_edit and live_after is None:
         raise ForkRefused("nothing to fork", hint=_EDIT_HINT, options=_EDITS)
-    if live_after is not None and not 0 <= live_after <= last:
+    if live_after is not None and live_after < (0 if has_edit else -1):
+        lowest = "0 with an edit" if has_edit else "-1 (every call live)"
+        raise ForkRefused(f"the live point {live_after} is before the run's first step; the lowest is {lowest}", options=("live_after",))
+    if live_after is not None and live_after > last:
         raise ForkRefused(
             f"the live point {live_after} is past the run's last step: {parent.id} has steps 0..{last}", options=("live_after",)
         )

@@ -15,8 +15,11 @@ reported as it was. Unmarked tests are untouched.
 
 Options: ``--blackbox-tapes DIR`` (where relative tape paths resolve),
 ``--blackbox-record`` (record missing tapes instead of failing; refused when
-``CI`` is set unless given as ``--blackbox-record=ci``), ``--blackbox-map-remote``
-and ``--blackbox-confdir``.
+``CI`` is set unless given as ``--blackbox-record=ci``; ``=divergent`` also
+re-records a tape the agent left, live from where it parted: the test body runs
+a second time against the rewound tape, and the old tape is kept as
+``.history/<name>.<run id>.json`` beside it; ``=all`` re-records every tape;
+both refused with ``CI`` set), ``--blackbox-map-remote`` and ``--blackbox-confdir``.
 """
 
 from __future__ import annotations
@@ -45,9 +48,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         nargs="?",
         const="missing",
         default=None,
-        metavar="ci|all",
+        metavar="ci|divergent|all",
         help="record missing tapes against the real upstream instead of failing (with CI set, only as --blackbox-record=ci); "
-        "all: re-record every tape (refused with CI set)",
+        "divergent: also re-record a tape the agent left, live from where it parted; all: re-record every tape "
+        "(both refused with CI set)",
     )
     group.addoption(
         "--blackbox-map-remote", action="append", default=[], metavar="SPEC", help="mitmproxy map_remote spec used while recording tapes"
@@ -67,10 +71,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "run the test against a replay of a recorded cassette",
     )
     record = config.getoption("--blackbox-record")
-    if record not in (None, "missing", "ci", "all"):
-        raise pytest.UsageError(f"--blackbox-record takes no value, 'ci' or 'all'; not {record!r}")
-    if record == "all" and os.environ.get("CI"):
-        raise pytest.UsageError("CI is set: re-recording every tape in CI is refused; run --blackbox-record=all on a developer machine")
+    if record not in (None, "missing", "ci", "divergent", "all"):
+        raise pytest.UsageError(f"--blackbox-record takes no value, 'ci', 'divergent' or 'all'; not {record!r}")
+    if record in ("all", "divergent") and os.environ.get("CI"):
+        what = "every tape" if record == "all" else "the tapes an agent left"
+        raise pytest.UsageError(f"CI is set: re-recording {what} in CI is refused; run --blackbox-record={record} on a developer machine")
     if record == "missing" and os.environ.get("CI"):
         raise pytest.UsageError(
             "CI is set: recording tapes in CI is refused, so a suite never records silently; pass --blackbox-record=ci to record anyway"
@@ -121,6 +126,7 @@ def _start_tape(item: pytest.Item) -> Any:
             pace=marker.kwargs.get("pace"),
             default_masks=marker.kwargs.get("default_masks", True),
             rerecord=item.config.getoption("--blackbox-record") == "all",
+            update=item.config.getoption("--blackbox-record") == "divergent",
         )
     except (BlackboxError, ValueError) as exc:
         raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.blackbox_tape: {exc}") from exc
@@ -163,12 +169,33 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     try:
         result = yield
     except BaseException as exc:
-        item.stash[_FAILED] = True
         if isinstance(exc, pytest.skip.Exception) or item.get_closest_marker("xfail") is not None:
+            item.stash[_FAILED] = True
             raise  # reported as it was: skipped, or xfail failing as expected
         status = tape.status()
         if not tape.recording and verdict(status) != "ok":
+            if tape.update:
+                return _rerun_rewound(item, tape, status)
+            item.stash[_FAILED] = True
             raise TapeMismatch(render_report(status), status) from exc
+        item.stash[_FAILED] = True
         raise
+    status = tape.status()
+    if tape.update and not tape.recording and verdict(status) != "ok":
+        return _rerun_rewound(item, tape, status)
     tape.check()
     return result
+
+
+def _rerun_rewound(item: pytest.Item, tape: Any, status: dict[str, Any]) -> None:
+    """--blackbox-record=divergent: run the test body again against the tape rewound to where the agent parted."""
+    tape.rewind(status)
+    try:
+        item.runtest()
+    except BaseException:
+        item.stash[_FAILED] = True  # a failed re-run leaves the tape as it was
+        raise
+    problem = tape.rewind_problem()
+    if problem is not None:
+        item.stash[_FAILED] = True
+        raise AssertionError(f"tape {tape.cassette} was not re-recorded: {problem}")

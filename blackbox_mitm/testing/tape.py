@@ -17,16 +17,24 @@ directory); ``default_masks=False`` turns the built-in masks off.
 
 With ``record=True`` a missing tape is recorded instead (against the real
 upstream, or wherever ``map_remote`` sends it) so a suite can be bootstrapped.
+With ``update=True`` (``--blackbox-record=divergent``) a tape the agent left can
+be re-recorded: ``rewind(status)`` ends the replay and serves the tape again as
+a rewind (``blackbox fork --live-after``: the recorded calls before the one the
+agent did not make as recorded replayed strictly, the rest live), and ``stop``
+puts the new run in the tape's place, the old one kept as
+``.history/<name>.<run id>.json`` beside it (``golden.update.install``).
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from blackbox_mitm.codecs import key_env_vars
 from blackbox_mitm.errors import TapeMismatch
@@ -36,6 +44,9 @@ from blackbox_mitm.proxy.lifecycle import ProxyRun, ProxySettings, proxy_run
 from blackbox_mitm.proxy.runner import ProxyRunner
 from blackbox_mitm.session.build import record_session, replay_report, replay_session
 from blackbox_mitm.session.engine import Session
+
+if TYPE_CHECKING:
+    from blackbox_mitm.cassette.trace import Trace
 
 __all__ = ["Tape", "TapeMismatch", "replay_test"]
 
@@ -57,6 +68,7 @@ class Tape:
         pace: str | float | None = None,
         default_masks: bool = True,
         rerecord: bool = False,  # record it afresh even when it exists (--blackbox-record=all)
+        update: bool = False,  # re-record it from where the agent parted when it diverges (--blackbox-record=divergent)
     ) -> None:
         if mode not in ("strict", "sequence"):
             raise ValueError(f"mode must be 'strict' or 'sequence', not {mode!r}")
@@ -70,6 +82,10 @@ class Tape:
         self.cassette = Path(cassette)
         self.mode = mode
         self.rerecord = rerecord
+        self.update = update
+        self.updated: Path | None = None  # after an update: where the old tape was kept
+        self._parent: Trace | None = None  # while rewinding: the tape being replaced
+        self._scratch: Path | None = None
         self.recording = rerecord or (record and not self.cassette.exists())
         self.confdir = confdir
         self.map_remote = list(map_remote)
@@ -90,20 +106,64 @@ class Tape:
             self.session = replay_session(
                 self.cassette, match=self.mode, rules=s.rules, redactor=s.redactor, pace=s.pace.value, environment=s.environment
             )
+        return self._serve()
+
+    def _serve(self, keep: Callable[[Session], str | None] | None = None) -> Tape:
+        assert self.session is not None
         settings = ProxySettings(hosts=self.hosts, confdir=self.confdir, map_remote=self.map_remote)
         stack = ExitStack()
-        self._run = stack.enter_context(proxy_run(self.session, replaying=not self.recording, settings=settings))
+        self._run = stack.enter_context(proxy_run(self.session, replaying=not self.recording, settings=settings, keep=keep))
         self._stack = stack
         return self
 
+    def rewind(self, status: dict[str, Any]) -> None:
+        """End the replay the agent left and serve the tape again, live from where it parted (``update=True``)."""
+        from blackbox_mitm.cassette.verify import load_verified
+        from blackbox_mitm.golden.update import rewind_point
+        from blackbox_mitm.session.fork import discard_reason, fork_session, plan_fork
+
+        active = self._saved_env is not None
+        self.stop()
+        parent = load_verified(self.cassette)
+        self._scratch = Path(tempfile.mkdtemp(prefix="blackbox-tape-update-"))
+        s = self.settings
+        plan = plan_fork(parent, live_after=rewind_point(parent, status))
+        out = self._scratch / f"{self.cassette.name.split('.')[0]}.json"
+        self.session = fork_session(
+            plan, out, match=self.mode, tail="upstream", rules=s.rules, redactor=s.redactor, environment=s.environment
+        )
+        self._parent, self.recording = parent, True
+        self._serve(keep=discard_reason)
+        if active:
+            self.activate()
+
+    def rewind_problem(self) -> str | None:
+        """After a rewound run: why it cannot replace the tape (its replayed prefix diverged), or None."""
+        from blackbox_mitm.session.fork import discard_reason
+
+        return discard_reason(self.session) if self._parent is not None and self.session is not None else None
+
     def stop(self, *, exit_code: int | None = 0) -> None:
-        """Stop the proxy; a recording is finished with ``exit_code`` (the test's outcome)."""
+        """Stop the proxy; a recording is finished with ``exit_code`` (the test's outcome), a rewound one put in place."""
         self.deactivate()
         if self._stack is None or self._run is None:
             return
         self._run.exit_code = exit_code
         stack, self._stack = self._stack, None
         stack.close()
+        if self._parent is not None:
+            self._install(exit_code)
+
+    def _install(self, exit_code: int | None) -> None:
+        from blackbox_mitm.golden.update import install
+
+        assert self._parent is not None and self._run is not None and self._scratch is not None
+        parent, self._parent = self._parent, None
+        try:
+            if self._run.cassette is not None and exit_code == 0:  # a failed test leaves the tape as it was
+                self.updated, _ = install(self.cassette, parent, self._run.cassette)
+        finally:
+            shutil.rmtree(self._scratch, ignore_errors=True)
 
     @property
     def runner(self) -> ProxyRunner | None:

@@ -23,7 +23,18 @@ export interface ReplayTestOptions {
   hosts?: string[];
   /** Working directory of the blackbox CLI, where its project configuration is looked for. Default: process.cwd(). */
   cwd?: string;
+  /**
+   * Record instead of failing: `missing` records a tape that does not exist yet; `divergent` also re-records a tape
+   * the agent left (fn runs again against the tape rewound to where it parted, the rest live; the old tape is kept
+   * as `.history/<name>.<run id>.json`); `all` records every tape afresh. Refused when the CI variable is set.
+   */
+  record?: RecordMode;
+  /** mitmproxy map_remote specs for the live calls of a recording (`--map-remote`, repeatable). */
+  mapRemote?: string[];
 }
+
+/** What replayTest may record: see `ReplayTestOptions.record`. */
+export type RecordMode = 'missing' | 'divergent' | 'all';
 
 /** The running replay, handed to the test function. */
 export declare class Tape {

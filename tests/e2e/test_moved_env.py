@@ -8,7 +8,16 @@ project is copied to ``B/ci/builds/proj`` under another home and zone
 there passes with no flags: the recorded tool calls reach Claude Code as paths
 in the new project, and ``copy.txt`` is written there. A changed prompt still
 fails; two recordings of the task in the two set-ups are the same run to
-``blackbox diff --masked``.
+``blackbox diff --masked``. Codex CLI, Gemini CLI and opencode do the same task
+(Codex by a shell command, the others by their read and write tools).
+
+opencode (a Bun-compiled binary) goes through the proxy by ``HTTPS_PROXY`` and
+trusts the CA by ``NODE_EXTRA_CA_CERTS`` or ``SSL_CERT_FILE`` (either is enough,
+without both it refuses the certificate; blackbox sets both). It is pointed at the fake by its project's
+``opencode.json`` (the built-in Anthropic provider, the host mapped with
+``--map-remote``), its config, data, cache and state under the home's XDG
+folders. It takes its working directory from ``PWD``, not the process's own, so
+the environment sets ``PWD`` as a shell would.
 """
 
 from __future__ import annotations
@@ -280,3 +289,117 @@ def test_gemini_cli_recorded_in_a_replays_in_b_with_its_paths_and_dates(tmp_path
     assert (project_b / "copy.txt").read_text() == "Blackbox notes\n"  # written by absolute path, in the new project
     changed = _gemini(["replay", str(cassette), "--confdir", str(confdir), "--", *cli, GEMINI_PROMPT + " Now."], **b)  # type: ignore[arg-type]
     assert changed.returncode != 0 and "diverged" in changed.stderr
+
+
+# -- opencode --------------------------------------------------------------------------------------
+
+OPENCODE = ROOT / "tests" / "e2e" / "clients" / "opencode" / "node_modules" / ".bin" / "opencode"
+OPENCODE_PROMPT = "Copy the first line of notes.txt to copy.txt."
+
+
+def _opencode_config() -> dict[str, Any]:
+    """The project's opencode.json: the built-in Anthropic provider (its host mapped to the fake), edits allowed."""
+    return {
+        "$schema": "https://opencode.ai/config.json",
+        "autoupdate": False,
+        "share": "disabled",
+        "model": "anthropic/claude-sonnet-4-5",
+        "provider": {"anthropic": {"options": {"baseURL": "https://api.anthropic.com/v1"}}},
+        "permission": {"edit": "allow", "bash": "allow"},
+    }
+
+
+def _opencode_model(project: Path) -> Any:
+    """opencode's model: a title for the session; then read by absolute path, write by absolute path, answer."""
+
+    def respond(kind: str, body: dict[str, Any]) -> dict[str, Any]:
+        if "title generator" in json.dumps(body.get("system")):
+            return {"text": "Copy the notes"}
+        used = [
+            block.get("name")
+            for message in body.get("messages", [])
+            if message.get("role") == "assistant" and isinstance(message.get("content"), list)
+            for block in message["content"]
+            if block.get("type") == "tool_use"
+        ]
+        if "write" in used:
+            return {"text": "Copied the first line to copy.txt."}
+        if "read" in used:
+            return {"tool_calls": [{"name": "write", "arguments": {"filePath": str(project / "copy.txt"), "content": "Blackbox notes\n"}}]}
+        return {"tool_calls": [{"name": "read", "arguments": {"filePath": str(project / "notes.txt")}}]}
+
+    return respond
+
+
+def _opencode(args: list[str], *, cwd: Path, home: Path, tz: str, user: str, key: bool) -> subprocess.CompletedProcess[str]:
+    """blackbox with opencode's home and XDG folders under ``home``; PWD is set, as a shell would: opencode runs where it says."""
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy") and not k.startswith(("ANTHROPIC", "OPENCODE", "XDG_"))}
+    env.update(
+        HOME=str(home), PWD=str(cwd), TZ=tz, USER=user, BLACKBOX_CONFIG="",
+        XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local" / "share"),
+        XDG_CACHE_HOME=str(home / ".cache"), XDG_STATE_HOME=str(home / ".local" / "state"),
+        OPENCODE_DISABLE_MODELS_FETCH="1", OPENCODE_DISABLE_AUTOUPDATE="1",
+    )  # fmt: skip
+    if key:
+        env["ANTHROPIC_API_KEY"] = "sk-ant-test-not-a-real-key-0000"
+    return subprocess.run(
+        [sys.executable, "-m", "blackbox_mitm", *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+
+
+def test_opencode_recorded_in_a_replays_in_b_with_its_paths_and_dates(tmp_path: Path, confdir: Path) -> None:
+    if not OPENCODE.exists():
+        pytest.fail(f"opencode is not installed at {OPENCODE}; scripts/setup-test-clients installs it")
+    cli = [str(OPENCODE), "run"]
+    project_a, home_a = setup(tmp_path / "A", "alice")
+    (project_a / "opencode.json").write_text(json.dumps(_opencode_config()))
+    cassette = tmp_path / "opencode.json"
+    with FakeProvider(responder=_opencode_model(project_a)) as fake:
+        rec = _opencode(
+            ["record", "-o", str(cassette), "--confdir", str(confdir), *remote_args(fake.url), "--", *cli, OPENCODE_PROMPT],
+            cwd=project_a, home=home_a, tz="Pacific/Kiritimati", user="alice", key=True,
+        )  # fmt: skip
+    assert rec.returncode == 0, rec.stderr[-3000:]
+    assert (project_a / "copy.txt").read_text() == "Blackbox notes\n"
+    trace = load_trace(cassette)
+    assert verify_trace(trace) == []
+    recorded = json.dumps([s.payload for s in trace.steps[:-1]])
+    assert str(project_a) not in recorded and "Working directory: <env:cwd>" in recorded and "<env:date" in recorded
+    assert "<env:cwd>/notes.txt" in recorded and "<env:cwd>/copy.txt" in recorded
+
+    project_b, home_b = setup(tmp_path / "B", "ci", "builds")
+    shutil.rmtree(project_b)
+    shutil.copytree(project_a, project_b)
+    (project_b / "copy.txt").unlink()
+    shutil.rmtree(tmp_path / "A")
+    b = {"cwd": project_b, "home": home_b, "tz": "Pacific/Pago_Pago", "user": "cibot", "key": False}
+    for _ in range(3):  # a fresh project copy each time: the file written is the replay's own
+        (project_b / "copy.txt").unlink(missing_ok=True)
+        rep = _opencode(["replay", str(cassette), "--confdir", str(confdir), "--", *cli, OPENCODE_PROMPT], **b)  # type: ignore[arg-type]
+        assert rep.returncode == 0, rep.stderr[-3000:]
+        assert "Copied the first line to copy.txt." in rep.stdout
+        assert (project_b / "copy.txt").read_text() == "Blackbox notes\n"  # written by absolute path, in the new project
+    assert not (tmp_path / "A").exists()
+    changed = _opencode(["replay", str(cassette), "--confdir", str(confdir), "--", *cli, OPENCODE_PROMPT + " Now."], **b)  # type: ignore[arg-type]
+    assert changed.returncode != 0 and "diverged" in changed.stderr
+
+    # The same task recorded live in B is the same run.
+    (project_b / "copy.txt").unlink()
+    again = tmp_path / "opencode-b.json"
+    with FakeProvider(responder=_opencode_model(project_b)) as fake:
+        rec_b = _opencode(
+            ["record", "-o", str(again), "--confdir", str(confdir), *remote_args(fake.url), "--", *cli, OPENCODE_PROMPT],
+            **{**b, "key": True},  # type: ignore[arg-type]
+        )
+        agents = {r["headers"].get("user-agent", "") for r in fake.requests}
+    assert rec_b.returncode == 0, rec_b.stderr[-3000:]
+    assert agents and all(a.startswith("opencode/") for a in agents), agents  # what matcher/profiles.py chooses it by
+    same = _opencode(["diff", str(cassette), str(again), "--masked"], **{**b, "tz": "UTC"})  # type: ignore[arg-type]
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "the same run under the masks" in same.stdout

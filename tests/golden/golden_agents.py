@@ -11,6 +11,8 @@ echo-env OUT [ARG..]  write argv and the BLACKBOX_* / key variables to OUT as JS
 mark DIR RUN          create DIR/RUN, then run the agent (shows which goldens ran a command)
 proxy-as GOLDEN RUN QUESTION
                       in the golden GOLDEN only, name RUN in the proxy URL instead ("-": no run at all), then run the agent
+weather CITY FORECAST CELSIUS QUESTION
+                      run the agent with CITY's weather changed (its tool now answers differently)
 sleep PIDFILE [--ignore-term]
                       write the process id to PIDFILE, then sleep for a minute (deaf to SIGTERM if asked)
 """
@@ -121,6 +123,9 @@ def main(argv: list[str]) -> int:
         return answer(rest[2])
     if mode == "proxy-as":
         return proxy_as(rest[0], rest[1], rest[2])
+    if mode == "weather":
+        weather_agent().WEATHER[rest[0].lower()] = {"forecast": rest[1], "celsius": int(rest[2])}
+        return answer(rest[3])
     if mode == "sleep":
         if "--ignore-term" in rest:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -199,3 +199,28 @@ def test_example_suite_reports_each_regression_with_the_python_report(
         assert failures[0].startswith("TapeMismatch: "), failures[0][:300]
         assert _message(failures[0]) == python_reports[outcome], f"{runner}: {title}"
         assert python_reports[outcome].startswith(f"replay of recorded run {load_trace(FIXTURE).id}: {outcome} — ")
+
+
+def test_replay_test_record_modes_against_a_live_fake_provider(tmp_path: Path, confdir: Path) -> None:
+    """js/tape/test/record-modes.cjs under node --test: record 'missing', 'divergent' and 'all', and CI refusing them."""
+    from conftest import map_remote_for
+
+    env = _runner_env(confdir)
+    env["OPENAI_API_KEY"] = "sk-test-not-a-real-key-000"
+    env["BLACKBOX_TEST_DIR"] = str(tmp_path)
+    env.pop("CI", None)
+    with FakeProvider() as provider:
+        env["BLACKBOX_TEST_MAP_REMOTE"] = json.dumps(map_remote_for(provider.url))
+        proc = subprocess.run(
+            [NODE, "--test", "--test-reporter=tap", "test/record-modes.cjs"],
+            cwd=TAPE_PKG, env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        live = len(provider.requests)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert re.search(r"^# pass 5$", proc.stdout, re.M) and re.search(r"^# fail 0$", proc.stdout, re.M), proc.stdout
+    # missing: its calls; divergent: the rewound run's (the first call changed: all live); all: its calls.
+    calls = sum(s.type == "model_input" for s in load_trace(FIXTURE).steps)
+    assert live == 3 * calls
+    kept = tmp_path / ".history" / f"left.{load_trace(FIXTURE).id}.json"
+    assert kept.read_bytes() == FIXTURE.read_bytes()
+    assert load_trace(tmp_path / "left.json").parentId == load_trace(FIXTURE).id

@@ -30,6 +30,8 @@ REFUSALS: list[tuple[dict[str, Any], str, tuple[str, ...]]] = [
     ({"at": [3]}, "step 3 is named but no edit is given", ("tool_result", "response", "live_after")),
     ({"live_after": 42}, "the live point 42 is past the run's last step", ("live_after",)),
     ({}, "nothing to fork", ("at", "tool_result", "response", "live_after")),
+    ({"live_after": -2}, "the live point -2 is before the run's first step; the lowest is -1", ("live_after",)),
+    ({"at": [3], "tool_result": SUN, "live_after": -1}, "the lowest is 0 with an edit", ("live_after",)),
     ({"at": [3], "tool_result": SUN, "response": "x"}, "a tool result or a response, not both", ("tool_result", "response")),
 ]
 
@@ -67,6 +69,8 @@ def test_plans_put_the_cut_at_the_edit_or_after_the_live_point() -> None:
     assert (answer.cut, answer.edit_kind, answer.edit_at) == (5, "response", 5)
     rewind = plan_fork(parent, live_after=2)
     assert (rewind.cut, rewind.edit_kind, rewind.edit_at) == (3, None, None)
+    from_the_start = plan_fork(parent, live_after=-1)  # nothing replayed: a re-recording that names its parent
+    assert (from_the_start.cut, from_the_start.edit_kind, from_the_start.live_after) == (0, None, -1)
     assert plan_fork(parent, at=[3], tool_result=None).edit_value is None  # JSON null is an edit; NO_EDIT is none
     assert plan_fork(parent, at=[3], tool_result=SUN, response=NO_EDIT).edit_kind == "tool_result"
 

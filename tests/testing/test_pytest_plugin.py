@@ -231,3 +231,47 @@ def test_agent():
         assert len(provider.requests) == 2  # the tape existed, and it was recorded afresh
     assert load_trace(copy).id != before
     _run(pytester, confdir).assert_outcomes(passed=1)  # and it replays
+
+
+def test_record_divergent_re_records_a_tape_the_agent_left_and_keeps_one_it_walked(
+    pytester: pytest.Pytester, confdir: Path, tmp_path: Path, tape: Path
+) -> None:
+    left, walked = tmp_path / "left.json", tmp_path / "walked.json"
+    left.write_bytes(tape.read_bytes())
+    walked.write_bytes(tape.read_bytes())
+    old = load_trace(left)
+    pytester.makepyfile(
+        _header(left)
+        + f"""
+import openai_weather_agent
+
+@pytest.mark.blackbox_tape(TAPE)
+def test_changed_agent():  # its tool now says sunny: the second model call leaves the tape
+    openai_weather_agent.WEATHER["paris"] = {{"forecast": "sunny", "celsius": 24}}
+    try:
+        assert run("What's the weather in Paris?") == "Paris: sunny, 24°C."
+    finally:
+        openai_weather_agent.WEATHER["paris"] = {{"forecast": "cloudy", "celsius": 18}}
+
+@pytest.mark.blackbox_tape({str(walked)!r})
+def test_same_agent():
+    assert run("What's the weather in Paris?") == "Paris: cloudy, 18°C."
+"""
+    )
+    walked_bytes = walked.read_bytes()
+    in_ci = _run(pytester, confdir, "--blackbox-record=divergent", ci=True)
+    assert in_ci.ret == pytest.ExitCode.USAGE_ERROR
+    in_ci.stderr.fnmatch_lines(["*CI is set*re-recording the tapes an agent left*"])
+    _run(pytester, confdir).assert_outcomes(passed=1, failed=1)  # without the option: a mismatch
+
+    with FakeProvider() as provider:
+        remote = [f"--blackbox-map-remote={spec}" for spec in map_remote_for(provider.url)]
+        _run(pytester, confdir, "--blackbox-record=divergent", *remote).assert_outcomes(passed=2)
+        assert len(provider.requests) == 1  # the first call replayed, only the second one live
+    assert walked.read_bytes() == walked_bytes  # walked exactly: untouched
+    new = load_trace(left)
+    assert new.parentId == old.id
+    assert [s.hash for s in new.steps[:2]] == [s.hash for s in old.steps[:2]]
+    assert new.steps[3].payload["result"] == '{"city":"Paris","forecast":"sunny","celsius":24}'
+    assert (tmp_path / ".history" / f"left.{old.id}.json").read_bytes() == tape.read_bytes()
+    _run(pytester, confdir).assert_outcomes(passed=2)  # the updated tape replays offline

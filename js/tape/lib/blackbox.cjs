@@ -73,13 +73,24 @@ function readRunId(cassette) {
   }
 }
 
+/**
+ * The CLI's arguments. opts.action: 'replay' (the default), 'record' (a fresh recording of the cassette) or
+ * 'fork' (a rewind: opts.liveAfter, the child written to opts.output).
+ */
 function cliArgs(cassette, reportFile, opts) {
   // --flag=value: a value that starts with '-' (a mask, say) stays a value.
-  const args = ['replay', cassette, `--match=${opts.match}`, `--report=${reportFile}`];
+  const action = opts.action || 'replay';
+  let args;
+  if (action === 'record') args = ['record', '-o', cassette, '--overwrite'];
+  else if (action === 'fork') args = ['fork', cassette, `--live-after=${opts.liveAfter}`, '-o', opts.output, '--overwrite', `--match=${opts.match}`];
+  else args = ['replay', cassette, `--match=${opts.match}`, `--report=${reportFile}`];
   if (opts.confdir) args.push(`--confdir=${opts.confdir}`);
   for (const host of opts.hosts || []) args.push(`--host=${host}`);
-  for (const mask of opts.mask || []) args.push(`--mask=${mask}`);
-  if (opts.pace !== undefined && opts.pace !== null) args.push(`--pace=${opts.pace}`);
+  if (action !== 'record') {
+    for (const mask of opts.mask || []) args.push(`--mask=${mask}`);
+    if (opts.pace !== undefined && opts.pace !== null) args.push(`--pace=${opts.pace}`);
+  }
+  if (action !== 'replay') for (const spec of opts.mapRemote || []) args.push(`--map-remote=${spec}`);
   args.push('--', process.execPath, HOLDER);
   return args;
 }
@@ -183,9 +194,9 @@ class Replay {
     return this.env.HTTPS_PROXY;
   }
 
-  /** End the run; resolve to { ok, report, status, exit }. */
-  async stop() {
-    this.child.stdin.end();
+  /** End the run (a recording ends as failed with failed=true); resolve to { ok, report, status, exit }. */
+  async stop(failed = false) {
+    this.child.stdin.end(failed ? 'failed\n' : undefined);
     let timer;
     const late = new Promise((resolve) => {
       timer = setTimeout(() => resolve(null), STOP_GRACE_MS);

@@ -9,7 +9,12 @@
 // If the test process dies, its end of the pipe closes too, so no replay outlives it.
 'use strict';
 
+// Under `blackbox record` or `fork`, replayTest writes "failed" before closing stdin when the test
+// function threw: the script exits 1, so the recording ends as run_failed.
 process.stdout.write(`${JSON.stringify({ holder: process.pid, env: process.env })}\n`);
-process.stdin.on('data', () => {});
-process.stdin.on('end', () => process.exit(0));
+let said = '';
+process.stdin.on('data', (chunk) => {
+  said += chunk;
+});
+process.stdin.on('end', () => process.exit(said.startsWith('failed') ? 1 : 0));
 process.stdin.on('error', () => process.exit(0));

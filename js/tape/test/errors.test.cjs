@@ -43,7 +43,7 @@ test('a tape that does not exist is named, with how to record it', async () => {
   const missing = path.join(os.tmpdir(), 'no-such-tape.json');
   const err = await rejection(replayTest(missing, () => assert.fail('fn must not run')));
   assert.equal(err.code, 'TAPE_USAGE');
-  assert.equal(err.message, `tape ${missing} does not exist; record it with \`blackbox record -o ${missing} -- node your-agent.js ...\``);
+  assert.equal(err.message, `tape ${missing} does not exist; record it with \`blackbox record -o ${missing} -- node your-agent.js ...\`, or pass record: 'missing'`);
 });
 
 test('a cassette that does not verify is refused by blackbox, and its words are passed on', async () => {
