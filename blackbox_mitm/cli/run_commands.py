@@ -78,7 +78,7 @@ def record(
         **exchange.session_kwargs(found),
     )
     settings = ProxySettings(hosts=found.host_names, confdir=run.confdir, map_remote=map_remote)
-    with proxy_run(session, replaying=False, settings=settings) as live:
+    with proxy_run(session, settings=settings) as live:
         code = live.run_command(command)
     rec = session.recorder
     assert rec is not None
@@ -162,7 +162,7 @@ def replay(
         environment=environment,
     )
     settings = ProxySettings(hosts=found.host_names, confdir=run.confdir, offline=not allow_network, stream_delay_ms=stream_delay_ms)
-    with proxy_run(session, replaying=True, settings=settings) as live:
+    with proxy_run(session, settings=settings) as live:
         code = live.run_command(command, extra_env=extra_env)
     status = live.report
     assert status is not None and session.replay is not None
@@ -273,7 +273,7 @@ def proxy(
         )
     hosts = found.host_names
     settings = ProxySettings(hosts=hosts, confdir=confdir, map_remote=map_remote, listen_host=listen_host, listen_port=listen_port)
-    with proxy_run(session, replaying=mode == "replay", settings=settings) as live:
+    with proxy_run(session, settings=settings) as live:
         cert = ensure_ca(confdir)
         click.echo(f"blackbox proxy ({mode} {cassette}) listening on {live.url}", err=True)
         click.echo(f"  export HTTPS_PROXY={live.url} SSL_CERT_FILE={ca_bundle(confdir)} NODE_EXTRA_CA_CERTS={cert}", err=True)

@@ -64,7 +64,6 @@ class BlackboxAddon:
         self,
         session: Session | None = None,
         *,
-        replaying: bool | None = None,
         on_done: Callable[[], None] | None = None,
         router: RunRouter | None = None,
     ) -> None:
@@ -72,7 +71,6 @@ class BlackboxAddon:
         self.router = router  # several runs, each named in a client's proxy credentials
         self._owns_session = session is None and router is None
         self._client_runs: dict[str, str | None] = {}  # client connection id -> the run its CONNECT named
-        self._replaying = bool(replaying)
         self._on_done = on_done
         self.hosts: set[str] = set(DEFAULT_HOSTS)
         self.offline = True
@@ -168,7 +166,6 @@ class BlackboxAddon:
                     environment=settings.environment,
                     **{k: v.value for k, v in settings.exchange_settings().items()},
                 )
-                self._replaying = False
             else:
                 self.session = replay_session(
                     opts.blackbox_cassette,
@@ -179,12 +176,18 @@ class BlackboxAddon:
                     order_gap_ms=settings.order_gap.value,
                     environment=settings.environment,  # mitmdump's own environment stands for the agent's (docs/cassette.md)
                 )
-                self._replaying = True
                 if "upstream_cert" in opts and opts.upstream_cert:
                     opts.update(upstream_cert=False)
         except BlackboxError as exc:
             raise exceptions.OptionsError(str(exc)) from exc
         log.info("blackbox: %s %s", opts.blackbox_mode, opts.blackbox_cassette)
+
+    @property
+    def replaying(self) -> bool:
+        """A replay (its plan's mode, or the router's): other hosts are served from the recording or refused."""
+        if self.router is not None:
+            return self.router.mode == "replay"
+        return self.session is not None and self.session.mode == "replay"
 
     # -- flows --------------------------------------------------------------------------
 
@@ -265,7 +268,7 @@ class BlackboxAddon:
 
     def _other_host(self, flow: http.HTTPFlow, session: Session, host: str) -> None:
         """A request to a host that is not a model API: kept (record), served or refused (offline replay)."""
-        if not self._replaying:
+        if not self.replaying:
             self._exchanges.record(flow, session, model_host=False)
             return
         found = self._exchanges.serve(flow, session)
@@ -281,10 +284,10 @@ class BlackboxAddon:
         codec = error_codec_for(path, host)
         bare = path.split("?", 1)[0].rstrip("/")
         session = self._session_of(flow)
-        if self._replaying and session is not None and isinstance(self._exchanges.serve(flow, session), Served):
+        if self.replaying and session is not None and isinstance(self._exchanges.serve(flow, session), Served):
             self._note(f"answered from the recording: non-model endpoint {flow.request.method} {host}{path}")
             return
-        if self._replaying:
+        if self.replaying:
             err = codec.encode_error(
                 f"blackbox replay: {flow.request.method} {bare} is not a model call and is not in the recording", status=404
             )
@@ -378,7 +381,7 @@ class BlackboxAddon:
         """In an offline replay no connection leaves the proxy: not for CONNECT tunnels of any protocol,
         absolute-form HTTP, WebSockets, HTTP/2, or a request that could not be answered. Only our own
         loopback servers (the pacer, a WebSocket replayer) are reached."""
-        if not ((self.session is not None or self.router is not None) and self._replaying and self.offline):
+        if not (self.replaying and self.offline):
             return
         address = data.server.address
         if address is not None and (str(address[0]), int(address[1])) in self.local_upstreams:
@@ -389,7 +392,7 @@ class BlackboxAddon:
 
     def tcp_start(self, flow: tcp.TCPFlow) -> None:
         """Raw TCP inside a tunnel (not TLS, not HTTP): an offline replay never relays it."""
-        if (self.session is not None or self.router is not None) and self._replaying and self.offline:
+        if self.replaying and self.offline:
             flow.kill()
 
     async def websocket_message(self, flow: http.HTTPFlow) -> None:

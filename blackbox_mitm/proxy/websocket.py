@@ -58,9 +58,9 @@ def is_upgrade(request: http.Request) -> bool:
 
 def socket_mode(session: Session) -> str:
     """How a model socket is handled: every call upstream, every call local, or neither (HTTPS only)."""
-    if session.replay is None and session.tail == "upstream":
+    if session.mode == "record":
         return RECORD
-    if session.tail in ("refuse", "script"):
+    if session.plan.answers_locally:
         return SERVE
     return FALL_BACK
 

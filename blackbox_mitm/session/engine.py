@@ -3,7 +3,8 @@
 The mitmproxy addon turns a flow into a ``ModelRequest`` and asks the session.
 The answer is either an ``Answer`` (a response made here: a replayed call, a
 refusal, a divergence) or a ``Forward`` (send it upstream, then hand the
-response to ``on_response``). The same engine serves every mode:
+response to ``on_response``). The same engine serves every mode, as the run's
+``RunPlan`` (session/plan.py) says:
 
 * record — nothing to replay; every call goes upstream and is recorded;
 * replay — every call is answered from the cassette; past its end, refused;
@@ -15,10 +16,10 @@ response to ``on_response``). The same engine serves every mode:
 from __future__ import annotations
 
 import logging
-import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -28,16 +29,14 @@ from blackbox_mitm.codecs import codec_for, stream_content_type
 from blackbox_mitm.codecs.base import CallIds, ChainingCodec, Codec, DecodedRequest
 from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
 from blackbox_mitm.matcher import Divergence, Exhausted, RecordedCalls, Served
-from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.matcher.outcomes import RecordedCall
 from blackbox_mitm.matcher.profiles import profile_for, with_profile
 from blackbox_mitm.session.echoed_ids import EchoedIds
-from blackbox_mitm.session.environment import EnvSubstitution
 from blackbox_mitm.session.exchanges import ExchangeServer
 from blackbox_mitm.session.numbers import refuse_unrepresentable_numbers
-from blackbox_mitm.session.recorder import RecordFailed, RunRecorder, SecretLeak, scrub, secrets_from_environ, secrets_from_request
-from blackbox_mitm.session.redact import Redactor
-from blackbox_mitm.session.release import DEFAULT_GAP_MS, Hold, ReleaseOrder
+from blackbox_mitm.session.plan import Refuse, RunMode, RunPlan, Script, Upstream
+from blackbox_mitm.session.recorder import Privacy, RecordFailed, RunRecorder, SecretLeak, scrub, secrets_from_request
+from blackbox_mitm.session.release import Hold, ReleaseOrder
 from blackbox_mitm.session.transcript import order_tool_results
 
 __all__ = ["Answer", "Forward", "ModelRequest", "Session", "Ticket"]
@@ -89,53 +88,28 @@ class Forward:
     body: bytes | None = None  # the rewritten request body, when a fork edits what the model sees
 
 
-ScriptSource = Callable[[], dict[str, Any]]
-
-
 class Session:
-    """The decisions of one run. Thread-safe: concurrent flows may call it."""
+    """The decisions of one run, as its ``RunPlan`` says (session/plan.py). Thread-safe: concurrent flows may call it."""
 
     def __init__(
         self,
+        plan: RunPlan,
         *,
         run_id: str,
-        recorder: RunRecorder | None = None,
-        replay: RecordedCalls | None = None,
-        match: str = "strict",
-        tail: str = "refuse",  # "refuse" | "upstream" | "script"
-        script: ScriptSource | None = None,
+        recorder: RunRecorder | None = None,  # the run written as it goes (None: nothing is recorded)
+        privacy: Privacy | None = None,  # redaction, placeholders, credentials: the recorder's when there is one
         ids: CallIds | None = None,
-        response_edit: tuple[int, dict[str, Any]] | None = None,
-        tool_result_edit: tuple[str, str] | None = None,  # (call-N, the text the model sees)
-        cassette_path: str | os.PathLike[str] | None = None,
-        cut: int | None = None,
-        rules: CompareRules = NO_RULES,  # masks: what strict matching does not compare
-        redactor: Redactor | None = None,  # applied to every request before it is matched or recorded
-        pace: float | None = None,  # --pace: None as fast as possible, else the factor on each recorded call's time
-        order_gap_ms: float | None = DEFAULT_GAP_MS,  # --order-gap: overlapping answers in recorded order, this far apart; None: off
-        env: EnvSubstitution | None = None,  # the run's environment as placeholders (session.environment)
     ) -> None:
-        if tail not in ("refuse", "upstream", "script"):
-            raise ValueError(f"unknown tail {tail!r}")
-        if tail == "script" and script is None:
-            raise ValueError("a script tail needs a script")
+        if recorder is not None and privacy is not None and privacy is not recorder.privacy:
+            raise ValueError("a session and its recorder share one Privacy")
+        self.plan = plan
         self.run_id = run_id
-        self.cassette_path = cassette_path
-        self.cut = cut
         self.recorder = recorder
-        self.replay = replay
-        self.match_mode = match
-        self.tail = tail
-        self.script = script
+        self.privacy = recorder.privacy if recorder is not None else privacy or Privacy()
         self.ids = ids or CallIds()
         self.echoed_ids = EchoedIds()  # the run's mapped ids in request text (session/echoed_ids.py)
-        self.response_edit = response_edit
-        self.tool_result_edit = tool_result_edit
-        self.rules = rules
-        self.redactor = redactor or Redactor()
-        self.pace = pace
-        self.order = ReleaseOrder(replay.calls, gap_ms=order_gap_ms) if replay is not None and order_gap_ms is not None else None
-        self.env = env
+        replay = plan.prefix
+        self.order = ReleaseOrder(replay.calls, gap_ms=plan.order_gap_ms) if replay is not None and plan.order_gap_ms is not None else None
         self._profile_chosen = False  # the agent's profile (matcher.profiles), from its first call's User-Agent
         self.in_flight = 0
         self.forwarded_calls = 0
@@ -145,7 +119,6 @@ class Session:
         self.unrecorded: list[str] = []  # answers the agent got that the cassette does not hold
         self.notes: list[str] = []
         self.diverged_in_prefix = False
-        self.secrets: set[str] = secrets_from_environ()  # never quoted in a report
         self.exchange_server: ExchangeServer | None = None  # a replay's other HTTP exchanges (session/exchanges.py ExchangeServer)
         self._lock = threading.Lock()
         # New tool calls never reuse a call-N the run already holds.
@@ -154,6 +127,37 @@ class Session:
         for step in recorder.trace.steps if recorder is not None else ():
             if step.type == "model_output":
                 self.ids.register_calls(step.payload)
+
+    # -- the plan, read -------------------------------------------------------------
+
+    @property
+    def mode(self) -> RunMode:
+        """record | replay | fork, from the plan."""
+        return self.plan.mode
+
+    @property
+    def replay(self) -> RecordedCalls | None:
+        """The recorded calls answered from (a replay's, a fork's prefix), or None."""
+        return self.plan.prefix
+
+    @property
+    def match_mode(self) -> str:
+        return self.plan.match
+
+    @property
+    def cut(self) -> int | None:
+        return self.plan.cut
+
+    @property
+    def cassette_path(self) -> Path | None:
+        """The cassette the recorder writes (None: nothing is recorded)."""
+        journal = self.recorder.journal if self.recorder is not None else None
+        return journal.cassette if journal is not None else None
+
+    @property
+    def secrets(self) -> frozenset[str]:
+        """The credentials known so far: never quoted in a report."""
+        return self.privacy.secrets
 
     # -- requests -----------------------------------------------------------------
 
@@ -172,23 +176,25 @@ class Session:
 
     def _on_request(self, codec: Codec, req: ModelRequest) -> Answer | Forward:
         body = req.body
-        if self.tool_result_edit is not None:
-            body = self._rewrite_tool_result(codec, body)
+        edit = self.plan.edit
+        if edit is not None and edit.tool_result is not None:
+            body = self._rewrite_tool_result(codec, body, edit.tool_result)
         decoded = self._decode(codec, body, req)
         if isinstance(decoded, Answer):
             return decoded
         # Echoed call ids as call-N, tool results in call order, then redaction: what is recorded is what is matched.
         neutral = self.echoed_ids.rewrite(decoded.model_input, self.ids.known())
-        decoded.model_input = self.redactor.payload(dict(order_tool_results(neutral)))
+        decoded.model_input = self.privacy.redactor.payload(dict(order_tool_results(neutral)))
         if self.replay is not None:
             answer = self._from_recording(codec, decoded, req)
             if answer is not None:
                 return answer
         # Past the recording: the cut of a fork, or a plain recording.
         secrets = secrets_from_request(req.headers, req.query)
-        if self.tail == "script":
-            return self._answer_from_script(codec, decoded, req, secrets)
-        if self.tail == "upstream":
+        tail = self.plan.tail
+        if isinstance(tail, Script):
+            return self._answer_from_script(codec, decoded, req, secrets, tail)
+        if isinstance(tail, Upstream):
             with self._lock:
                 self.in_flight += 1
                 self.forwarded_calls += 1
@@ -218,14 +224,16 @@ class Session:
         self._choose_profile(req.headers)
         # The environment's values as placeholders, as they were recorded (the codecs keep the live request:
         # their state, such as Gemini's call places, is keyed by what the agent sends; the recorder neutralizes).
-        compared = decoded.model_input if self.env is None else self.env.neutral(decoded.model_input)
+        env = self.privacy.env
+        compared = decoded.model_input if env is None else env.neutral(decoded.model_input)
         result = self.replay.match(compared, mode=self._mode_now())
         if isinstance(result, Served):
             call = result.call
             output = dict(call.output)
-            if self.response_edit is not None and call.output_step == self.response_edit[0]:
-                output = self.response_edit[1]  # already in the child, at the cut
-            elif self.cut is not None and call.output_step > self.cut and self.recorder is not None:
+            edit = self.plan.edit
+            if edit is not None and edit.response is not None and call.output_step == edit.response[0]:
+                output = edit.response[1]  # already in the child, at the cut
+            elif edit is not None and call.output_step > edit.cut and self.recorder is not None:
                 # Past the cut the agent has seen the edit: recorded answers play on in order, into the child.
                 try:
                     self.recorder.record_call(
@@ -242,12 +250,12 @@ class Session:
             with self._lock:
                 if self.recorder is not None:
                     self.diverged_in_prefix = True
-                self.secrets |= secrets
+            self.privacy.learn(secrets)
             message = scrub(result.human(), self.secrets)  # a report never quotes a credential
             log.warning("blackbox: %s", message)
             return _error(codec, message, error_type="replay_divergence", status=400)
         assert isinstance(result, Exhausted)
-        if self.tail != "refuse":
+        if not isinstance(self.plan.tail, Refuse):
             return None
         message = (
             f"blackbox replay of run {self.run_id}: the agent made a model call the recording does not hold "
@@ -264,26 +272,25 @@ class Session:
                 return
             self._profile_chosen = True
             profile = profile_for(headers)
-            rules = with_profile(self.rules, profile)
-            if rules is not self.rules and self.replay.use_rules(rules):
-                self.rules = rules
+            rules = with_profile(self.replay.rules, profile)
+            if rules is not self.replay.rules and self.replay.use_rules(rules):
                 log.info(
                     "blackbox: the %s profile's masks are on (User-Agent %s)", profile.name if profile else "", headers.get("user-agent")
                 )
 
     def _mode_now(self) -> str:
         """Strict up to the cut; after an edit the agent has seen something new, so in order."""
-        if self.cut is None or self.replay is None:
-            return self.match_mode
+        cut = self.plan.cut
+        if cut is None or self.replay is None:
+            return self.plan.match
         expected = self.replay.next_expected()
-        if expected is not None and expected.output_step > self.cut:
+        if expected is not None and expected.output_step > cut:
             return "sequence"
-        return self.match_mode
+        return self.plan.match
 
-    def _answer_from_script(self, codec: Codec, decoded: DecodedRequest, req: ModelRequest, secrets: set[str]) -> Answer:
-        assert self.script is not None
+    def _answer_from_script(self, codec: Codec, decoded: DecodedRequest, req: ModelRequest, secrets: set[str], tail: Script) -> Answer:
         try:
-            output = self.script()
+            output = tail.source()
         except IndexError:
             message = f"blackbox fork of run {self.run_id}: the script of answers ran out ({self.scripted_calls} answers were served); add answers to the script"
             log.warning("%s", message)
@@ -310,9 +317,10 @@ class Session:
 
     def _delay(self, call: RecordedCall) -> float:
         """--pace: how long the recorded call took (its model_output's timestamp less its model_input's), scaled."""
-        if self.pace is None or call.input_timestamp is None:
+        pace = self.plan.pace
+        if pace is None or call.input_timestamp is None:
             return 0.0
-        return max(0.0, float(call.timestamp) - float(call.input_timestamp)) * self.pace
+        return max(0.0, float(call.timestamp) - float(call.input_timestamp)) * pace
 
     def _answer(
         self,
@@ -325,8 +333,8 @@ class Session:
         hold: Hold | None = None,
     ) -> Answer:
         created = int(timestamp)
-        if self.env is not None:  # the recorded placeholders as this run's values: the agent reads its own paths
-            output = self.env.restore(output)
+        if self.privacy.env is not None:  # the recorded placeholders as this run's values: the agent reads its own paths
+            output = self.privacy.env.restore(output)
         if decoded.stream:
             body = codec.encode_stream(output, request=decoded, ids=self.ids, created_ms=created)
             headers = {"content-type": stream_content_type(codec), "cache-control": "no-cache"}
@@ -436,9 +444,8 @@ class Session:
     def _write_failed(self, codec: Codec, exc: BaseException) -> Answer:
         return _error(codec, self._note_write_failed(exc), status=500, error_type="blackbox_record_failed")
 
-    def _rewrite_tool_result(self, codec: Codec, body: bytes) -> bytes:
-        assert self.tool_result_edit is not None
-        call_id, text = self.tool_result_edit
+    def _rewrite_tool_result(self, codec: Codec, body: bytes, edit: tuple[str, str]) -> bytes:
+        call_id, text = edit
         try:
             rewritten = codec.rewrite_tool_result(body, self.ids, call_id, text)
         except BlackboxError:

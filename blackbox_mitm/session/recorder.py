@@ -23,6 +23,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,7 +43,16 @@ from blackbox_mitm.session.redact import Redactor
 if TYPE_CHECKING:
     from blackbox_mitm.session.exchanges import ExchangeBook
 
-__all__ = ["RecordFailed", "RunRecorder", "SecretLeak", "scrub", "secret_env_names", "secrets_from_environ", "secrets_from_request"]
+__all__ = [
+    "Privacy",
+    "RecordFailed",
+    "RunRecorder",
+    "SecretLeak",
+    "scrub",
+    "secret_env_names",
+    "secrets_from_environ",
+    "secrets_from_request",
+]
 
 _MIN_SECRET = 8
 # Environment variable names that say they hold a secret (besides the codecs' own key variables).
@@ -95,7 +105,7 @@ def secrets_from_request(headers: Mapping[str, str], query: str = "") -> set[str
     return found
 
 
-def scrub(value: Any, secrets: set[str]) -> Any:
+def scrub(value: Any, secrets: AbstractSet[str]) -> Any:
     """``value`` (text, or JSON-shaped data) with every known credential replaced by ``[credential]``."""
     if not secrets:
         return value
@@ -118,6 +128,34 @@ def _blob(payload: Any) -> bytes:
         return json.dumps(payload, ensure_ascii=False).encode("utf-8", "surrogatepass")
 
 
+class Privacy:
+    """One run's scrubbing, owned once: shared by its session and its recorder, built by ``session/build.py``.
+
+    The redaction rules (applied before a payload is matched or hashed), the environment's placeholders
+    (``session.environment``), and the credentials known so far: never recorded, never quoted in a report.
+    """
+
+    def __init__(
+        self, *, redactor: Redactor | None = None, env: EnvSubstitution | None = None, secrets: AbstractSet[str] | None = None
+    ) -> None:
+        self.redactor = redactor or Redactor()
+        self.env = env
+        self._secrets: set[str] = set(secrets_from_environ() if secrets is None else secrets)
+        self._lock = threading.Lock()
+
+    @property
+    def secrets(self) -> frozenset[str]:
+        """The credentials known so far (a snapshot: calls on other threads may add to them)."""
+        with self._lock:
+            return frozenset(self._secrets)
+
+    def learn(self, secrets: AbstractSet[str]) -> None:
+        """Credentials a request carried: from now on never recorded, never quoted."""
+        if secrets:
+            with self._lock:
+                self._secrets |= secrets
+
+
 @dataclass(slots=True)
 class _Pending:
     call: dict[str, Any]
@@ -127,20 +165,12 @@ class _Pending:
 class RunRecorder:
     """Appends a run's steps to its trace and journal; thread-safe."""
 
-    def __init__(
-        self,
-        trace: Trace,
-        journal: Journal | None,
-        *,
-        secrets: set[str] | None = None,
-        redactor: Redactor | None = None,
-        env: EnvSubstitution | None = None,
-    ) -> None:
+    def __init__(self, trace: Trace, journal: Journal | None, *, privacy: Privacy | None = None) -> None:
         self.trace = trace
         self.journal = journal
-        self.redactor = redactor or Redactor()  # applied to every payload before it is hashed or written
-        self.env = env  # the run's environment as placeholders, before hashing (session.environment)
-        self.secrets: set[str] = set(secrets or ())
+        # Redaction and the environment's placeholders, applied to every payload before it is hashed or written;
+        # the credentials a step must never hold. The session shares it.
+        self.privacy = privacy or Privacy()
         self.model_calls = 0
         self.unrecordable: list[str] = []
         self._lock = threading.Lock()
@@ -162,8 +192,7 @@ class RunRecorder:
     ) -> list[TraceStep]:
         """Write the steps one completed model call adds; fsynced before returning."""
         with self._lock:
-            if secrets:
-                self.secrets |= secrets
+            self.privacy.learn(secrets or set())
             results = {p.get("toolCallId"): p for p in request.tool_results()}
             staged: list[tuple[str, Any, int]] = []
             done: list[str] = []
@@ -189,10 +218,11 @@ class RunRecorder:
                 done.append(call_id)
             staged.append(("model_input", request.model_input, request_ms))
             staged.append(("model_output", output, response_ms if response_ms is not None else now_ms()))
-            if self.env is not None:
-                staged = [(kind, self.env.neutral(payload), ts) for kind, payload, ts in staged]
-            if self.redactor:
-                staged = [(kind, self.redactor.payload(payload), ts) for kind, payload, ts in staged]
+            env, redactor = self.privacy.env, self.privacy.redactor
+            if env is not None:
+                staged = [(kind, env.neutral(payload), ts) for kind, payload, ts in staged]
+            if redactor:
+                staged = [(kind, redactor.payload(payload), ts) for kind, payload, ts in staged]
             self._refuse_secrets(staged)
             before = len(self.trace.steps)
             try:
@@ -212,11 +242,12 @@ class RunRecorder:
             return steps
 
     def _refuse_secrets(self, staged: list[tuple[str, Any, int]]) -> None:
-        if not self.secrets:
+        known = self.privacy.secrets
+        if not known:
             return
         for kind, payload, _ in staged:
             blob = _blob(payload)
-            for secret in self.secrets:
+            for secret in known:
                 if secret.encode() in blob or _blob(secret)[1:-1] in blob:
                     raise SecretLeak(
                         f"blackbox refused to record this call: its {kind} would contain the API key "
@@ -254,9 +285,9 @@ class RunRecorder:
     ) -> Path | None:
         with self._lock:
             event: dict[str, Any] = dict(self.terminal_event(exit_code=exit_code, in_flight=in_flight, proxy_only=proxy_only))
-            if self.env is not None:
-                event = self.env.neutral(event)
-            event = self.redactor.payload(event)
+            if self.privacy.env is not None:
+                event = self.privacy.env.neutral(event)
+            event = self.privacy.redactor.payload(event)
             event = self._seal_exchanges(event)
             step = self.trace.append("metadata", event)
             if self.journal is not None:

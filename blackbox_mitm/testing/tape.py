@@ -92,7 +92,7 @@ class Tape:
             )
         settings = ProxySettings(hosts=self.hosts, confdir=self.confdir, map_remote=self.map_remote)
         stack = ExitStack()
-        self._run = stack.enter_context(proxy_run(self.session, replaying=not self.recording, settings=settings))
+        self._run = stack.enter_context(proxy_run(self.session, settings=settings))
         self._stack = stack
         return self
 

@@ -9,6 +9,7 @@ cassette that the record half wrote.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from blackbox_mitm.proxy.websocket import WebSocketTransport, socket_mode
 from blackbox_mitm.proxy.ws_replay import SocketServer, SocketTarget
 from blackbox_mitm.session.build import record_session, replay_session
 from blackbox_mitm.session.engine import Session
+from blackbox_mitm.session.plan import UPSTREAM
 
 USER = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "What's in this folder?"}]}
 TOOLS = [{"type": "function", "name": "list_files", "description": "List files", "parameters": {"type": "object", "properties": {}}}]
@@ -192,7 +194,7 @@ def test_only_a_model_path_upgrade_is_taken(tmp_path: Path) -> None:
 def test_a_run_that_cannot_serve_a_socket_answers_426_so_the_client_uses_https(tmp_path: Path) -> None:
     cassette = _record_two_turns(tmp_path)
     fork_live = replay_session(cassette)
-    fork_live.tail = "upstream"  # a fork going live after its prefix: part recording, part upstream
+    fork_live.plan = dataclasses.replace(fork_live.plan, tail=UPSTREAM)  # a fork going live after its prefix: part recording, part upstream
     assert socket_mode(fork_live) == "fall-back"
     flow = _ws_flow()
     assert WebSocketTransport().upgrade(flow, fork_live)
