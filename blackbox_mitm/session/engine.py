@@ -17,16 +17,17 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from blackbox_mitm.cassette.payloads import order_tool_results
 from blackbox_mitm.cassette.trace import now_ms
 from blackbox_mitm.codecs import codec_for, stream_content_type
-from blackbox_mitm.codecs.base import CallIds, ChainingCodec, Codec, DecodedRequest
+from blackbox_mitm.codecs.base import CallIds, ChainingCodec, Codec, DecodedRequest, SseEvent
 from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
 from blackbox_mitm.matcher import Divergence, Exhausted, RecordedCalls, Served
 from blackbox_mitm.matcher.outcomes import RecordedCall
@@ -37,7 +38,6 @@ from blackbox_mitm.session.numbers import refuse_unrepresentable_numbers
 from blackbox_mitm.session.plan import Refuse, RunMode, RunPlan, Script, Upstream
 from blackbox_mitm.session.recorder import Privacy, RecordFailed, RunRecorder, SecretLeak, scrub, secrets_from_request
 from blackbox_mitm.session.release import Hold, ReleaseOrder
-from blackbox_mitm.session.transcript import order_tool_results
 
 __all__ = ["Answer", "Forward", "ModelRequest", "Session", "Ticket"]
 
@@ -51,6 +51,7 @@ class ModelRequest:
     body: bytes
     received_ms: int = field(default_factory=now_ms)
     method: str = "POST"
+    codec: Codec | None = None  # the codec the proxy chose for it (None: the registry chooses here, by method and path)
 
     @property
     def query(self) -> str:
@@ -163,7 +164,7 @@ class Session:
 
     def on_request(self, req: ModelRequest) -> Answer | Forward:
         """Answer a model call here, or say to forward it. Never raises: whatever fails is answered locally."""
-        codec = codec_for(req.method, req.path)
+        codec = req.codec if req.codec is not None else codec_for(req.method, req.path)
         if codec is None:  # pragma: no cover - the addon only sends model paths
             raise ValueError(f"not a model path: {req.path}")
         try:
@@ -210,11 +211,11 @@ class Session:
             refuse_unrepresentable_numbers(body)  # 1e400, NaN: a cassette could not give them back
             return codec.decode_request(body, self.ids, path=req.bare_path, query=req.query)
         except BlackboxUnsupportedError as exc:
-            message = str(exc)
+            message = exc.client_message
         except BlackboxError as exc:
             message = f"blackbox: {exc}"
         except RecursionError:
-            message = "BlackboxUnsupportedError: body: the request body is nested too deeply to be read"
+            message = BlackboxUnsupportedError("body", "the request body is nested too deeply to be read").client_message
         self._note_refusal(message)
         return _error(codec, message)
 
@@ -226,7 +227,7 @@ class Session:
         # their state, such as Gemini's call places, is keyed by what the agent sends; the recorder neutralizes).
         env = self.privacy.env
         compared = decoded.model_input if env is None else env.neutral(decoded.model_input)
-        result = self.replay.match(compared, mode=self._mode_now())
+        result = self.replay.match(compared, mode=self._mode_now(), ordered=True)  # ordered above, once
         if isinstance(result, Served):
             call = result.call
             output = dict(call.output)
@@ -344,31 +345,42 @@ class Session:
 
     # -- responses to forwarded calls -------------------------------------------------
 
-    def on_response(self, ticket: Ticket, status: int, body: bytes | None, *, response_ms: int | None = None) -> Answer | None:
-        """Record a forwarded call's whole response. None: let it through. An Answer replaces it (a refusal)."""
-        try:
-            if status >= 400 or body is None:
-                log.info("blackbox: provider answered %s; passed to the agent, not recorded", status)
-                return None
-            refusal = self._record_answer(ticket, body, response_ms)
-            if refusal is None:
-                return None
-            message, status = refusal
-            return _error(ticket.codec, message, status=status)
-        finally:
-            self.call_done()
+    def on_response(
+        self, ticket: Ticket, status: int, answer: bytes | Sequence[SseEvent] | None, *, response_ms: int | None = None
+    ) -> Answer | None:
+        """The one entry for a forwarded call's finished answer: a whole body, or a stream's events (server-sent
+        events, WebSocket frames) once its final event arrived. The answer is recorded before the agent sees its end.
 
-    def on_stream_complete(self, ticket: Ticket, whole: Mapping[str, Any], *, response_ms: int | None = None) -> str | None:
-        """Record a streamed answer (the object its events add up to) before its final event goes out.
-
-        None: send the final event. A message: the answer is refused, or could not be written; the
-        agent is sent the provider's error event with it instead.
+        None: pass the answer on as it came (recorded; or an error status, or a stream that did not complete: not
+        recorded). An Answer: what the agent gets instead — the API's error, or for a stream the codec's in-stream
+        error event, sent in place of the final event.
         """
         try:
+            if status >= 400 or answer is None:
+                log.info("blackbox: provider answered %s; passed to the agent, not recorded", status)
+                return None
+            streamed = not isinstance(answer, bytes)
+            whole = self._aggregate(ticket, answer) if not isinstance(answer, bytes) else answer
+            if whole is None:
+                return None
             refusal = self._record_answer(ticket, whole, response_ms)
-            return None if refusal is None else refusal[0]
+            if refusal is None:
+                return None
+            message, code = refusal
+            if streamed:
+                body = ticket.codec.encode_stream_error(message)
+                return Answer(code, {"content-type": stream_content_type(ticket.codec)}, body, stream=True)
+            return _error(ticket.codec, message, status=code)
         finally:
             self.call_done()
+
+    def _aggregate(self, ticket: Ticket, events: Sequence[SseEvent]) -> Mapping[str, Any] | None:
+        """The object a stream's events add up to; None for one that is not a completed call (passed on as sent)."""
+        try:
+            return ticket.codec.aggregate_stream(list(events))
+        except BlackboxError as exc:  # StreamIncomplete: the provider's own error event, or a stream that never completed
+            self._note_failed(ticket, str(exc), streamed=True)
+            return None
 
     def _record_answer(self, ticket: Ticket, body: bytes | Mapping[str, Any], response_ms: int | None) -> tuple[str, int] | None:
         """The one path by which an answer becomes steps: None when recorded, else why the agent gets an error (and its status)."""
@@ -381,13 +393,16 @@ class Session:
                     ticket.request, output, request_ms=ticket.received_ms, response_ms=response_ms, secrets=ticket.secrets
                 )
             return None
-        except (BlackboxUnsupportedError, SecretLeak) as exc:
+        except BlackboxUnsupportedError as exc:
+            self._note_refusal(exc.client_message)
+            return exc.client_message, 400
+        except SecretLeak as exc:
             self._note_refusal(str(exc))
             return str(exc), 400
         except RecordFailed as exc:
             return self._note_write_failed(exc), 500
         except RecursionError:
-            message = "BlackboxUnsupportedError: body: the response is nested too deeply to be recorded"
+            message = BlackboxUnsupportedError("body", "the response is nested too deeply to be recorded").client_message
             self._note_refusal(message)
             return message, 400
         except Exception as exc:  # never pass an answer on that the cassette does not hold
@@ -400,13 +415,16 @@ class Session:
 
     def on_call_failed(self, ticket: Ticket, reason: str, *, streamed: bool = True) -> None:
         """A forwarded call that did not complete (connection failed, stream cut off, error event): not a step."""
+        self._note_failed(ticket, reason, streamed=streamed)
+        self.call_done()
+
+    def _note_failed(self, ticket: Ticket, reason: str, *, streamed: bool) -> None:
         if streamed:
             log.warning("blackbox: a streamed model call did not complete (%s); it was not recorded", reason)
             self.note(f"a streamed call did not complete: {reason}")
         else:
             log.warning("blackbox: a forwarded model call failed (%s); it was not recorded", reason)
             self.note(f"a model call failed: {reason}")
-        self.call_done()
 
     def note(self, line: str) -> None:
         with self._lock:

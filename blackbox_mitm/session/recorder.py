@@ -22,7 +22,7 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,6 +120,10 @@ def scrub(value: Any, secrets: AbstractSet[str]) -> Any:
     return value
 
 
+def _same(value: Any) -> Any:
+    return value
+
+
 def _blob(payload: Any) -> bytes:
     """A payload's JSON for the leak check (a lone surrogate from a JavaScript agent included)."""
     try:
@@ -190,9 +194,16 @@ class RunRecorder:
         response_ms: int | None = None,
         secrets: set[str] | None = None,
     ) -> list[TraceStep]:
-        """Write the steps one completed model call adds; fsynced before returning."""
+        """Write the steps one completed model call adds; fsynced before returning.
+
+        ``request.model_input`` is redacted already (the session redacts each request once, before it is matched);
+        the answer is redacted here, once, and the tool steps are taken from the two.
+        """
         with self._lock:
             self.privacy.learn(secrets or set())
+            env, redactor = self.privacy.env, self.privacy.redactor
+            neutral: Callable[[Any], Any] = env.neutral if env is not None else _same
+            written = redactor.payload(neutral(output)) if redactor else neutral(output)
             results = {p.get("toolCallId"): p for p in request.tool_results()}
             staged: list[tuple[str, Any, int]] = []
             done: list[str] = []
@@ -200,7 +211,7 @@ class RunRecorder:
                 result = results.get(call_id)
                 if result is None:
                     continue
-                call = pending.call
+                call = pending.call  # as it was written
                 if not pending.call_written:
                     staged.append(
                         (
@@ -214,15 +225,10 @@ class RunRecorder:
                     payload["error"] = result["error"]
                 else:
                     payload["result"] = result.get("result")
-                staged.append(("tool_result", payload, request_ms))
+                staged.append(("tool_result", neutral(payload), request_ms))
                 done.append(call_id)
-            staged.append(("model_input", request.model_input, request_ms))
-            staged.append(("model_output", output, response_ms if response_ms is not None else now_ms()))
-            env, redactor = self.privacy.env, self.privacy.redactor
-            if env is not None:
-                staged = [(kind, env.neutral(payload), ts) for kind, payload, ts in staged]
-            if redactor:
-                staged = [(kind, redactor.payload(payload), ts) for kind, payload, ts in staged]
+            staged.append(("model_input", neutral(request.model_input), request_ms))
+            staged.append(("model_output", written, response_ms if response_ms is not None else now_ms()))
             self._refuse_secrets(staged)
             before = len(self.trace.steps)
             try:
@@ -235,7 +241,7 @@ class RunRecorder:
                 raise RecordFailed(f"the call could not be written to the journal ({detail})") from exc
             for call_id in done:
                 del self._pending[call_id]
-            for call in tool_calls_of(output):
+            for call in tool_calls_of(written):
                 self._pending[str(call.get("toolCallId"))] = _Pending(call)
             self._last_output = output
             self.model_calls += 1
