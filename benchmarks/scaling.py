@@ -229,7 +229,7 @@ def through_proxy(ctx: Context, cassette: Path, calls: int) -> dict[str, Any]:
 
 
 def measure(ctx: Context) -> Section:
-    from blackbox_mitm.cassette.store import load_trace
+    from blackbox_mitm.cassette.load import load_trace
 
     section = Section("scaling", "2. Scaling with run length")
     section.add(
