@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
 from blackbox_mitm.matcher import Divergence, Exhausted, RecordedCalls, Served
 from blackbox_mitm.matcher.outcomes import RecordedCall
 from blackbox_mitm.matcher.profiles import profile_for, with_profile
+from blackbox_mitm.session.calls import Answer, Forward, ModelRequest, Ticket
 from blackbox_mitm.session.echoed_ids import EchoedIds
 from blackbox_mitm.session.exchanges import ExchangeServer
 from blackbox_mitm.session.numbers import refuse_unrepresentable_numbers
@@ -42,51 +42,6 @@ from blackbox_mitm.session.release import Hold, ReleaseOrder
 __all__ = ["Answer", "Forward", "ModelRequest", "Session", "Ticket"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(slots=True)
-class ModelRequest:
-    path: str  # with its query string
-    headers: dict[str, str]  # lower-case names
-    body: bytes
-    received_ms: int = field(default_factory=now_ms)
-    method: str = "POST"
-    codec: Codec | None = None  # the codec the proxy chose for it (None: the registry chooses here, by method and path)
-
-    @property
-    def query(self) -> str:
-        return self.path.partition("?")[2].split("#", 1)[0]
-
-    @property
-    def bare_path(self) -> str:
-        return self.path.partition("?")[0].split("#", 1)[0]
-
-
-@dataclass(slots=True)
-class Answer:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-    stream: bool = False  # an SSE body
-    replayed: bool = False  # an answer made from the recording or a script (not an error)
-    delay_ms: float = 0.0  # --pace: deliver it over this long (a stream's events spread over it)
-    hold: Hold | None = None  # a call that overlapped others: released in the recorded completion order (session/release.py)
-
-
-@dataclass(slots=True)
-class Ticket:
-    """What ``on_response`` needs to record a forwarded call."""
-
-    codec: Codec
-    request: DecodedRequest
-    received_ms: int
-    secrets: set[str]
-
-
-@dataclass(slots=True)
-class Forward:
-    ticket: Ticket
-    body: bytes | None = None  # the rewritten request body, when a fork edits what the model sees
 
 
 class Session:
