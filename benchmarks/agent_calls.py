@@ -117,7 +117,7 @@ def hook_rounds(cassette: Path, bodies: list[bytes], rounds: int, repeat: int) -
             total = 0.0
             for _ in range(repeat):  # a fresh session per pass: each request is served once, as in a replay
                 session = replay_session(cassette, rules=CompareRules.build(), order_gap_ms=None)  # one call at a time (hooks.py)
-                addon = BlackboxAddon(session, replaying=True, on_done=lambda: None)
+                addon = BlackboxAddon(session, on_done=lambda: None)
                 addon.hosts = set(DEFAULT_HOSTS)
                 addon.offline = True
                 flows = _flows(bodies, False)

@@ -75,7 +75,7 @@ def hook_costs(flows_path: Path, cassette: Path, rounds: int) -> dict[str, Stats
         for _ in range(rounds):
             # Calls driven one at a time, with no event loop: none overlaps, so the release order (session/release.py) is off;
             # its separations would be wall time, not the hooks' cost.
-            addon = BlackboxAddon(replay_session(cassette, order_gap_ms=None), replaying=True, on_done=lambda: None)
+            addon = BlackboxAddon(replay_session(cassette, order_gap_ms=None), on_done=lambda: None)
             addon.hosts = set(DEFAULT_HOSTS)
             addon.offline = True
             flows = _fresh_flows(requests)

@@ -174,7 +174,7 @@ class _Plan:
 
 
 def _count_calls(cassette: Path) -> int:
-    from blackbox_mitm.cassette.store import load_trace
+    from blackbox_mitm.cassette.load import load_trace
 
     return sum(1 for s in load_trace(cassette).steps if s.type == "model_output")
 

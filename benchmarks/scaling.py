@@ -82,9 +82,10 @@ def replay_once(trace: Any, bodies: list[bytes]) -> tuple[float, list[float]]:
     """Build a strict replay session over ``trace`` and serve every body in order; (setup s, per-call s)."""
     from blackbox_mitm.matcher import RecordedCalls
     from blackbox_mitm.session.engine import Answer, ModelRequest, Session
+    from blackbox_mitm.session.plan import REFUSE, RunPlan
 
     t0 = time.perf_counter()
-    session = Session(run_id=trace.id, replay=RecordedCalls(trace), match="strict", tail="refuse")
+    session = Session(RunPlan(prefix=RecordedCalls(trace), tail=REFUSE, match="strict"), run_id=trace.id)
     setup = time.perf_counter() - t0
     times: list[float] = []
     clock = time.perf_counter
@@ -228,7 +229,7 @@ def through_proxy(ctx: Context, cassette: Path, calls: int) -> dict[str, Any]:
 
 
 def measure(ctx: Context) -> Section:
-    from blackbox_mitm.cassette.store import load_trace
+    from blackbox_mitm.cassette.load import load_trace
 
     section = Section("scaling", "2. Scaling with run length")
     section.add(

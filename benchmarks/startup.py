@@ -63,10 +63,10 @@ def commands(ctx: Context, small: Path, large: Path, large_calls: int) -> list[t
         (
             # Issue #28's yardstick for the big cassette: a process that only loads it (parse, no verify).
             f"`load_trace` of the {large.stat().st_size / 1e6:.0f} MB cassette alone (python, imports + parse)",
-            [PYTHON, "-c", f"from blackbox_mitm.cassette.store import load_trace; load_trace({str(large)!r})"],
+            [PYTHON, "-c", f"from blackbox_mitm.cassette.load import load_trace; load_trace({str(large)!r})"],
             (0,),
         ),
-        ("the same python without the load (imports only)", [PYTHON, "-c", "from blackbox_mitm.cassette.store import load_trace"], (0,)),
+        ("the same python without the load (imports only)", [PYTHON, "-c", "from blackbox_mitm.cassette.load import load_trace"], (0,)),
     ]
 
 

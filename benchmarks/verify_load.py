@@ -56,7 +56,7 @@ def child(mode: str, path: Path) -> dict[str, Any]:
     import orjson
 
     import blackbox_mitm.codecs  # noqa: F401  (registers the provider facts verify checks)
-    from blackbox_mitm.cassette.store import load_trace
+    from blackbox_mitm.cassette.load import load_trace
     from blackbox_mitm.cassette.verify import verify_trace
 
     base = _memory_bytes("VmRSS")
@@ -211,7 +211,7 @@ def measure(ctx: Context) -> Section:
         f"{mem('verify').median:.2f}x to load and verify."
     )
     if ctx.profile and pyinstrument_available():
-        from blackbox_mitm.cassette.store import load_trace
+        from blackbox_mitm.cassette.load import load_trace
         from blackbox_mitm.cassette.verify import verify_trace
 
         trace, text = pyinstrument_top(lambda: load_trace(path, recover=False), lines=30)

@@ -62,7 +62,7 @@ def build_cassette(path: Path) -> None:
         action = session.on_request(ModelRequest(path="/v1/responses", headers={}, body=json.dumps(body).encode()))
         assert isinstance(action, Forward)
         events = [SseEvent(e["type"], json.dumps(e)) for e in answer_events({"text": TEXT}, body, f"resp_b{i}", i)]
-        assert session.on_stream_complete(action.ticket, action.ticket.codec.aggregate_stream(events)) is None
+        assert session.on_response(action.ticket, 200, events) is None
     assert session.recorder is not None
     session.recorder.finish(path, exit_code=0)
 

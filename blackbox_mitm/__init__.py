@@ -53,7 +53,7 @@ _HOMES = {
     "TapeMismatch": "blackbox_mitm.errors",
     "Trace": "blackbox_mitm.cassette.trace",
     "TraceStep": "blackbox_mitm.cassette.trace",
-    "load_trace": "blackbox_mitm.cassette.store",
+    "load_trace": "blackbox_mitm.cassette.load",
     "save_trace": "blackbox_mitm.cassette.store",
     "recover_journal": "blackbox_mitm.cassette.journal",
     "load_verified": "blackbox_mitm.cassette.verify",
@@ -64,7 +64,8 @@ _HOMES = {
 
 if TYPE_CHECKING:
     from blackbox_mitm.cassette.journal import recover_journal
-    from blackbox_mitm.cassette.store import load_trace, save_trace
+    from blackbox_mitm.cassette.load import load_trace
+    from blackbox_mitm.cassette.store import save_trace
     from blackbox_mitm.cassette.trace import Trace, TraceStep
     from blackbox_mitm.cassette.verify import load_verified, verify_file
     from blackbox_mitm.errors import (

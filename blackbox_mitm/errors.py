@@ -142,7 +142,10 @@ class CompressedCassetteError(CassetteError):
 class BlackboxUnsupportedError(BlackboxError, ValueError):
     """A field the cassette cannot carry, named as a JSON path, with the reason.
 
-    Raised instead of recording something a replay could not give back.
+    Raised instead of recording something a replay could not give back. ``str(exc)``
+    is ``field: reason (it was VALUE)``; ``client_message`` is what the agent is
+    answered with, the class named first (``BlackboxUnsupportedError: field: …``),
+    so that a client's error says who refused the call.
     """
 
     def __init__(self, field: str, reason: str, *, provider: str | None = None, hint: str | None = None, value: str | None = None) -> None:
@@ -151,7 +154,12 @@ class BlackboxUnsupportedError(BlackboxError, ValueError):
         self.provider = provider
         self.value = value  # the refused value, as JSON text, when the message names it
         shown = "" if value is None else f" (it was {value})"
-        super().__init__(f"BlackboxUnsupportedError: {field}: {reason}{shown}", hint=hint)
+        super().__init__(f"{field}: {reason}{shown}", hint=hint)
+
+    @property
+    def client_message(self) -> str:
+        """The refusal as the agent reads it: ``BlackboxUnsupportedError: field: reason (it was VALUE)``."""
+        return f"BlackboxUnsupportedError: {self}"
 
 
 class StreamIncomplete(BlackboxError):

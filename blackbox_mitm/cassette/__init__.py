@@ -5,8 +5,9 @@ Plain Python with no mitmproxy import; everything else reads and writes through 
 
 from blackbox_mitm.cassette.canonical import canonical_bytes, step_hash
 from blackbox_mitm.cassette.journal import Journal, journal_path, recover_journal
+from blackbox_mitm.cassette.load import load_trace
 from blackbox_mitm.cassette.payloads import tool_calls_of
-from blackbox_mitm.cassette.store import dump_trace, load_trace, parse_trace, save_trace
+from blackbox_mitm.cassette.store import dump_trace, parse_trace, save_trace
 from blackbox_mitm.cassette.trace import CURRENT_TRACE_VERSION, STEP_TYPES, Trace, TraceStep
 
 __all__ = [

@@ -11,7 +11,7 @@ import base64
 import hashlib
 from typing import Any, Literal, NotRequired, TypedDict
 
-from blackbox_mitm.cassette.media import note_bytes
+from blackbox_mitm.cassette.media_bytes import note_bytes
 
 __all__ = [
     "MediaKind",

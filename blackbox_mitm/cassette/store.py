@@ -21,8 +21,7 @@ from typing import Any
 import orjson
 
 from blackbox_mitm.cassette import compression
-from blackbox_mitm.cassette.files import journal_path
-from blackbox_mitm.cassette.jsonfile import JsonLimitError, decode_json, read_file
+from blackbox_mitm.cassette.jsonfile import JsonLimitError, decode_json
 from blackbox_mitm.cassette.payloads import json_kind
 from blackbox_mitm.cassette.trace import CURRENT_TRACE_VERSION, STEP_TYPES, Trace, TraceStep
 from blackbox_mitm.errors import CassetteError, CassetteExistsError
@@ -31,8 +30,6 @@ __all__ = [
     "decode_json",
     "dump_trace",
     "encode_json",
-    "load_trace",
-    "load_trace_bytes",
     "parse_document",
     "parse_trace",
     "save_trace",
@@ -43,28 +40,6 @@ __all__ = [
 _RERECORD = "re-record the run with this version of blackbox"
 #: ECMAScript's time range: a ``Date`` holds at most 8.64e15 ms on either side of the epoch.
 _MAX_TIME_MS = 8.64e15
-
-
-def load_trace(path: str | os.PathLike[str], *, recover: bool = True) -> Trace:
-    """Load and structurally validate a cassette (hashes are ``verify``'s job)."""
-    return load_trace_bytes(path, recover=recover)[0]
-
-
-def load_trace_bytes(path: str | os.PathLike[str], *, recover: bool = True) -> tuple[Trace, bytes]:
-    """``load_trace``, and the file's bytes (``verify`` counts their quotes to rule out repeated keys)."""
-    p = Path(path)
-    if recover:
-        from blackbox_mitm.cassette.recovery import recover_journal  # recovery saves through this module
-
-        if journal_path(p).exists():
-            recover_journal(p)
-    from blackbox_mitm.cassette.stepwise import load_stepwise
-
-    read = load_stepwise(p)  # step by step: the trace and a stand-in for the bytes, in bounded memory
-    if read is not None:
-        return read
-    raw = compression.decode(p, read_file(p))  # RUN.json.gz / RUN.json.zst: the plain bytes, size-capped
-    return parse_trace(raw, path=str(p)), raw
 
 
 def parse_trace(raw: bytes | str, *, path: str = "<cassette>") -> Trace:

@@ -17,8 +17,8 @@ import click
 
 from blackbox_mitm.cassette.diff import diff_verified
 from blackbox_mitm.cassette.journal import journal_path, recover_journal
+from blackbox_mitm.cassette.load import load_trace
 from blackbox_mitm.cassette.render import render_diff, render_verify, steps_text
-from blackbox_mitm.cassette.store import load_trace
 from blackbox_mitm.cassette.timeline import build_timeline, render_timeline, summarize_step
 from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.cassette.verify import verify_file

@@ -130,7 +130,7 @@ def fork(
         parent_media=load_media(parent, parent_trace),  # the copied steps' images and documents, and what the prefix serves
     )
     settings = ProxySettings(hosts=found.host_specs, confdir=run.confdir, map_remote=map_remote, offline=False)
-    with proxy_run(session, replaying=False, settings=settings, keep=discard_reason) as live_run:
+    with proxy_run(session, settings=settings, keep=discard_reason) as live_run:
         code = live_run.run_command(command, extra_env={"BLACKBOX_FORK_PARENT": parent_trace.id, "BLACKBOX_FORK_STEP": str(plan.cut)})
     assert session.replay is not None and session.recorder is not None
     if live_run.discarded is not None:

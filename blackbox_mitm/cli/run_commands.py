@@ -32,6 +32,7 @@ from blackbox_mitm.cli.options import (
 )
 
 if TYPE_CHECKING:
+    from blackbox_mitm.proxy.lifecycle import ProxySettings
     from blackbox_mitm.session.engine import Session
 
 __all__ = ["certs", "proxy", "record", "replay", "write_report"]
@@ -78,7 +79,7 @@ def record(
         **exchange.session_kwargs(found),
     )
     settings = ProxySettings(hosts=found.host_specs, confdir=run.confdir, map_remote=map_remote)
-    with proxy_run(session, replaying=False, settings=settings) as live:
+    with proxy_run(session, settings=settings) as live:
         code = live.run_command(command)
     rec = session.recorder
     assert rec is not None
@@ -163,7 +164,7 @@ def replay(
         environment=environment,
     )
     settings = ProxySettings(hosts=found.host_specs, confdir=run.confdir, offline=not allow_network, stream_delay_ms=stream_delay_ms)
-    with proxy_run(session, replaying=True, settings=settings) as live:
+    with proxy_run(session, settings=settings) as live:
         code = live.run_command(command, extra_env=extra_env)
     status = live.report
     assert status is not None and session.replay is not None
@@ -222,15 +223,8 @@ def proxy(
     With --cassette-dir each run is its own (DIR/<run>.json): a replay's report is
     written to DIR/<run>.report.json when the proxy stops.
     """
-    if (cassette is None) == (cassette_dir is None):
-        raise click.UsageError("name either --cassette FILE (one run) or --cassette-dir DIR (one run per client)")
+    _check_proxy_target(cassette, cassette_dir, report, compare)
     if cassette_dir is not None:
-        if report is not None:
-            raise click.UsageError("--report is for one run: with --cassette-dir each replay's report is written to DIR/<run>.report.json")
-        if dataclasses.replace(compare, no_env_substitution=False) != CompareOptions():
-            raise click.UsageError(
-                "--mask, --no-default-masks, --redact, --pace and --order-gap are for one run (--cassette), not --cassette-dir"
-            )
         shared = compare.settings(hosts=hosts)  # the project config's hosts and the flags'
         _proxy_dir(
             mode,
@@ -247,38 +241,65 @@ def proxy(
         )
         return
     assert cassette is not None
-    from blackbox_mitm.cli.paths import check_output_path
-    from blackbox_mitm.matcher import render_report
-    from blackbox_mitm.proxy.environment import ca_bundle, ensure_ca
-    from blackbox_mitm.proxy.lifecycle import ProxySettings, proxy_run
-    from blackbox_mitm.session.build import record_session, replay_session
+    from blackbox_mitm.proxy.lifecycle import ProxySettings
 
     setup_logging(True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())  # from the start: a SIGTERM always ends the run cleanly
     found = compare.settings(hosts=hosts, match=default_or("match", match))  # the project config and the flags
-    # The proxy's own environment stands for the agent's (docs/cassette.md): start it where the agent runs.
+    session = _proxy_session(mode, cassette, found, overwrite=overwrite)
+    settings = ProxySettings(
+        hosts=found.host_specs, confdir=confdir, map_remote=map_remote, listen_host=listen_host, listen_port=listen_port
+    )
+    _serve_one_run(session, settings, f"{mode} {cassette}", stop=stop, report=report)
+
+
+def _check_proxy_target(cassette: str | None, cassette_dir: Path | None, report: Path | None, compare: CompareOptions) -> None:
+    """One run (--cassette) or one run per client (--cassette-dir), with only the options that fit it."""
+    if (cassette is None) == (cassette_dir is None):
+        raise click.UsageError("name either --cassette FILE (one run) or --cassette-dir DIR (one run per client)")
+    if cassette_dir is None:
+        return
+    if report is not None:
+        raise click.UsageError("--report is for one run: with --cassette-dir each replay's report is written to DIR/<run>.report.json")
+    if dataclasses.replace(compare, no_env_substitution=False) != CompareOptions():
+        raise click.UsageError(
+            "--mask, --no-default-masks, --redact, --pace and --order-gap are for one run (--cassette), not --cassette-dir"
+        )
+
+
+def _proxy_session(mode: str, cassette: str, found: Any, *, overwrite: bool) -> Session:
+    """The one run's session, from the project config and the flags (``found``). The proxy's own environment stands
+    for the agent's (docs/cassette.md): start it where the agent runs."""
+    from blackbox_mitm.cli.paths import check_output_path
+    from blackbox_mitm.session.build import record_session, replay_session
+
     if mode == "record":
         exchanges = {k: v.value for k, v in found.exchange_settings().items()}  # the project config's (or the defaults)
-        session = record_session(
+        return record_session(
             check_output_path(cassette), overwrite=overwrite, redactor=found.redactor, environment=found.environment, **exchanges
         )
-    else:
-        session = replay_session(
-            cassette,
-            match=found.match.value,
-            rules=found.rules,
-            redactor=found.redactor,
-            pace=found.pace.value,
-            order_gap_ms=found.order_gap.value,
-            environment=found.environment,
-        )
-    hosts = found.host_specs
-    settings = ProxySettings(hosts=hosts, confdir=confdir, map_remote=map_remote, listen_host=listen_host, listen_port=listen_port)
-    with proxy_run(session, replaying=mode == "replay", settings=settings) as live:
-        cert = ensure_ca(confdir)
-        click.echo(f"blackbox proxy ({mode} {cassette}) listening on {live.url}", err=True)
-        click.echo(f"  export HTTPS_PROXY={live.url} SSL_CERT_FILE={ca_bundle(confdir)} NODE_EXTRA_CA_CERTS={cert}", err=True)
+    return replay_session(
+        cassette,
+        match=found.match.value,
+        rules=found.rules,
+        redactor=found.redactor,
+        pace=found.pace.value,
+        order_gap_ms=found.order_gap.value,
+        environment=found.environment,
+    )
+
+
+def _serve_one_run(session: Session, settings: ProxySettings, what: str, *, stop: threading.Event, report: Path | None) -> None:
+    """Serve ``session`` until ``stop`` (Ctrl-C, SIGTERM), then say what became of the run."""
+    from blackbox_mitm.matcher import render_report
+    from blackbox_mitm.proxy.environment import ca_bundle, ensure_ca
+    from blackbox_mitm.proxy.lifecycle import proxy_run
+
+    with proxy_run(session, settings=settings) as live:
+        cert = ensure_ca(settings.confdir)
+        click.echo(f"blackbox proxy ({what}) listening on {live.url}", err=True)
+        click.echo(f"  export HTTPS_PROXY={live.url} SSL_CERT_FILE={ca_bundle(settings.confdir)} NODE_EXTRA_CA_CERTS={cert}", err=True)
         live.wait(stop)
     if session.recorder is not None:
         rec = session.recorder

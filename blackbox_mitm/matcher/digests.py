@@ -73,9 +73,14 @@ class PieceDigester:
         """The hex SHA-256 ``normalize.request_digest(model_input, self.rules)`` gives."""
         return hashlib.sha256(self.canonical(model_input)).hexdigest()
 
-    def canonical(self, model_input: Mapping[str, Any]) -> bytes:
+    def digest_ordered(self, model_input: Mapping[str, Any]) -> str:
+        """``digest`` of a model_input whose tool results are in call order already (the session put them so)."""
+        return hashlib.sha256(self.canonical(model_input, ordered=True)).hexdigest()
+
+    def canonical(self, model_input: Mapping[str, Any], *, ordered: bool = False) -> bytes:
         """The canonical JSON of the masked compared view of ``model_input``, assembled from its pieces."""
-        model_input = order_tool_results(model_input)
+        if not ordered:
+            model_input = order_tool_results(model_input)
         members: list[bytes] = []  # in sorted key order: messages, model, params, systemPrompt, tools
         messages = _as_list(model_input.get("messages"))
         members.append(b'"messages":[' + b",".join([self._piece("m", m, self._message_bytes) for m in messages]) + b"]")

@@ -162,14 +162,16 @@ class RecordedCalls:
     def __len__(self) -> int:
         return len(self._calls)
 
-    def match(self, model_input: ModelInput, *, mode: MatchMode | str = "strict") -> Served | Divergence | Exhausted:
+    def match(self, model_input: ModelInput, *, mode: MatchMode | str = "strict", ordered: bool = False) -> Served | Divergence | Exhausted:
         """Answer one (normalized) request, a codec's ``model_input``: a served call, a divergence, or exhausted.
 
-        ``mode`` is ``"strict"`` or ``"sequence"`` (anything else is a ValueError).
+        ``mode`` is ``"strict"`` or ``"sequence"`` (anything else is a ValueError). ``ordered``: its tool results
+        are in call order already (``cassette.payloads.order_tool_results``, as the session does once per request).
         """
         if mode not in MATCH_MODES:
             raise ValueError(f"unknown match mode {mode!r}; expected one of {', '.join(MATCH_MODES)}")
-        digest = self._digester.digest(model_input)  # outside the lock: it is the costly part
+        # Outside the lock: it is the costly part.
+        digest = self._digester.digest_ordered(model_input) if ordered else self._digester.digest(model_input)
         with self._lock:
             expected = self._earliest_unserved()
             if expected is None:

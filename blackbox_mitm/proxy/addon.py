@@ -4,8 +4,8 @@ Thin on purpose. Everything it decides comes from ``session.engine.Session``
 (and a streamed answer's recording from ``session.stream.StreamCapture``); what
 is mitmproxy-specific lives here: options (``blackbox_*``, declared in ``load``
 and validated in ``configure``), which hosts are intercepted, answering a flow
-locally, the offline guard (in an offline replay no server connection is ever
-opened, whatever the client sends), and the end of the run when the proxy
+locally, the offline guard (``proxy/offline.py``, a child addon: in an offline
+replay no server connection is ever opened, whatever the client sends), and the end of the run when the proxy
 itself stops (``mitmdump -s addon/blackbox_addon.py``).
 """
 
@@ -16,15 +16,16 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from mitmproxy import ctx, exceptions, http, tcp
-from mitmproxy.proxy import server_hooks
+from mitmproxy import ctx, exceptions, http
 
 from blackbox_mitm.cassette.trace import now_ms
 from blackbox_mitm.codecs import codec_for, default_hosts, error_codec_for, host_matches, host_spec, stream_content_type
 from blackbox_mitm.errors import BlackboxError
 from blackbox_mitm.proxy.exchanges import URL_KEY, ExchangeTransport, offline_refusal
+from blackbox_mitm.proxy.headers import lower_headers
+from blackbox_mitm.proxy.offline import OfflineGuard
 from blackbox_mitm.proxy.pacing import StreamPacer
-from blackbox_mitm.proxy.websocket import WebSocketTransport
+from blackbox_mitm.proxy.websocket import WebSocketTransport, is_upgrade
 from blackbox_mitm.session.engine import Answer, Forward, ModelRequest, Session
 from blackbox_mitm.session.exchanges import Served
 from blackbox_mitm.session.router import RouteRefused, RunRouter, run_from_proxy_authorization
@@ -64,7 +65,6 @@ class BlackboxAddon:
         self,
         session: Session | None = None,
         *,
-        replaying: bool | None = None,
         on_done: Callable[[], None] | None = None,
         router: RunRouter | None = None,
     ) -> None:
@@ -72,7 +72,6 @@ class BlackboxAddon:
         self.router = router  # several runs, each named in a client's proxy credentials
         self._owns_session = session is None and router is None
         self._client_runs: dict[str, str | None] = {}  # client connection id -> the run its CONNECT named
-        self._replaying = bool(replaying)
         self._on_done = on_done
         self.hosts: set[str] = set(DEFAULT_HOSTS)
         self.host_codecs: dict[str, str] = {}  # hosts named with the codec they speak (codecs.codec_for's ``named``)
@@ -82,6 +81,9 @@ class BlackboxAddon:
         # Loopback servers of our own that an offline replay may connect to (the pacer, a WebSocket replayer).
         self.local_upstreams: set[tuple[str, int]] = set()
         self._ws = WebSocketTransport()  # model calls over WebSockets (proxy/websocket.py)
+        # Its own small addon, a child of this one (mitmproxy's ``addons``): in an offline replay nothing leaves.
+        self.guard = OfflineGuard(lambda: self.replaying and self.offline, self.local_upstreams)
+        self.addons = [self.guard]
         self._exchanges = ExchangeTransport(self.local_upstreams)  # every other HTTP exchange, kept and served (proxy/exchanges.py)
 
     def use_hosts(self, specs: Iterable[str]) -> list[str]:
@@ -187,7 +189,6 @@ class BlackboxAddon:
                     environment=settings.environment,
                     **{k: v.value for k, v in settings.exchange_settings().items()},
                 )
-                self._replaying = False
             else:
                 self.session = replay_session(
                     opts.blackbox_cassette,
@@ -198,12 +199,18 @@ class BlackboxAddon:
                     order_gap_ms=settings.order_gap.value,
                     environment=settings.environment,  # mitmdump's own environment stands for the agent's (docs/cassette.md)
                 )
-                self._replaying = True
                 if "upstream_cert" in opts and opts.upstream_cert:
                     opts.update(upstream_cert=False)
         except BlackboxError as exc:
             raise exceptions.OptionsError(str(exc)) from exc
         log.info("blackbox: %s %s", opts.blackbox_mode, opts.blackbox_cassette)
+
+    @property
+    def replaying(self) -> bool:
+        """A replay (its plan's mode, or the router's): other hosts are served from the recording or refused."""
+        if self.router is not None:
+            return self.router.mode == "replay"
+        return self.session is not None and self.session.mode == "replay"
 
     # -- flows --------------------------------------------------------------------------
 
@@ -250,13 +257,16 @@ class BlackboxAddon:
         if not host_matches(host, self.hosts):  # names, and patterns (bedrock-runtime.*.amazonaws.com)
             self._other_host(flow, session, host)
             return
-        if self._ws.upgrade(flow, session, delay_ms=self.stream_delay_ms):
+        path = flow.request.path
+        upgrade = is_upgrade(flow.request)
+        # The one place a flow's codec is chosen (the calls on a model socket are POSTs to its path); the request
+        # carries it to the session.
+        codec = codec_for("POST" if upgrade else flow.request.method, path, host, self.host_codecs)
+        if upgrade and self._ws.upgrade(flow, session, codec, delay_ms=self.stream_delay_ms):
             if self._ws.local_upstream is not None:
                 self.local_upstreams.add(self._ws.local_upstream)  # the offline guard lets the replayed-socket server in
             return
-        path = flow.request.path
-        codec = codec_for(flow.request.method, path, host, self.host_codecs)
-        if codec is None:
+        if codec is None or upgrade:  # an upgrade no socket companion takes is not a model call
             self._non_model(flow, host, path)
             return
         try:
@@ -267,7 +277,7 @@ class BlackboxAddon:
             session.note(f"refused {flow.request.method} {host}{path}: the body could not be decoded")
             return
         req = ModelRequest(
-            path=path, headers=_lower_headers(flow.request.headers), body=body, received_ms=now_ms(), method=flow.request.method
+            path=path, headers=lower_headers(flow.request.headers), body=body, received_ms=now_ms(), method=flow.request.method, codec=codec
         )
         action = session.on_request(req)
         if isinstance(action, Answer):
@@ -286,7 +296,7 @@ class BlackboxAddon:
 
     def _other_host(self, flow: http.HTTPFlow, session: Session, host: str) -> None:
         """A request to a host that is not a model API: kept (record), served or refused (offline replay)."""
-        if not self._replaying:
+        if not self.replaying:
             self._exchanges.record(flow, session, model_host=False)
             return
         found = self._exchanges.serve(flow, session)
@@ -302,10 +312,10 @@ class BlackboxAddon:
         codec = error_codec_for(path, host, self.host_codecs)
         bare = path.split("?", 1)[0].rstrip("/")
         session = self._session_of(flow)
-        if self._replaying and session is not None and isinstance(self._exchanges.serve(flow, session), Served):
+        if self.replaying and session is not None and isinstance(self._exchanges.serve(flow, session), Served):
             self._note(f"answered from the recording: non-model endpoint {flow.request.method} {host}{path}")
             return
-        if self._replaying:
+        if self.replaying:
             err = codec.encode_error(
                 f"blackbox replay: {flow.request.method} {bare} is not a model call and is not in the recording", status=404
             )
@@ -393,26 +403,6 @@ class BlackboxAddon:
         capture.done = True
         session.on_call_failed(ticket, f"the connection failed: {message}")
 
-    # -- the offline guard ----------------------------------------------------------------
-
-    def server_connect(self, data: server_hooks.ServerConnectionHookData) -> None:
-        """In an offline replay no connection leaves the proxy: not for CONNECT tunnels of any protocol,
-        absolute-form HTTP, WebSockets, HTTP/2, or a request that could not be answered. Only our own
-        loopback servers (the pacer, a WebSocket replayer) are reached."""
-        if not ((self.session is not None or self.router is not None) and self._replaying and self.offline):
-            return
-        address = data.server.address
-        if address is not None and (str(address[0]), int(address[1])) in self.local_upstreams:
-            return
-        where = f"{address[0]}:{address[1]}" if address else "an upstream"
-        data.server.error = f"blackbox replay is offline: {where} was not contacted"
-        self._note(f"offline: refused a connection to {where}")
-
-    def tcp_start(self, flow: tcp.TCPFlow) -> None:
-        """Raw TCP inside a tunnel (not TLS, not HTTP): an offline replay never relays it."""
-        if (self.session is not None or self.router is not None) and self._replaying and self.offline:
-            flow.kill()
-
     async def websocket_message(self, flow: http.HTTPFlow) -> None:
         session = flow.metadata.get(_SESSION_KEY) or self.session
         if session is not None:
@@ -440,20 +430,6 @@ class BlackboxAddon:
 
     def _note(self, line: str) -> None:
         log.info("blackbox: %s", line)
-
-
-def _lower_headers(headers: http.Headers) -> dict[str, str]:
-    """Header names lower-cased, repeated fields joined — one pass over the raw fields.
-
-    (``Headers.items()`` looks every name up again: quadratic in the header count,
-    a measurable share of a replayed call; see docs/benchmarks.md.)
-    """
-    out: dict[str, str] = {}
-    for raw_key, raw_value in headers.fields:
-        key = raw_key.decode("utf-8", "surrogateescape").lower()
-        value = raw_value.decode("utf-8", "surrogateescape")
-        out[key] = f"{out[key]}, {value}" if key in out else value
-    return out
 
 
 def _make_response(answer: Answer) -> http.Response:

@@ -88,7 +88,9 @@ def render_flow_message(flow: http.HTTPFlow, *, response: bool) -> str:
             flow.request.get_content(strict=False) or b"", ids, path=bare.split("#", 1)[0], query=query.split("#", 1)[0]
         )
     except BlackboxUnsupportedError as exc:
-        return "\n".join([head, "# REFUSED: Blackbox does not record this request (it could not be replayed)", f"# {exc}", ""])
+        return "\n".join(
+            [head, "# REFUSED: Blackbox does not record this request (it could not be replayed)", f"# {exc.client_message}", ""]
+        )
     except BlackboxError as exc:
         return "\n".join([head, f"# the request could not be decoded: {exc}", ""])
     if not response:
@@ -118,7 +120,9 @@ def _response_text(head: str, codec: Codec, flow: http.HTTPFlow, decoded: Decode
             source += ", streamed: its events put together"
         output = codec.decode_response(answer, ids, decoded)
     except BlackboxUnsupportedError as exc:
-        return "\n".join([head, "# REFUSED: Blackbox does not record this answer (it could not be replayed)", f"# {exc}", ""])
+        return "\n".join(
+            [head, "# REFUSED: Blackbox does not record this answer (it could not be replayed)", f"# {exc.client_message}", ""]
+        )
     except BlackboxError as exc:
         return "\n".join([head, source, f"# the answer could not be decoded: {exc}", ""])
     return "\n".join([head, source, "# model_output: the answer as the cassette holds it", _IDS_NOTE, _json(output), ""])

@@ -3,7 +3,7 @@
 Record, replay, fork, the long-running proxy and the pytest tape all live the same
 life, written here once::
 
-    with proxy_run(session, replaying=False, settings=ProxySettings(map_remote=...)) as run:
+    with proxy_run(session, settings=ProxySettings(map_remote=...)) as run:
         run.run_command(argv)      # or run.wait() for a proxy that serves until stopped
     run.cassette                   # the cassette written, run.discarded why none was, run.report a replay's status
 
@@ -53,13 +53,16 @@ class ProxyRun:
 
     session: Session
     runner: ProxyRunner
-    replaying: bool
     settings: ProxySettings
     exit_code: int | None = None  # the wrapped command's (None: the run ended with the proxy)
     cassette: Path | None = None  # the recording written at the end
     discarded: str | None = None  # why the recording was dropped instead
     report: dict[str, Any] | None = None  # a replay's end-of-run status
     _proxy_only: bool = field(default=False, repr=False)
+
+    @property
+    def replaying(self) -> bool:
+        return self.session.mode == "replay"
 
     @property
     def url(self) -> str:
@@ -99,7 +102,6 @@ def wait_for_stop(stop: threading.Event) -> None:
 def proxy_run(
     session: Session,
     *,
-    replaying: bool,
     settings: ProxySettings | None = None,
     keep: Callable[[Session], str | None] | None = None,
 ) -> Iterator[ProxyRun]:
@@ -111,7 +113,6 @@ def proxy_run(
     settings = settings or ProxySettings()
     runner = proxy_for(
         session,
-        replaying=replaying,
         hosts=settings.hosts,
         confdir=settings.confdir,
         map_remote=settings.map_remote,
@@ -126,7 +127,7 @@ def proxy_run(
         if session.recorder is not None:
             session.recorder.discard()  # nothing ran: no cassette, no journal
         raise
-    run = ProxyRun(session, runner, replaying, settings)
+    run = ProxyRun(session, runner, settings)
     try:
         yield run
     except BaseException:

@@ -34,11 +34,10 @@ __all__ = ["finish_runs", "router_proxy", "run_line", "serve_router", "wait_for_
 def router_proxy(router: RunRouter, *, settings: ProxySettings | None = None) -> ProxyRunner:
     """A proxy (not started) that serves every run of ``router``, each named in its client's proxy credentials."""
     settings = settings or ProxySettings()
-    replaying = router.mode == "replay"
-    addon = BlackboxAddon(replaying=replaying, router=router, on_done=lambda: None)
+    addon = BlackboxAddon(router=router, on_done=lambda: None)
     all_hosts = addon.use_hosts(settings.hosts)  # HOST or HOST=CODEC
     addon.offline = settings.offline
-    offline = replaying and settings.offline
+    offline = addon.replaying and settings.offline
     return ProxyRunner(
         addon,
         listen_host=settings.listen_host,

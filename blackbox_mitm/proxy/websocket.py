@@ -35,10 +35,9 @@ from typing import Any
 
 from mitmproxy import ctx, http
 
-from blackbox_mitm.codecs import codec_for
-from blackbox_mitm.codecs.base import Codec, SseEvent, StreamIncomplete
+from blackbox_mitm.codecs.base import Codec, SseEvent
 from blackbox_mitm.codecs.websocket_base import CALL, LOCAL, WebSocketCodec, websocket_of
-from blackbox_mitm.errors import BlackboxError
+from blackbox_mitm.proxy.headers import lower_headers
 from blackbox_mitm.proxy.ws_replay import SocketServer, SocketTarget
 from blackbox_mitm.session.engine import Answer, ModelRequest, Session, Ticket
 
@@ -58,9 +57,9 @@ def is_upgrade(request: http.Request) -> bool:
 
 def socket_mode(session: Session) -> str:
     """How a model socket is handled: every call upstream, every call local, or neither (HTTPS only)."""
-    if session.replay is None and session.tail == "upstream":
+    if session.mode == "record":
         return RECORD
-    if session.tail in ("refuse", "script"):
+    if session.plan.answers_locally:
         return SERVE
     return FALL_BACK
 
@@ -96,22 +95,22 @@ class WebSocketTransport:
         """The loopback server replayed sockets are sent to (an offline replay lets the proxy reach it), once started."""
         return ("127.0.0.1", self._server.port) if self._server is not None and self._server.port else None
 
-    def upgrade(self, flow: http.HTTPFlow, session: Session, *, delay_ms: int | None = None) -> bool:
+    def upgrade(self, flow: http.HTTPFlow, session: Session, codec: Codec | None, *, delay_ms: int | None = None) -> bool:
         """Take a model socket's upgrade (True), or leave the request to the HTTP path (False).
 
-        ``delay_ms`` paces a replayed socket's frames (``--stream-delay-ms``).
+        ``codec``: the one the addon chose for the upgrade's path (its calls are POSTs to it). ``delay_ms`` paces a
+        replayed socket's frames (``--stream-delay-ms``).
         """
         if delay_ms is not None:
             self.delay_ms = delay_ms
         if not is_upgrade(flow.request):
             return False
         path = flow.request.path
-        codec = codec_for("POST", path)
         ws = websocket_of(codec) if codec is not None else None
         if codec is None or ws is None or not ws.accepts(path.split("?", 1)[0]):
             return False
         mode = socket_mode(session)
-        headers = _lower_headers(flow.request.headers)
+        headers = lower_headers(flow.request.headers)
         if mode == RECORD:
             flow.metadata[_RECORD_KEY] = _RecordedSocket(codec, ws, ws.open_socket(), path, headers)
             log.info("blackbox: recording a model socket %s", path)
@@ -154,7 +153,7 @@ class WebSocketTransport:
         if turn.kind != CALL or turn.body is None:
             session.note(f"passed through a WebSocket message that is not a model call (not recorded): {turn.reason}")
             return
-        action = session.on_request(ModelRequest(path=sock.path, headers=sock.headers, body=turn.body, method="POST"))
+        action = session.on_request(ModelRequest(path=sock.path, headers=sock.headers, body=turn.body, method="POST", codec=sock.codec))
         if isinstance(action, Answer):  # refused (or unreadable): the agent gets the API's error frame, upstream nothing
             msg.drop()
             self._send(flow, [sock.ws.error_frame(action.status, action.body)])
@@ -178,10 +177,10 @@ class WebSocketTransport:
         sock.turns.popleft()
         if turn.ticket is None:
             return
-        # The final frame waits in this hook until the call is durable (or refused).
-        refusal = await asyncio.to_thread(_record, session, turn.ticket, turn.events)
-        if refusal is not None:
-            frames = sock.ws.frames(sock.codec.encode_stream_error(refusal))
+        # The final frame waits in this hook until the call is durable (or refused): the session's one entry for an answer.
+        instead = await asyncio.to_thread(session.on_response, turn.ticket, 200, turn.events)
+        if instead is not None:
+            frames = sock.ws.frames(instead.body)
             if frames:
                 msg.text = frames[0]
                 self._send(flow, frames[1:])
@@ -212,24 +211,3 @@ class WebSocketTransport:
 
 def _inject_to_client(flow: http.HTTPFlow, frame: str) -> None:
     ctx.master.commands.call("inject.websocket", flow, True, frame.encode(), True)
-
-
-def _lower_headers(headers: http.Headers) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for name, value in headers.items(multi=True):
-        key = name.lower()
-        out[key] = f"{out[key]}, {value}" if key in out else value
-    return out
-
-
-def _record(session: Session, ticket: Ticket, events: list[SseEvent]) -> str | None:
-    """Record a call's answer from its events: None when recorded (or not a completed call), else the refusal."""
-    try:
-        whole = ticket.codec.aggregate_stream(events)
-    except StreamIncomplete as exc:  # the provider's own error frame: passed on as sent, nothing recorded
-        session.on_call_failed(ticket, str(exc))
-        return None
-    except BlackboxError as exc:
-        session.on_call_failed(ticket, str(exc))
-        return None
-    return session.on_stream_complete(ticket, whole)

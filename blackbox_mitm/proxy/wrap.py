@@ -28,7 +28,6 @@ __all__ = ["proxy_for", "run_command"]
 def proxy_for(
     session: Session,
     *,
-    replaying: bool,
     hosts: Sequence[str] = (),
     confdir: str | Path | None = None,
     map_remote: Sequence[str] = (),
@@ -37,7 +36,8 @@ def proxy_for(
     listen_port: int = 0,
     stream_delay_ms: int = 0,
 ) -> ProxyRunner:
-    addon = BlackboxAddon(session, replaying=replaying, on_done=lambda: None)
+    addon = BlackboxAddon(session, on_done=lambda: None)
+    replaying = addon.replaying
     all_hosts = addon.use_hosts(hosts)  # HOST or HOST=CODEC
     addon.offline = offline
     return ProxyRunner(

@@ -62,7 +62,9 @@ def answer_message(target: SocketTarget, socket: Any, text: str) -> list[str]:
         message = f"blackbox replay: {turn.reason or 'the message is not a model call'}; nothing was sent upstream"
         target.session.note(f"refused a WebSocket message: {turn.reason}")
         return [_error(target, message, 400)]
-    action = target.session.on_request(ModelRequest(path=target.path, headers=target.headers, body=turn.body, method="POST"))
+    action = target.session.on_request(
+        ModelRequest(path=target.path, headers=target.headers, body=turn.body, method="POST", codec=target.codec)
+    )
     if isinstance(action, Forward):  # never: only sessions that answer every call locally are served here
         target.session.on_call_failed(action.ticket, "a replayed socket cannot forward a call upstream", streamed=False)
         return [_error(target, "blackbox: this replayed socket cannot forward a model call upstream", 500)]

@@ -31,7 +31,8 @@ from blackbox_mitm.session.env_report import explainer
 from blackbox_mitm.session.environment import EnvSubstitution, RunEnvironment, replay_substitution
 from blackbox_mitm.session.exchanges import DEFAULT_EXCHANGE_MAX_BYTES, DEFAULT_RUN_MAX_BYTES, ExchangeBook, ExchangeServer
 from blackbox_mitm.session.media import MediaBook
-from blackbox_mitm.session.recorder import RunRecorder, scrub, secrets_from_environ
+from blackbox_mitm.session.plan import REFUSE, UPSTREAM, RunPlan
+from blackbox_mitm.session.recorder import Privacy, RunRecorder, scrub
 from blackbox_mitm.session.redact import Redactor
 from blackbox_mitm.session.release import DEFAULT_GAP_MS
 
@@ -68,21 +69,22 @@ def record_session(
     path = Path(cassette)
     trace = Trace.new(run_id or run_id_for(compression.plain_name(path).stem))  # run.json.zst: run-…
     env = EnvSubstitution.for_record(environment) if environment is not None else None
+    privacy = Privacy(redactor=redactor, env=env)
     if env is not None:
-        trace.environment = (redactor or Redactor()).payload(env.metadata())  # in the header: a recovered journal keeps it
+        trace.environment = privacy.redactor.payload(env.metadata())  # in the header: a recovered journal keeps it
     journal = Journal(path, trace, overwrite=overwrite, fsync=fsync, compact=compact)  # refuses an existing cassette
-    recorder = RunRecorder(trace, journal, secrets=secrets_from_environ(), redactor=redactor, env=env)
+    recorder = RunRecorder(trace, journal, privacy=privacy)
     # images, documents, audio: once each, beside the cassette (spooled, so a killed recording keeps them)
-    recorder.media = MediaBook(secrets=recorder.secrets, spool=spool_path(path), fsync=fsync)
+    recorder.media = MediaBook(secrets=privacy.secrets, spool=spool_path(path), fsync=fsync)
     if exchanges != "none":
         recorder.exchanges = ExchangeBook(
             policy=exchanges,
             exchange_max_bytes=exchange_max_bytes,
             run_max_bytes=exchanges_max_bytes,
-            redactor=redactor,
-            secrets=set(recorder.secrets),
+            redactor=privacy.redactor,
+            secrets=set(privacy.secrets),
         )
-    return Session(run_id=trace.id, recorder=recorder, tail="upstream", cassette_path=path, redactor=redactor, env=env)
+    return Session(RunPlan(tail=UPSTREAM), run_id=trace.id, recorder=recorder)
 
 
 def replay_session(
@@ -103,17 +105,8 @@ def replay_session(
     trace = load_verified(cassette)
     env = replay_substitution(environment, trace)
     replay = RecordedCalls(trace, rules=rules, explain=explainer(trace, env))
-    session = Session(
-        run_id=trace.id,
-        replay=replay,
-        match=match,
-        tail="refuse",
-        rules=rules,
-        redactor=redactor,
-        pace=pace,
-        order_gap_ms=order_gap_ms,
-        env=env,
-    )
+    plan = RunPlan(prefix=replay, tail=REFUSE, match=match, pace=pace, order_gap_ms=order_gap_ms)
+    session = Session(plan, run_id=trace.id, privacy=Privacy(redactor=redactor, env=env))
     ref = exchanges_ref_of(trace)
     if ref is not None:  # load_verified checked the file against the terminal event's seal
         session.exchange_server = ExchangeServer(load_exchanges(cassette, ref), rules=rules, redactor=redactor)

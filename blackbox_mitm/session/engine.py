@@ -3,7 +3,8 @@
 The mitmproxy addon turns a flow into a ``ModelRequest`` and asks the session.
 The answer is either an ``Answer`` (a response made here: a replayed call, a
 refusal, a divergence) or a ``Forward`` (send it upstream, then hand the
-response to ``on_response``). The same engine serves every mode:
+response to ``on_response``). The same engine serves every mode, as the run's
+``RunPlan`` (session/plan.py) says:
 
 * record — nothing to replay; every call goes upstream and is recorded;
 * replay — every call is answered from the cassette; past its end, refused;
@@ -15,128 +16,57 @@ response to ``on_response``). The same engine serves every mode:
 from __future__ import annotations
 
 import logging
-import os
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from blackbox_mitm.cassette.media import collecting, resolving
+from blackbox_mitm.cassette.payloads import order_tool_results
 from blackbox_mitm.cassette.trace import now_ms
 from blackbox_mitm.codecs import codec_for, stream_content_type
-from blackbox_mitm.codecs.base import CallIds, ChainingCodec, Codec, DecodedRequest
+from blackbox_mitm.codecs.base import CallIds, ChainingCodec, Codec, DecodedRequest, SseEvent
 from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
 from blackbox_mitm.matcher import Divergence, Exhausted, RecordedCalls, Served
-from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.matcher.outcomes import RecordedCall
 from blackbox_mitm.matcher.profiles import profile_for, with_profile
+from blackbox_mitm.session.calls import Answer, Forward, ModelRequest, Ticket
 from blackbox_mitm.session.echoed_ids import EchoedIds
-from blackbox_mitm.session.environment import EnvSubstitution
 from blackbox_mitm.session.exchanges import ExchangeServer
 from blackbox_mitm.session.numbers import refuse_unrepresentable_numbers
-from blackbox_mitm.session.recorder import RecordFailed, RunRecorder, SecretLeak, scrub, secrets_from_environ, secrets_from_request
-from blackbox_mitm.session.redact import Redactor
-from blackbox_mitm.session.release import DEFAULT_GAP_MS, Hold, ReleaseOrder
-from blackbox_mitm.session.transcript import order_tool_results
+from blackbox_mitm.session.plan import Refuse, RunMode, RunPlan, Script, Upstream
+from blackbox_mitm.session.recorder import Privacy, RecordFailed, RunRecorder, SecretLeak, scrub, secrets_from_request
+from blackbox_mitm.session.release import Hold, ReleaseOrder
 
 __all__ = ["Answer", "Forward", "ModelRequest", "Session", "Ticket"]
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(slots=True)
-class ModelRequest:
-    path: str  # with its query string
-    headers: dict[str, str]  # lower-case names
-    body: bytes
-    received_ms: int = field(default_factory=now_ms)
-    method: str = "POST"
-
-    @property
-    def query(self) -> str:
-        return self.path.partition("?")[2].split("#", 1)[0]
-
-    @property
-    def bare_path(self) -> str:
-        return self.path.partition("?")[0].split("#", 1)[0]
-
-
-@dataclass(slots=True)
-class Answer:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-    stream: bool = False  # an SSE body
-    replayed: bool = False  # an answer made from the recording or a script (not an error)
-    delay_ms: float = 0.0  # --pace: deliver it over this long (a stream's events spread over it)
-    hold: Hold | None = None  # a call that overlapped others: released in the recorded completion order (session/release.py)
-
-
-@dataclass(slots=True)
-class Ticket:
-    """What ``on_response`` needs to record a forwarded call."""
-
-    codec: Codec
-    request: DecodedRequest
-    received_ms: int
-    secrets: set[str]
-
-
-@dataclass(slots=True)
-class Forward:
-    ticket: Ticket
-    body: bytes | None = None  # the rewritten request body, when a fork edits what the model sees
-
-
-ScriptSource = Callable[[], dict[str, Any]]
-
-
 class Session:
-    """The decisions of one run. Thread-safe: concurrent flows may call it."""
+    """The decisions of one run, as its ``RunPlan`` says (session/plan.py). Thread-safe: concurrent flows may call it."""
 
     def __init__(
         self,
+        plan: RunPlan,
         *,
         run_id: str,
-        recorder: RunRecorder | None = None,
-        replay: RecordedCalls | None = None,
-        match: str = "strict",
-        tail: str = "refuse",  # "refuse" | "upstream" | "script"
-        script: ScriptSource | None = None,
+        recorder: RunRecorder | None = None,  # the run written as it goes (None: nothing is recorded)
+        privacy: Privacy | None = None,  # redaction, placeholders, credentials: the recorder's when there is one
         ids: CallIds | None = None,
-        response_edit: tuple[int, dict[str, Any]] | None = None,
-        tool_result_edit: tuple[str, str] | None = None,  # (call-N, the text the model sees)
-        cassette_path: str | os.PathLike[str] | None = None,
-        cut: int | None = None,
-        rules: CompareRules = NO_RULES,  # masks: what strict matching does not compare
-        redactor: Redactor | None = None,  # applied to every request before it is matched or recorded
-        pace: float | None = None,  # --pace: None as fast as possible, else the factor on each recorded call's time
-        order_gap_ms: float | None = DEFAULT_GAP_MS,  # --order-gap: overlapping answers in recorded order, this far apart; None: off
-        env: EnvSubstitution | None = None,  # the run's environment as placeholders (session.environment)
     ) -> None:
-        if tail not in ("refuse", "upstream", "script"):
-            raise ValueError(f"unknown tail {tail!r}")
-        if tail == "script" and script is None:
-            raise ValueError("a script tail needs a script")
+        if recorder is not None and privacy is not None and privacy is not recorder.privacy:
+            raise ValueError("a session and its recorder share one Privacy")
+        self.plan = plan
         self.run_id = run_id
-        self.cassette_path = cassette_path
-        self.cut = cut
         self.recorder = recorder
-        self.replay = replay
-        self.match_mode = match
-        self.tail = tail
-        self.script = script
+        self.privacy = recorder.privacy if recorder is not None else privacy or Privacy()
         self.ids = ids or CallIds()
         self.echoed_ids = EchoedIds()  # the run's mapped ids in request text (session/echoed_ids.py)
-        self.response_edit = response_edit
-        self.tool_result_edit = tool_result_edit
-        self.rules = rules
-        self.redactor = redactor or Redactor()
-        self.pace = pace
-        self.order = ReleaseOrder(replay.calls, gap_ms=order_gap_ms) if replay is not None and order_gap_ms is not None else None
-        self.env = env
+        replay = plan.prefix
+        self.order = ReleaseOrder(replay.calls, gap_ms=plan.order_gap_ms) if replay is not None and plan.order_gap_ms is not None else None
         self._profile_chosen = False  # the agent's profile (matcher.profiles), from its first call's User-Agent
         self.in_flight = 0
         self.forwarded_calls = 0
@@ -146,7 +76,6 @@ class Session:
         self.unrecorded: list[str] = []  # answers the agent got that the cassette does not hold
         self.notes: list[str] = []
         self.diverged_in_prefix = False
-        self.secrets: set[str] = secrets_from_environ()  # never quoted in a report
         self.exchange_server: ExchangeServer | None = None  # a replay's other HTTP exchanges (session/exchanges.py ExchangeServer)
         self.media_store: Mapping[str, Any] | None = None  # the recorded run's media bytes by digest (cassette/media.py), lent to encoders
         self._lock = threading.Lock()
@@ -157,11 +86,42 @@ class Session:
             if step.type == "model_output":
                 self.ids.register_calls(step.payload)
 
+    # -- the plan, read -------------------------------------------------------------
+
+    @property
+    def mode(self) -> RunMode:
+        """record | replay | fork, from the plan."""
+        return self.plan.mode
+
+    @property
+    def replay(self) -> RecordedCalls | None:
+        """The recorded calls answered from (a replay's, a fork's prefix), or None."""
+        return self.plan.prefix
+
+    @property
+    def match_mode(self) -> str:
+        return self.plan.match
+
+    @property
+    def cut(self) -> int | None:
+        return self.plan.cut
+
+    @property
+    def cassette_path(self) -> Path | None:
+        """The cassette the recorder writes (None: nothing is recorded)."""
+        journal = self.recorder.journal if self.recorder is not None else None
+        return journal.cassette if journal is not None else None
+
+    @property
+    def secrets(self) -> frozenset[str]:
+        """The credentials known so far: never quoted in a report."""
+        return self.privacy.secrets
+
     # -- requests -----------------------------------------------------------------
 
     def on_request(self, req: ModelRequest) -> Answer | Forward:
         """Answer a model call here, or say to forward it. Never raises: whatever fails is answered locally."""
-        codec = codec_for(req.method, req.path)
+        codec = req.codec if req.codec is not None else codec_for(req.method, req.path)
         if codec is None:  # pragma: no cover - the addon only sends model paths
             raise ValueError(f"not a model path: {req.path}")
         try:
@@ -174,23 +134,25 @@ class Session:
 
     def _on_request(self, codec: Codec, req: ModelRequest) -> Answer | Forward:
         body = req.body
-        if self.tool_result_edit is not None:
-            body = self._rewrite_tool_result(codec, body)
+        edit = self.plan.edit
+        if edit is not None and edit.tool_result is not None:
+            body = self._rewrite_tool_result(codec, body, edit.tool_result)
         decoded = self._decode(codec, body, req)
         if isinstance(decoded, Answer):
             return decoded
         # Echoed call ids as call-N, tool results in call order, then redaction: what is recorded is what is matched.
         neutral = self.echoed_ids.rewrite(decoded.model_input, self.ids.known())
-        decoded.model_input = self.redactor.payload(dict(order_tool_results(neutral)))
+        decoded.model_input = self.privacy.redactor.payload(dict(order_tool_results(neutral)))
         if self.replay is not None:
             answer = self._from_recording(codec, decoded, req)
             if answer is not None:
                 return answer
         # Past the recording: the cut of a fork, or a plain recording.
         secrets = secrets_from_request(req.headers, req.query)
-        if self.tail == "script":
-            return self._answer_from_script(codec, decoded, req, secrets)
-        if self.tail == "upstream":
+        tail = self.plan.tail
+        if isinstance(tail, Script):
+            return self._answer_from_script(codec, decoded, req, secrets, tail)
+        if isinstance(tail, Upstream):
             with self._lock:
                 self.in_flight += 1
                 self.forwarded_calls += 1
@@ -210,11 +172,11 @@ class Session:
             decoded.media = media
             return decoded
         except BlackboxUnsupportedError as exc:
-            message = str(exc)
+            message = exc.client_message
         except BlackboxError as exc:
             message = f"blackbox: {exc}"
         except RecursionError:
-            message = "BlackboxUnsupportedError: body: the request body is nested too deeply to be read"
+            message = BlackboxUnsupportedError("body", "the request body is nested too deeply to be read").client_message
         self._note_refusal(message)
         return _error(codec, message)
 
@@ -224,14 +186,16 @@ class Session:
         self._choose_profile(req.headers)
         # The environment's values as placeholders, as they were recorded (the codecs keep the live request:
         # their state, such as Gemini's call places, is keyed by what the agent sends; the recorder neutralizes).
-        compared = decoded.model_input if self.env is None else self.env.neutral(decoded.model_input)
-        result = self.replay.match(compared, mode=self._mode_now())
+        env = self.privacy.env
+        compared = decoded.model_input if env is None else env.neutral(decoded.model_input)
+        result = self.replay.match(compared, mode=self._mode_now(), ordered=True)  # ordered above, once
         if isinstance(result, Served):
             call = result.call
             output = dict(call.output)
-            if self.response_edit is not None and call.output_step == self.response_edit[0]:
-                output = self.response_edit[1]  # already in the child, at the cut
-            elif self.cut is not None and call.output_step > self.cut and self.recorder is not None:
+            edit = self.plan.edit
+            if edit is not None and edit.response is not None and call.output_step == edit.response[0]:
+                output = edit.response[1]  # already in the child, at the cut
+            elif edit is not None and call.output_step > edit.cut and self.recorder is not None:
                 # Past the cut the agent has seen the edit: recorded answers play on in order, into the child.
                 try:
                     self.recorder.record_call(
@@ -248,12 +212,12 @@ class Session:
             with self._lock:
                 if self.recorder is not None:
                     self.diverged_in_prefix = True
-                self.secrets |= secrets
+            self.privacy.learn(secrets)
             message = scrub(result.human(), self.secrets)  # a report never quotes a credential
             log.warning("blackbox: %s", message)
             return _error(codec, message, error_type="replay_divergence", status=400)
         assert isinstance(result, Exhausted)
-        if self.tail != "refuse":
+        if not isinstance(self.plan.tail, Refuse):
             return None
         message = (
             f"blackbox replay of run {self.run_id}: the agent made a model call the recording does not hold "
@@ -270,26 +234,25 @@ class Session:
                 return
             self._profile_chosen = True
             profile = profile_for(headers)
-            rules = with_profile(self.rules, profile)
-            if rules is not self.rules and self.replay.use_rules(rules):
-                self.rules = rules
+            rules = with_profile(self.replay.rules, profile)
+            if rules is not self.replay.rules and self.replay.use_rules(rules):
                 log.info(
                     "blackbox: the %s profile's masks are on (User-Agent %s)", profile.name if profile else "", headers.get("user-agent")
                 )
 
     def _mode_now(self) -> str:
         """Strict up to the cut; after an edit the agent has seen something new, so in order."""
-        if self.cut is None or self.replay is None:
-            return self.match_mode
+        cut = self.plan.cut
+        if cut is None or self.replay is None:
+            return self.plan.match
         expected = self.replay.next_expected()
-        if expected is not None and expected.output_step > self.cut:
+        if expected is not None and expected.output_step > cut:
             return "sequence"
-        return self.match_mode
+        return self.plan.match
 
-    def _answer_from_script(self, codec: Codec, decoded: DecodedRequest, req: ModelRequest, secrets: set[str]) -> Answer:
-        assert self.script is not None
+    def _answer_from_script(self, codec: Codec, decoded: DecodedRequest, req: ModelRequest, secrets: set[str], tail: Script) -> Answer:
         try:
-            output = self.script()
+            output = tail.source()
         except IndexError:
             message = f"blackbox fork of run {self.run_id}: the script of answers ran out ({self.scripted_calls} answers were served); add answers to the script"
             log.warning("%s", message)
@@ -316,9 +279,10 @@ class Session:
 
     def _delay(self, call: RecordedCall) -> float:
         """--pace: how long the recorded call took (its model_output's timestamp less its model_input's), scaled."""
-        if self.pace is None or call.input_timestamp is None:
+        pace = self.plan.pace
+        if pace is None or call.input_timestamp is None:
             return 0.0
-        return max(0.0, float(call.timestamp) - float(call.input_timestamp)) * self.pace
+        return max(0.0, float(call.timestamp) - float(call.input_timestamp)) * pace
 
     def _answer(
         self,
@@ -331,8 +295,8 @@ class Session:
         hold: Hold | None = None,
     ) -> Answer:
         created = int(timestamp)
-        if self.env is not None:  # the recorded placeholders as this run's values: the agent reads its own paths
-            output = self.env.restore(output)
+        if self.privacy.env is not None:  # the recorded placeholders as this run's values: the agent reads its own paths
+            output = self.privacy.env.restore(output)
         if decoded.stream:
             with resolving(self.media_store):  # an answer's media: the recorded bytes
                 body = codec.encode_stream(output, request=decoded, ids=self.ids, created_ms=created)
@@ -344,31 +308,42 @@ class Session:
 
     # -- responses to forwarded calls -------------------------------------------------
 
-    def on_response(self, ticket: Ticket, status: int, body: bytes | None, *, response_ms: int | None = None) -> Answer | None:
-        """Record a forwarded call's whole response. None: let it through. An Answer replaces it (a refusal)."""
-        try:
-            if status >= 400 or body is None:
-                log.info("blackbox: provider answered %s; passed to the agent, not recorded", status)
-                return None
-            refusal = self._record_answer(ticket, body, response_ms)
-            if refusal is None:
-                return None
-            message, status = refusal
-            return _error(ticket.codec, message, status=status)
-        finally:
-            self.call_done()
+    def on_response(
+        self, ticket: Ticket, status: int, answer: bytes | Sequence[SseEvent] | None, *, response_ms: int | None = None
+    ) -> Answer | None:
+        """The one entry for a forwarded call's finished answer: a whole body, or a stream's events (server-sent
+        events, WebSocket frames) once its final event arrived. The answer is recorded before the agent sees its end.
 
-    def on_stream_complete(self, ticket: Ticket, whole: Mapping[str, Any], *, response_ms: int | None = None) -> str | None:
-        """Record a streamed answer (the object its events add up to) before its final event goes out.
-
-        None: send the final event. A message: the answer is refused, or could not be written; the
-        agent is sent the provider's error event with it instead.
+        None: pass the answer on as it came (recorded; or an error status, or a stream that did not complete: not
+        recorded). An Answer: what the agent gets instead — the API's error, or for a stream the codec's in-stream
+        error event, sent in place of the final event.
         """
         try:
+            if status >= 400 or answer is None:
+                log.info("blackbox: provider answered %s; passed to the agent, not recorded", status)
+                return None
+            streamed = not isinstance(answer, bytes)
+            whole = self._aggregate(ticket, answer) if not isinstance(answer, bytes) else answer
+            if whole is None:
+                return None
             refusal = self._record_answer(ticket, whole, response_ms)
-            return None if refusal is None else refusal[0]
+            if refusal is None:
+                return None
+            message, code = refusal
+            if streamed:
+                body = ticket.codec.encode_stream_error(message)
+                return Answer(code, {"content-type": stream_content_type(ticket.codec)}, body, stream=True)
+            return _error(ticket.codec, message, status=code)
         finally:
             self.call_done()
+
+    def _aggregate(self, ticket: Ticket, events: Sequence[SseEvent]) -> Mapping[str, Any] | None:
+        """The object a stream's events add up to; None for one that is not a completed call (passed on as sent)."""
+        try:
+            return ticket.codec.aggregate_stream(list(events))
+        except BlackboxError as exc:  # StreamIncomplete: the provider's own error event, or a stream that never completed
+            self._note_failed(ticket, str(exc), streamed=True)
+            return None
 
     def _record_answer(self, ticket: Ticket, body: bytes | Mapping[str, Any], response_ms: int | None) -> tuple[str, int] | None:
         """The one path by which an answer becomes steps: None when recorded, else why the agent gets an error (and its status)."""
@@ -383,13 +358,16 @@ class Session:
                     ticket.request, output, request_ms=ticket.received_ms, response_ms=response_ms, secrets=ticket.secrets
                 )
             return None
-        except (BlackboxUnsupportedError, SecretLeak) as exc:
+        except BlackboxUnsupportedError as exc:
+            self._note_refusal(exc.client_message)
+            return exc.client_message, 400
+        except SecretLeak as exc:
             self._note_refusal(str(exc))
             return str(exc), 400
         except RecordFailed as exc:
             return self._note_write_failed(exc), 500
         except RecursionError:
-            message = "BlackboxUnsupportedError: body: the response is nested too deeply to be recorded"
+            message = BlackboxUnsupportedError("body", "the response is nested too deeply to be recorded").client_message
             self._note_refusal(message)
             return message, 400
         except Exception as exc:  # never pass an answer on that the cassette does not hold
@@ -402,13 +380,16 @@ class Session:
 
     def on_call_failed(self, ticket: Ticket, reason: str, *, streamed: bool = True) -> None:
         """A forwarded call that did not complete (connection failed, stream cut off, error event): not a step."""
+        self._note_failed(ticket, reason, streamed=streamed)
+        self.call_done()
+
+    def _note_failed(self, ticket: Ticket, reason: str, *, streamed: bool) -> None:
         if streamed:
             log.warning("blackbox: a streamed model call did not complete (%s); it was not recorded", reason)
             self.note(f"a streamed call did not complete: {reason}")
         else:
             log.warning("blackbox: a forwarded model call failed (%s); it was not recorded", reason)
             self.note(f"a model call failed: {reason}")
-        self.call_done()
 
     def note(self, line: str) -> None:
         with self._lock:
@@ -446,9 +427,8 @@ class Session:
     def _write_failed(self, codec: Codec, exc: BaseException) -> Answer:
         return _error(codec, self._note_write_failed(exc), status=500, error_type="blackbox_record_failed")
 
-    def _rewrite_tool_result(self, codec: Codec, body: bytes) -> bytes:
-        assert self.tool_result_edit is not None
-        call_id, text = self.tool_result_edit
+    def _rewrite_tool_result(self, codec: Codec, body: bytes, edit: tuple[str, str]) -> bytes:
+        call_id, text = edit
         try:
             rewritten = codec.rewrite_tool_result(body, self.ids, call_id, text)
         except BlackboxError:

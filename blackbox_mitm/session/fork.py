@@ -43,7 +43,8 @@ from blackbox_mitm.session.engine import Session
 from blackbox_mitm.session.env_report import explainer
 from blackbox_mitm.session.environment import RunEnvironment, replay_substitution
 from blackbox_mitm.session.media import MediaBook
-from blackbox_mitm.session.recorder import RunRecorder, secrets_from_environ
+from blackbox_mitm.session.plan import UPSTREAM, Edit, RunPlan, Script, Upstream
+from blackbox_mitm.session.recorder import Privacy, RunRecorder
 from blackbox_mitm.session.redact import Redactor
 from blackbox_mitm.session.release import DEFAULT_GAP_MS
 
@@ -225,32 +226,32 @@ def fork_session(
         if step.type == "model_output":
             ids.register_calls(step.payload)
     response_edit, tool_result_edit = _append_edit(plan, child, ids)
-    env = replay_substitution(environment, parent)  # the child replaces what its parent did
-    if env is not None:
-        child.environment = (redactor or Redactor()).payload(env.metadata())
+    privacy = Privacy(redactor=redactor, env=replay_substitution(environment, parent))  # the child replaces what its parent did
+    if privacy.env is not None:
+        child.environment = privacy.redactor.payload(privacy.env.metadata())
     journal = Journal(out, child, overwrite=overwrite, fsync=fsync)
-    recorder = RunRecorder(child, journal, secrets=secrets_from_environ(), redactor=redactor, env=env)
-    recorder.media = MediaBook(secrets=recorder.secrets, seed=parent_media, spool=spool_path(out), fsync=fsync)
-    session = Session(
-        run_id=parent.id,
-        recorder=recorder,
-        replay=RecordedCalls(parent, upto=_served_upto(plan), rules=rules, explain=explainer(parent, env)),
+    recorder = RunRecorder(child, journal, privacy=privacy)
+    recorder.media = MediaBook(secrets=privacy.secrets, seed=parent_media, spool=spool_path(out), fsync=fsync)
+    run = RunPlan(
+        prefix=RecordedCalls(parent, upto=_served_upto(plan), rules=rules, explain=explainer(parent, privacy.env)),
+        tail=_tail(tail, script, ids),
+        edit=Edit(plan.cut, response=response_edit, tool_result=tool_result_edit),
         match=match,
-        tail=tail,
-        script=_script_source(script, ids) if tail == "script" else None,
-        ids=ids,
-        response_edit=response_edit,
-        tool_result_edit=tool_result_edit,
-        cassette_path=out,
-        cut=plan.cut,
-        rules=rules,
-        redactor=redactor,
         pace=pace,
         order_gap_ms=order_gap_ms,
-        env=env,
     )
+    session = Session(run, run_id=parent.id, recorder=recorder, ids=ids)
     session.media_store = (parent_media or {}).get("media")
     return session
+
+
+def _tail(tail: str, script: list[Any] | None, ids: CallIds) -> Upstream | Script:
+    """What answers the calls after the cut: the provider (``upstream``), or a script of answers (``script``)."""
+    if tail == "upstream":
+        return UPSTREAM
+    if tail == "script":
+        return Script(_script_source(script, ids))
+    raise ValueError(f"unknown tail {tail!r}")
 
 
 def _append_edit(plan: ForkPlan, child: Trace, ids: CallIds) -> tuple[tuple[int, dict[str, Any]] | None, tuple[str, str] | None]:

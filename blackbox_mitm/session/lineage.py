@@ -15,9 +15,9 @@ from typing import Any
 
 from blackbox_mitm.cassette.diff import first_divergence
 from blackbox_mitm.cassette.exchanges import is_exchanges_file
+from blackbox_mitm.cassette.load import load_trace
 from blackbox_mitm.cassette.media import is_media_file
 from blackbox_mitm.cassette.payloads import is_terminal
-from blackbox_mitm.cassette.store import load_trace
 from blackbox_mitm.cassette.timeline import fork_step_index, token_totals
 from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.errors import CassetteError

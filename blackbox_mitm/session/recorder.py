@@ -22,7 +22,8 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,7 +44,16 @@ if TYPE_CHECKING:
     from blackbox_mitm.session.exchanges import ExchangeBook
     from blackbox_mitm.session.media import MediaBook
 
-__all__ = ["RecordFailed", "RunRecorder", "SecretLeak", "scrub", "secret_env_names", "secrets_from_environ", "secrets_from_request"]
+__all__ = [
+    "Privacy",
+    "RecordFailed",
+    "RunRecorder",
+    "SecretLeak",
+    "scrub",
+    "secret_env_names",
+    "secrets_from_environ",
+    "secrets_from_request",
+]
 
 _MIN_SECRET = 8
 # Environment variable names that say they hold a secret (besides the codecs' own key variables).
@@ -96,7 +106,7 @@ def secrets_from_request(headers: Mapping[str, str], query: str = "") -> set[str
     return found
 
 
-def scrub(value: Any, secrets: set[str]) -> Any:
+def scrub(value: Any, secrets: AbstractSet[str]) -> Any:
     """``value`` (text, or JSON-shaped data) with every known credential replaced by ``[credential]``."""
     if not secrets:
         return value
@@ -111,12 +121,44 @@ def scrub(value: Any, secrets: set[str]) -> Any:
     return value
 
 
+def _same(value: Any) -> Any:
+    return value
+
+
 def _blob(payload: Any) -> bytes:
     """A payload's JSON for the leak check (a lone surrogate from a JavaScript agent included)."""
     try:
         return orjson.dumps(payload)
     except TypeError:
         return json.dumps(payload, ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
+class Privacy:
+    """One run's scrubbing, owned once: shared by its session and its recorder, built by ``session/build.py``.
+
+    The redaction rules (applied before a payload is matched or hashed), the environment's placeholders
+    (``session.environment``), and the credentials known so far: never recorded, never quoted in a report.
+    """
+
+    def __init__(
+        self, *, redactor: Redactor | None = None, env: EnvSubstitution | None = None, secrets: AbstractSet[str] | None = None
+    ) -> None:
+        self.redactor = redactor or Redactor()
+        self.env = env
+        self._secrets: set[str] = set(secrets_from_environ() if secrets is None else secrets)
+        self._lock = threading.Lock()
+
+    @property
+    def secrets(self) -> frozenset[str]:
+        """The credentials known so far (a snapshot: calls on other threads may add to them)."""
+        with self._lock:
+            return frozenset(self._secrets)
+
+    def learn(self, secrets: AbstractSet[str]) -> None:
+        """Credentials a request carried: from now on never recorded, never quoted."""
+        if secrets:
+            with self._lock:
+                self._secrets |= secrets
 
 
 @dataclass(slots=True)
@@ -128,20 +170,12 @@ class _Pending:
 class RunRecorder:
     """Appends a run's steps to its trace and journal; thread-safe."""
 
-    def __init__(
-        self,
-        trace: Trace,
-        journal: Journal | None,
-        *,
-        secrets: set[str] | None = None,
-        redactor: Redactor | None = None,
-        env: EnvSubstitution | None = None,
-    ) -> None:
+    def __init__(self, trace: Trace, journal: Journal | None, *, privacy: Privacy | None = None) -> None:
         self.trace = trace
         self.journal = journal
-        self.redactor = redactor or Redactor()  # applied to every payload before it is hashed or written
-        self.env = env  # the run's environment as placeholders, before hashing (session.environment)
-        self.secrets: set[str] = set(secrets or ())
+        # Redaction and the environment's placeholders, applied to every payload before it is hashed or written;
+        # the credentials a step must never hold. The session shares it.
+        self.privacy = privacy or Privacy()
         self.model_calls = 0
         self.unrecordable: list[str] = []
         self._lock = threading.Lock()
@@ -162,10 +196,16 @@ class RunRecorder:
         response_ms: int | None = None,
         secrets: set[str] | None = None,
     ) -> list[TraceStep]:
-        """Write the steps one completed model call adds; fsynced before returning."""
+        """Write the steps one completed model call adds; fsynced before returning.
+
+        ``request.model_input`` is redacted already (the session redacts each request once, before it is matched);
+        the answer is redacted here, once, and the tool steps are taken from the two.
+        """
         with self._lock:
-            if secrets:
-                self.secrets |= secrets
+            self.privacy.learn(secrets or set())
+            env, redactor = self.privacy.env, self.privacy.redactor
+            neutral: Callable[[Any], Any] = env.neutral if env is not None else _same
+            written = redactor.payload(neutral(output)) if redactor else neutral(output)
             results = {p.get("toolCallId"): p for p in request.tool_results()}
             staged: list[tuple[str, Any, int]] = []
             done: list[str] = []
@@ -173,7 +213,7 @@ class RunRecorder:
                 result = results.get(call_id)
                 if result is None:
                     continue
-                call = pending.call
+                call = pending.call  # as it was written
                 if not pending.call_written:
                     staged.append(
                         (
@@ -187,17 +227,13 @@ class RunRecorder:
                     payload["error"] = result["error"]
                 else:
                     payload["result"] = result.get("result")
-                staged.append(("tool_result", payload, request_ms))
+                staged.append(("tool_result", neutral(payload), request_ms))
                 done.append(call_id)
-            staged.append(("model_input", request.model_input, request_ms))
-            staged.append(("model_output", output, response_ms if response_ms is not None else now_ms()))
-            if self.env is not None:
-                staged = [(kind, self.env.neutral(payload), ts) for kind, payload, ts in staged]
-            if self.redactor:
-                staged = [(kind, self.redactor.payload(payload), ts) for kind, payload, ts in staged]
+            staged.append(("model_input", neutral(request.model_input), request_ms))
+            staged.append(("model_output", written, response_ms if response_ms is not None else now_ms()))
             self._refuse_secrets(staged)
             if self.media is not None and request.media:  # spooled before the steps that name it are journaled
-                self.media.secrets |= self.secrets
+                self.media.secrets |= self.privacy.secrets
                 self.media.add(request.media)  # once per digest, however often the history re-sends it
             before = len(self.trace.steps)
             try:
@@ -210,18 +246,19 @@ class RunRecorder:
                 raise RecordFailed(f"the call could not be written to the journal ({detail})") from exc
             for call_id in done:
                 del self._pending[call_id]
-            for call in tool_calls_of(output):
+            for call in tool_calls_of(written):
                 self._pending[str(call.get("toolCallId"))] = _Pending(call)
             self._last_output = output
             self.model_calls += 1
             return steps
 
     def _refuse_secrets(self, staged: list[tuple[str, Any, int]]) -> None:
-        if not self.secrets:
+        known = self.privacy.secrets
+        if not known:
             return
         for kind, payload, _ in staged:
             blob = _blob(payload)
-            for secret in self.secrets:
+            for secret in known:
                 if secret.encode() in blob or _blob(secret)[1:-1] in blob:
                     raise SecretLeak(
                         f"blackbox refused to record this call: its {kind} would contain the API key "
@@ -259,9 +296,9 @@ class RunRecorder:
     ) -> Path | None:
         with self._lock:
             event: dict[str, Any] = dict(self.terminal_event(exit_code=exit_code, in_flight=in_flight, proxy_only=proxy_only))
-            if self.env is not None:
-                event = self.env.neutral(event)
-            event = self.redactor.payload(event)
+            if self.privacy.env is not None:
+                event = self.privacy.env.neutral(event)
+            event = self.privacy.redactor.payload(event)
             event = self._seal_exchanges(event)
             event = self._seal_media(event)
             step = self.trace.append("metadata", event)

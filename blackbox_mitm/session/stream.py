@@ -98,14 +98,6 @@ class StreamCapture:
         self.session.on_call_failed(self.ticket, reason)
 
     def _finish(self, final: bytes) -> bytes:
-        """Record the call; the final event's bytes on success, else the provider's error event."""
-        codec = self.ticket.codec
-        try:
-            whole = codec.aggregate_stream(self.events)
-        except BlackboxError as exc:  # StreamIncomplete: the provider's own error event, or a stream that never completed
-            self.session.on_call_failed(self.ticket, str(exc))
-            return final  # passed on as sent
-        refusal = self.session.on_stream_complete(self.ticket, whole)
-        if refusal is None:
-            return final
-        return codec.encode_stream_error(refusal)
+        """Record the call (the session's one entry for a finished answer); the final event's bytes, or the error event instead."""
+        instead = self.session.on_response(self.ticket, 200, self.events)
+        return final if instead is None else instead.body

@@ -112,7 +112,7 @@ class Tape:
         assert self.session is not None
         settings = ProxySettings(hosts=self.hosts, confdir=self.confdir, map_remote=self.map_remote)
         stack = ExitStack()
-        self._run = stack.enter_context(proxy_run(self.session, replaying=not self.recording, settings=settings, keep=keep))
+        self._run = stack.enter_context(proxy_run(self.session, settings=settings, keep=keep))
         self._stack = stack
         return self
 

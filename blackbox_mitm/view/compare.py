@@ -19,8 +19,8 @@ from typing import Any
 
 from blackbox_mitm.cassette.canonical import canonical_bytes
 from blackbox_mitm.cassette.diff import first_divergence
+from blackbox_mitm.cassette.load import load_trace
 from blackbox_mitm.cassette.payloads import json_kind
-from blackbox_mitm.cassette.store import load_trace
 from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.errors import CassetteError
 from blackbox_mitm.matcher.report import verdict

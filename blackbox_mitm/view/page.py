@@ -25,7 +25,8 @@ import orjson
 
 from blackbox_mitm import __version__
 from blackbox_mitm.cassette import compression
-from blackbox_mitm.cassette.store import load_trace, write_atomic
+from blackbox_mitm.cassette.load import load_trace
+from blackbox_mitm.cassette.store import write_atomic
 from blackbox_mitm.errors import CassetteError
 from blackbox_mitm.view.compare import ForkNode, diff_data, fork_tree, read_report
 from blackbox_mitm.view.model import Pool, RunData, run_data

@@ -205,7 +205,7 @@ def test_a_body_that_is_not_a_json_object_is_refused_with_a_clear_error(body: by
     with pytest.raises(BlackboxUnsupportedError) as err:
         codec.decode_request(body, CallIds())
     assert err.value.field == "body"
-    assert str(err.value).startswith("BlackboxUnsupportedError: body: ")
+    assert err.value.client_message.startswith("BlackboxUnsupportedError: body: ")
     assert detail in str(err.value)
 
 
@@ -558,7 +558,7 @@ def test_refusal_row(refusal: Refusal) -> None:
         assert err.value.field == field, (side, body)
         assert err.value.reason == refusal.reason, (side, body)
         assert err.value.provider == "anthropic"
-        assert str(err.value).startswith(f"BlackboxUnsupportedError: {field}: ")
+        assert err.value.client_message.startswith(f"BlackboxUnsupportedError: {field}: ")
         if side != "request":
             assert ids.next_index() == 0, "a refused response must not use up call-N ids"
 
@@ -813,7 +813,7 @@ def test_tool_input_that_is_not_json_is_incomplete() -> None:
 )
 def test_errors_are_anthropic_shaped_and_not_retried(status: int, error_type: str | None, expected: str) -> None:
     err = BlackboxUnsupportedError("tools[0].strict", "not recorded", provider="anthropic")
-    response = codec.encode_error(str(err), status=status, error_type=error_type)
+    response = codec.encode_error(err.client_message, status=status, error_type=error_type)
     body = json.loads(response.body)
     assert response.status == status
     assert body == {

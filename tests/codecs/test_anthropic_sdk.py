@@ -40,7 +40,7 @@ class Replayer:
         try:
             request = codec.decode_request(body, self.ids)
         except BlackboxUnsupportedError as err:
-            error = codec.encode_error(str(err), status=400)
+            error = codec.encode_error(err.client_message, status=400)
             return error.status, error.headers, error.body
         self.decoded.append(request)
         if self.status:

@@ -53,7 +53,7 @@ class Replayer:
         try:
             request = codec.decode_request(body, self.ids, path=url.path, query=url.query)
         except BlackboxUnsupportedError as err:
-            error = codec.encode_error(str(err), status=400)
+            error = codec.encode_error(err.client_message, status=400)
             return error.status, error.headers, error.body
         self.decoded.append(request)
         if self.stream_error is not None:

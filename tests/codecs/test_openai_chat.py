@@ -462,7 +462,7 @@ def test_unreadable_request_bodies_name_the_field(raw: bytes, field: str) -> Non
     with pytest.raises(BlackboxUnsupportedError) as err:
         openai_chat.decode_request(raw, CallIds())
     assert err.value.field == field
-    assert str(err.value).startswith(f"BlackboxUnsupportedError: {field}: ")
+    assert err.value.client_message.startswith(f"BlackboxUnsupportedError: {field}: ")
 
 
 # --- responses: encode, decode, round trips ----------------------------------------------
@@ -1124,7 +1124,7 @@ def test_refusal(case: Case) -> None:
     assert err.value.field == case.field
     assert err.value.reason == openai_chat.REFUSALS.row(case.row).reason
     assert err.value.provider == "openai"
-    assert str(err.value).startswith(f"BlackboxUnsupportedError: {case.field}: ")
+    assert err.value.client_message.startswith(f"BlackboxUnsupportedError: {case.field}: ")
 
 
 def test_a_refused_response_assigns_no_call_ids() -> None:

@@ -60,7 +60,7 @@ class Replay:
         try:
             request = openai_responses.decode_request(body, self.ids, path="/v1/responses")
         except BlackboxUnsupportedError as err:
-            error = openai_responses.encode_error(str(err))
+            error = openai_responses.encode_error(err.client_message)
             return error.status, error.headers, error.body
         self.decoded.append(request)
         answer = self.answers.pop(0)

@@ -57,7 +57,7 @@ class Replay:
         try:
             request = openai_chat.decode_request(body, self.ids)
         except BlackboxUnsupportedError as err:
-            error = openai_chat.encode_error(str(err))
+            error = openai_chat.encode_error(err.client_message)
             return error.status, error.headers, error.body
         self.decoded.append(request)
         answer = self.answers.pop(0)

@@ -10,10 +10,11 @@ from mitmproxy import addons, master, options
 from blackbox_mitm.proxy.addon import BlackboxAddon
 from blackbox_mitm.proxy.runner import ProxyRunner, proxy_addons
 from blackbox_mitm.session.engine import Session
+from blackbox_mitm.session.plan import REFUSE, RunPlan
 
 
 def test_every_option_the_runner_sets_is_defined_by_the_chain(tmp_path: Path) -> None:
-    addon = BlackboxAddon(Session(run_id="chain", tail="refuse"), replaying=True, on_done=lambda: None)
+    addon = BlackboxAddon(Session(RunPlan(tail=REFUSE), run_id="chain"), on_done=lambda: None)
     runner = ProxyRunner(
         addon,
         confdir=tmp_path,

@@ -128,8 +128,9 @@ def test_cloud_hosts_are_matched_by_pattern(host: str, intercepted: bool) -> Non
 def test_a_replayed_bedrock_stream_is_framed_for_botocore(tmp_path: Path) -> None:
     from blackbox_mitm.codecs import CallIds, bedrock
     from blackbox_mitm.session.engine import Session
+    from blackbox_mitm.session.plan import RunPlan
 
-    session = Session(run_id="r")
+    session = Session(RunPlan(), run_id="r")
     request = bedrock.decode_request(orjson.dumps(BODY), CallIds(), path="/model/m/invoke-with-response-stream")
     answer = session._answer(bedrock, request, {"type": "final_answer", "text": "Hello."}, 0)
     assert answer.headers["content-type"] == "application/vnd.amazon.eventstream"

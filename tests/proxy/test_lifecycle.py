@@ -39,7 +39,7 @@ def test_a_recorded_run_is_finished_with_its_terminal_event(tmp_path: Path, conf
     session = record_session(out, fsync=False)
     with FakeProvider() as provider:
         settings = ProxySettings(confdir=confdir, map_remote=map_remote_for(provider.url))
-        with proxy_run(session, replaying=False, settings=settings) as run:
+        with proxy_run(session, settings=settings) as run:
             assert run.run_command(AGENT) == 0
     assert run.exit_code == 0 and run.cassette == out and run.discarded is None
     trace = load_trace(out)
@@ -56,7 +56,7 @@ def test_a_recorded_run_is_finished_with_its_terminal_event(tmp_path: Path, conf
     assert not journal_path(out).exists()
 
     replayed = replay_session(out)
-    with proxy_run(replayed, replaying=True, settings=ProxySettings(confdir=confdir)) as again:
+    with proxy_run(replayed, settings=ProxySettings(confdir=confdir)) as again:
         again.run_command(AGENT)
     assert again.report is not None
     assert (again.report["verdict"], again.report["model_calls_served"], again.report["exit_code"]) == ("ok", 2, 0)
@@ -64,7 +64,7 @@ def test_a_recorded_run_is_finished_with_its_terminal_event(tmp_path: Path, conf
 
 def test_the_commands_exit_status_ends_the_run(tmp_path: Path, confdir: Path) -> None:
     out = tmp_path / "run.json"
-    with proxy_run(record_session(out, fsync=False), replaying=False, settings=ProxySettings(confdir=confdir)) as run:
+    with proxy_run(record_session(out, fsync=False), settings=ProxySettings(confdir=confdir)) as run:
         assert run.run_command(_python("raise SystemExit(3)")) == 3
     assert load_trace(out).steps[-1].payload == {"event": "run_failed", "status": "error", "reason": "process_exit", "exitCode": 3}
 
@@ -72,7 +72,7 @@ def test_the_commands_exit_status_ends_the_run(tmp_path: Path, confdir: Path) ->
 def test_keep_may_discard_the_recording(tmp_path: Path, confdir: Path) -> None:
     out = tmp_path / "child.json"
     session = record_session(out, fsync=False)
-    with proxy_run(session, replaying=False, settings=ProxySettings(confdir=confdir), keep=lambda s: "the prefix diverged") as run:
+    with proxy_run(session, settings=ProxySettings(confdir=confdir), keep=lambda s: "the prefix diverged") as run:
         run.run_command(_python("pass"))
     assert run.discarded == "the prefix diverged" and run.cassette is None
     assert not out.exists() and not journal_path(out).exists()
@@ -84,7 +84,7 @@ def test_a_proxy_that_cannot_listen_leaves_no_journal(tmp_path: Path, confdir: P
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         settings = ProxySettings(confdir=confdir, listen_port=taken.getsockname()[1])
-        with pytest.raises(ProxyStartError), proxy_run(record_session(out, fsync=False), replaying=False, settings=settings):
+        with pytest.raises(ProxyStartError), proxy_run(record_session(out, fsync=False), settings=settings):
             pytest.fail("the body must not run when the proxy did not start")
     assert not out.exists() and not journal_path(out).exists()
 
@@ -93,7 +93,7 @@ def test_a_run_that_breaks_off_leaves_its_journal_for_recover(tmp_path: Path, co
     out = tmp_path / "run.json"
     with (
         pytest.raises(KeyboardInterrupt),
-        proxy_run(record_session(out, fsync=False), replaying=False, settings=ProxySettings(confdir=confdir)) as run,
+        proxy_run(record_session(out, fsync=False), settings=ProxySettings(confdir=confdir)) as run,
     ):
         assert run.url.startswith("http://127.0.0.1:")
         raise KeyboardInterrupt
@@ -105,7 +105,7 @@ def test_a_run_that_breaks_off_leaves_its_journal_for_recover(tmp_path: Path, co
 def test_a_run_that_ends_with_the_proxy_says_so(tmp_path: Path, confdir: Path) -> None:
     out = tmp_path / "run.json"
     stop = threading.Event()
-    with proxy_run(record_session(out, fsync=False), replaying=False, settings=ProxySettings(confdir=confdir)) as run:
+    with proxy_run(record_session(out, fsync=False), settings=ProxySettings(confdir=confdir)) as run:
         threading.Timer(0.2, stop.set).start()
         run.wait(stop)
     assert run.exit_code is None
@@ -123,6 +123,6 @@ def test_the_wrapped_command_is_set_to_die_with_blackbox(tmp_path: Path, confdir
         "ctypes.CDLL(ctypes.util.find_library('c') or 'libc.so.6').prctl(2, ctypes.byref(sig), 0, 0, 0)\n"
         f"open({str(seen)!r}, 'w').write(str(sig.value))\n"
     )
-    with proxy_run(record_session(tmp_path / "run.json", fsync=False), replaying=False, settings=ProxySettings(confdir=confdir)) as run:
+    with proxy_run(record_session(tmp_path / "run.json", fsync=False), settings=ProxySettings(confdir=confdir)) as run:
         assert run.run_command(_python(code)) == 0
     assert seen.read_text() == "9"  # SIGKILL

@@ -79,7 +79,7 @@ def proxy(tmp_path: Path, confdir: Path, canary: Canary) -> Iterator[str]:
         rf"|https://api\.openai\.com|http://127.0.0.1:{canary.port}",
         rf"|https://api\.anthropic\.com|http://127.0.0.1:{canary.port}",
     ]
-    runner = proxy_for(replay_session(cassette), replaying=True, confdir=confdir, map_remote=to_canary)
+    runner = proxy_for(replay_session(cassette), confdir=confdir, map_remote=to_canary)
     runner.start()
     yield runner.url
     runner.stop()

@@ -44,7 +44,7 @@ def _ask(client: openai.OpenAI, prompt: str) -> str:
 
 
 def _runner(router: RunRouter, confdir: Path, *, replaying: bool, map_remote: list[str] | None = None) -> ProxyRunner:
-    addon = BlackboxAddon(replaying=replaying, router=router, on_done=lambda: None)
+    addon = BlackboxAddon(router=router, on_done=lambda: None)
     return ProxyRunner(addon, confdir=confdir, map_remote=map_remote or [], offline=replaying)
 
 

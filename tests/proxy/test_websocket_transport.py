@@ -9,6 +9,7 @@ cassette that the record half wrote.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -22,12 +23,14 @@ from websockets.sync.client import connect
 from wsproto.frame_protocol import Opcode
 
 from blackbox_mitm.cassette import load_trace
-from blackbox_mitm.codecs import openai_responses
+from blackbox_mitm.codecs import codec_for, openai_responses
+from blackbox_mitm.codecs.base import Codec
 from blackbox_mitm.codecs.openai_responses import websocket as openai_responses_ws
 from blackbox_mitm.proxy.websocket import WebSocketTransport, socket_mode
 from blackbox_mitm.proxy.ws_replay import SocketServer, SocketTarget
 from blackbox_mitm.session.build import record_session, replay_session
 from blackbox_mitm.session.engine import Session
+from blackbox_mitm.session.plan import UPSTREAM
 
 USER = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "What's in this folder?"}]}
 TOOLS = [{"type": "function", "name": "list_files", "description": "List files", "parameters": {"type": "object", "properties": {}}}]
@@ -47,6 +50,11 @@ def _create(**fields: Any) -> dict[str, Any]:
     return {"type": "response.create", "model": "gpt-test", "store": False, **fields}
 
 
+def _codec(flow: http.HTTPFlow) -> Codec | None:
+    """The codec the addon chooses for an upgrade (its calls are POSTs to the path)."""
+    return codec_for("POST", flow.request.path)
+
+
 class Socket:
     """A recorded socket driven frame by frame, as mitmproxy's websocket layer calls the hooks."""
 
@@ -55,7 +63,7 @@ class Socket:
         self.injected: list[dict[str, Any]] = []
         self.transport = WebSocketTransport(inject=lambda flow, frame: self.injected.append(json.loads(frame)))
         self.flow = _ws_flow()
-        assert self.transport.upgrade(self.flow, session)
+        assert self.transport.upgrade(self.flow, session, _codec(self.flow))
         assert self.flow.response is not None and self.flow.response.status_code == 101  # untouched: it goes upstream
 
     def send(self, message: dict[str, Any]) -> WebSocketMessage:
@@ -190,18 +198,19 @@ def test_other_messages_pass_through_unrecorded(tmp_path: Path) -> None:
 def test_only_a_model_path_upgrade_is_taken(tmp_path: Path) -> None:
     session = record_session(tmp_path / "run.json", fsync=False)
     transport = WebSocketTransport(inject=lambda flow, frame: None)
-    assert not transport.upgrade(_ws_flow("/v1/realtime"), session)
+    realtime = _ws_flow("/v1/realtime")
+    assert not transport.upgrade(realtime, session, _codec(realtime))
     plain = tflow.tflow()
-    assert not transport.upgrade(plain, session)
+    assert not transport.upgrade(plain, session, _codec(plain))
 
 
 def test_a_run_that_cannot_serve_a_socket_answers_426_so_the_client_uses_https(tmp_path: Path) -> None:
     cassette = _record_two_turns(tmp_path)
     fork_live = replay_session(cassette)
-    fork_live.tail = "upstream"  # a fork going live after its prefix: part recording, part upstream
+    fork_live.plan = dataclasses.replace(fork_live.plan, tail=UPSTREAM)  # a fork going live after its prefix: part recording, part upstream
     assert socket_mode(fork_live) == "fall-back"
     flow = _ws_flow()
-    assert WebSocketTransport().upgrade(flow, fork_live)
+    assert WebSocketTransport().upgrade(flow, fork_live, _codec(flow))
     assert flow.response is not None and flow.response.status_code == 426
 
 

@@ -16,6 +16,7 @@ from fork_parent import SUN, weather_parent
 from blackbox_mitm.cassette.journal import journal_path
 from blackbox_mitm.errors import BlackboxError, CassetteExistsError, ForkRefused
 from blackbox_mitm.session.fork import NO_EDIT, discard_reason, fork_session, plan_fork
+from blackbox_mitm.session.plan import Script
 
 REFUSALS: list[tuple[dict[str, Any], str, tuple[str, ...]]] = [
     ({"at": [99], "tool_result": SUN}, "step 99 is past the run's last step: weather-1 has steps 0..6", ("at",)),
@@ -93,7 +94,7 @@ def test_the_child_holds_the_prefix_verbatim_then_the_edit(tmp_path: Path) -> No
     assert [s.hash for s in child.steps[:3]] == [s.hash for s in parent.steps[:3]]
     assert child.steps[3].payload == {"toolCallId": "call-0", "toolName": "get_weather", "result": '{"forecast":"sun","celsius":24}'}
     assert child.steps[3].timestamp == parent.steps[3].timestamp
-    assert session.tool_result_edit == ("call-0", '{"forecast":"sun","celsius":24}')
+    assert session.plan.edit is not None and session.plan.edit.tool_result == ("call-0", '{"forecast":"sun","celsius":24}')
     assert session.cut == 3 and child.parentId == parent.id and child.forkedFromStepId == parent.steps[3].id
     session.recorder.discard()
 
@@ -101,10 +102,11 @@ def test_the_child_holds_the_prefix_verbatim_then_the_edit(tmp_path: Path) -> No
 def test_a_scripted_tail_serves_the_answers_then_says_it_ran_out(tmp_path: Path) -> None:
     plan = plan_fork(weather_parent(), at=[3], tool_result=SUN)
     session = fork_session(plan, tmp_path / "child.json", tail="script", script=["Sunny."], fsync=False)
-    assert session.script is not None
-    assert session.script() == {"type": "final_answer", "text": "Sunny."}
+    tail = session.plan.tail
+    assert isinstance(tail, Script)
+    assert tail.source() == {"type": "final_answer", "text": "Sunny."}
     with pytest.raises(IndexError, match="script of answers ran out"):
-        session.script()
+        tail.source()
     assert session.recorder is not None
     session.recorder.discard()
 

@@ -18,6 +18,7 @@ import pytest
 from blackbox_mitm.cassette import compression, load_trace
 from blackbox_mitm.cassette.media import load_media, media_path, media_ref_of
 from blackbox_mitm.cassette.verify import verify_file
+from blackbox_mitm.codecs.base import SseEvent
 from blackbox_mitm.session.build import record_session, replay_session
 from blackbox_mitm.session.engine import Answer, Forward, ModelRequest, Session
 from blackbox_mitm.session.media import MediaBook, media_max_bytes
@@ -201,8 +202,8 @@ def test_an_image_answer_is_recorded_and_served_back_byte_identical(tmp_path: Pa
     session = record_session(cassette)
     action = session.on_request(_gemini_request(stream))
     assert isinstance(action, Forward)
-    if stream:  # the chunks as the proxy adds them up (codecs/gemini/stream.py aggregate_stream)
-        assert session.on_stream_complete(action.ticket, GEMINI_ANSWER) is None
+    if stream:  # the answer as one server-sent chunk, as the proxy's stream tee hands it over
+        assert session.on_response(action.ticket, 200, [SseEvent(None, json.dumps(GEMINI_ANSWER))]) is None
     else:
         assert session.on_response(action.ticket, 200, orjson.dumps(GEMINI_ANSWER)) is None
     assert session.recorder is not None
