@@ -17,8 +17,10 @@ end-to-end tests (Codex CLI). Written from the wire format as Codex uses it
 
 Script: a list of answers, one per model call: ``{"text": "..."}``,
 ``{"custom_tool": "exec", "input": "..."}``, ``{"function": "name", "arguments":
-"{...}"}``, ``{"error": "message"}`` (an error frame / a 400), and any answer may
-add ``"cut": true`` (the connection drops after the first events). Past the
+"{...}"}``, ``{"compaction": "opaque text"}`` (a compaction item, the answer to
+Codex's ``compaction_trigger``), ``{"error": "message"}`` (an error frame / a
+400); any answer may add ``"usage": {"input": N, "output": M}`` (the token counts
+it reports) and ``"cut": true`` (the connection drops after the first events). Past the
 end of the script a call gets an error. Every request and message is kept in
 ``requests``.
 
@@ -77,6 +79,10 @@ def answer_events(answer: Json, request: Json, response_id: str, n: int) -> list
             "arguments": answer["arguments"],
         }
         events += _call_events(seq, item, "arguments", "response.function_call_arguments")
+    elif "compaction" in answer:  # remote compaction v2: one opaque item that stands for the history so far
+        item = {"type": "compaction", "id": f"cmp_{n}", "encrypted_content": answer["compaction"]}
+        events.append({"type": "response.output_item.added", "sequence_number": next(seq), "output_index": 0, "item": item})
+        events.append({"type": "response.output_item.done", "sequence_number": next(seq), "output_index": 0, "item": item})
     else:
         item = {"type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed", "content": []}
         part = {"type": "output_text", "text": answer.get("text", ""), "annotations": []}
@@ -92,6 +98,9 @@ def answer_events(answer: Json, request: Json, response_id: str, n: int) -> list
         events.append({"type": "response.output_item.done", "sequence_number": next(seq), "output_index": 0, "item": item})
     usage = {"input_tokens": 12, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5}
     usage |= {"output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 17}
+    if "usage" in answer:  # {"input": N, "output": M}: drives a client's usage-based decisions (auto-compaction)
+        n_in, n_out = answer["usage"]["input"], answer["usage"]["output"]
+        usage |= {"input_tokens": n_in, "output_tokens": n_out, "total_tokens": n_in + n_out}
     done = {**base, "status": "completed", "output": [item], "usage": usage}
     events.append({"type": "response.completed", "sequence_number": next(seq), "response": done})
     return events

@@ -22,10 +22,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NotRequired, TypedDict
 
 from blackbox_mitm.cassette.extensions import (
+    CompactionPart,
+    CompactionTriggerPart,
     MediaKind,
     MediaPart,
     ReasoningPart,
     Tokens,
+    compaction_of,
     data_url,
     joined_parts,
     media_kind,
@@ -38,6 +41,8 @@ from blackbox_mitm.cassette.extensions import (
 __all__ = [
     "OUTPUT_TYPES",
     "TERMINAL_EVENTS",
+    "CompactionPart",
+    "CompactionTriggerPart",
     "FinalAnswer",
     "MediaKind",
     "MediaPart",
@@ -56,6 +61,7 @@ __all__ = [
     "ToolResult",
     "ToolResultPart",
     "ToolUsePart",
+    "compaction_of",
     "data_url",
     "is_terminal",
     "joined_parts",
@@ -102,7 +108,7 @@ class ToolResultPart(ToolResult):
     type: Literal["tool_result"]
 
 
-MessagePart = TextPart | ToolUsePart | ToolResultPart | MediaPart
+MessagePart = TextPart | ToolUsePart | ToolResultPart | MediaPart | CompactionTriggerPart | CompactionPart
 
 
 class Message(TypedDict):
@@ -157,6 +163,7 @@ class FinalAnswer(TypedDict):
     stop: NotRequired[str]  # "length" or "refusal"; absent for the end of the turn
     tokens: NotRequired[Tokens]
     reasoning: NotRequired[list[ReasoningPart]]
+    compaction: NotRequired[CompactionPart]
 
 
 class ToolCalls(TypedDict):
@@ -166,6 +173,7 @@ class ToolCalls(TypedDict):
     stop: NotRequired[str]  # "length"; absent for tool use
     tokens: NotRequired[Tokens]
     reasoning: NotRequired[list[ReasoningPart]]
+    compaction: NotRequired[CompactionPart]
 
 
 class SingleToolCall(TypedDict):
@@ -179,6 +187,7 @@ class SingleToolCall(TypedDict):
     stop: NotRequired[str]
     tokens: NotRequired[Tokens]
     reasoning: NotRequired[list[ReasoningPart]]
+    compaction: NotRequired[CompactionPart]
 
 
 ModelOutput = FinalAnswer | ToolCalls | SingleToolCall

@@ -204,9 +204,17 @@ _FIELDS: dict[str, dict[str, str]] = {
         "url": _DATA,
         "file": _DATA,
         "name": _DATA,
+        "data": _DATA,  # a compaction part's opaque compacted history (payloads.CompactionPart)
     },
     "tool": {"name": _DATA, "description": _DATA, "inputSchema": _DATA},
-    "model_output": {"text": _DATA, "toolName": _DATA, "toolInput": _DATA, "calls": "calls", "reasoning": "reasoning"},
+    "model_output": {
+        "text": _DATA,
+        "toolName": _DATA,
+        "toolInput": _DATA,
+        "calls": "calls",
+        "reasoning": "reasoning",
+        "compaction": "part",
+    },
     # Blackbox's extension (payloads.ReasoningPart): what the model thought, and its provider's opaque signature.
     "reasoning_part": {"text": _DATA, "summary": _DATA, "signature": _DATA, "data": _DATA},
     "call": {"toolName": _DATA, "toolInput": _DATA},
