@@ -70,6 +70,13 @@ Tasks, chosen by a marker in the prompt (``claude -p "… TASK …"``):
     Load WebFetch through Claude Code's ``ToolSearch`` tool (its result is
     ``tool_reference`` blocks), then say which tools the result named.
 
+``BB-COMPACT``
+    A long session: the Read's turn reports 995,000 input tokens (``COMPACT_USAGE``),
+    past the auto-compact threshold of the 1M-token window of Claude Code's
+    default model, so Claude Code compacts: it asks for a summary of the
+    conversation (answered with one that names the task again), continues from
+    it, and the answer says it did.
+
 Subagents are told apart by their prompt (``BB-SUB alpha`` / ``BB-SUB beta``).
 Anything else gets a short text answer (Claude Code's side calls, such as a
 title for the session).
@@ -305,6 +312,23 @@ def _task_mcp(body: Json) -> Answer:
     return {"text": "The notes server said: " + " ".join(" ".join(r.split()) for r in _last_results(body))}
 
 
+COMPACT_USAGE = {"input": 995_000, "output": 120}  # near the 1M-token window: Claude Code compacts before its next call
+SUMMARY_ASKED = "create a detailed summary of the conversation"
+CONTINUED = "continued from a previous conversation"
+
+
+def _task_compact(body: Json) -> Answer:
+    messages = [m for m in body.get("messages", []) if isinstance(m, dict)]
+    if messages and SUMMARY_ASKED in _text(messages[-1].get("content")):
+        summary = "BB-COMPACT: the user asked for the first line of notes.txt; the Read returned it: Blackbox notes."
+        return {"text": f"<analysis>One Read so far.</analysis>\n<summary>{summary}</summary>", "usage": {"input": 2_000, "output": 40}}
+    if any(CONTINUED in _text(m.get("content")) for m in messages if m.get("role") == "user"):
+        return {"text": "After compacting: the first line of notes.txt is Blackbox notes.", "usage": {"input": 3_000, "output": 15}}
+    if not _last_results(body):
+        return {"text": "I'll read the notes.", "tool_calls": [_read(body)], "usage": COMPACT_USAGE}
+    return {"text": "The first line of notes.txt is: Blackbox notes (no compaction)."}
+
+
 def respond(kind: str, body: Json) -> Answer:
     """The answer to one request (``kind`` is the provider: only "anthropic" is scripted)."""
     if kind != "anthropic":
@@ -316,6 +340,8 @@ def respond(kind: str, body: Json) -> Answer:
             return _subagent(name, body)
     if "BB-READ" in first:
         return _task_read(body)
+    if any("BB-COMPACT" in t for t in texts):  # after compacting, the task is named in the summary
+        return _task_compact(body)
     if "BB-COPY" in first:
         return _task_copy(body)
     if "BB-TOOLSEARCH" in first:
