@@ -10,6 +10,7 @@ compacts at the same step, and the strict replay, three times over, is the run.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -25,12 +26,12 @@ PROMPT = "BB-COMPACT: what is the first line of notes.txt?"
 
 
 def _texts(payload: dict[str, object]) -> str:
-    import json
-
     return json.dumps(payload["messages"])
 
 
-def test_claude_code_compacts_at_the_same_step_in_the_replay(claude: Path, provider: FakeProvider, workdir: Path, confdir: Path) -> None:
+def test_claude_code_compacts_at_the_same_step_in_the_replay(  # noqa: F811 - the fixtures imported above
+    claude: Path, provider: FakeProvider, workdir: Path, confdir: Path
+) -> None:
     cassette = workdir.parent / "compact.json"
     rec = record(cassette, PROMPT, cwd=workdir, provider=provider, confdir=confdir)
     assert rec.stdout.strip() == "After compacting: the first line of notes.txt is Blackbox notes."
