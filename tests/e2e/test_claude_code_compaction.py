@@ -14,14 +14,17 @@ import json
 from pathlib import Path
 
 import pytest
+import test_claude_code
 from claude_code_model import CONTINUED, SUMMARY_ASKED
 from fake_provider import FakeProvider
-from test_claude_code import assert_same_run, claude, provider, record, replay, workdir  # noqa: F401 - its fixtures too
+from test_claude_code import assert_same_run, record, replay
 
 from blackbox_mitm.cassette import load_trace
 
 pytestmark = pytest.mark.e2e
 
+# Claude Code's fixtures (its binary, the fake provider with the scripted model, a working directory with notes.txt).
+claude, provider, workdir = test_claude_code.claude, test_claude_code.provider, test_claude_code.workdir
 PROMPT = "BB-COMPACT: what is the first line of notes.txt?"
 
 
@@ -29,9 +32,7 @@ def _texts(payload: dict[str, object]) -> str:
     return json.dumps(payload["messages"])
 
 
-def test_claude_code_compacts_at_the_same_step_in_the_replay(  # noqa: F811 - the fixtures imported above
-    claude: Path, provider: FakeProvider, workdir: Path, confdir: Path
-) -> None:
+def test_claude_code_compacts_at_the_same_step_in_the_replay(claude: Path, provider: FakeProvider, workdir: Path, confdir: Path) -> None:
     cassette = workdir.parent / "compact.json"
     rec = record(cassette, PROMPT, cwd=workdir, provider=provider, confdir=confdir)
     assert rec.stdout.strip() == "After compacting: the first line of notes.txt is Blackbox notes."
