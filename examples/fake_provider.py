@@ -16,7 +16,7 @@ Script: a list of answers, one consumed per model call, whichever the provider::
     {"text": "Hello"}
     {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}], "text": "optional narration"}
     {"text": "...", "stop": "length"}        # "length" | "refusal" | any other string, passed through
-    {"thinking": "...", "text": "..."}       # Anthropic: a signed thinking block before the answer
+    {"thinking": "...", "text": "..."}       # Anthropic: a signed thinking block before the answer ("signature": its own)
     {"text": "...", "usage": {"input": N, "output": M}}   # Anthropic: report these token counts
     {"tool_calls": [...], "content": ""}     # a streamed tool-call turn whose first chunk carries content ""
     {"status": 429, "times": 2}              # that error, in the provider's shape, `times` times (default 1)
@@ -312,7 +312,9 @@ def _anthropic_stop(answer: Answer) -> str:
 def _anthropic_blocks(answer: Answer) -> list[Json]:
     # {"thinking": "..."}: a thinking block first, signed as the API signs it (an opaque token).
     blocks: list[Json] = (
-        [{"type": "thinking", "thinking": answer["thinking"], "signature": "Eq" + _rand(40)}] if answer.get("thinking") else []
+        [{"type": "thinking", "thinking": answer["thinking"], "signature": answer.get("signature") or "Eq" + _rand(40)}]
+        if answer.get("thinking")
+        else []
     )
     blocks += [{"type": "text", "text": answer["text"]}] if answer.get("text") is not None else []
     blocks += [
