@@ -11,7 +11,7 @@ $(STAMP): pyproject.toml constraints.txt
 	bash scripts/setup $(VENV)
 
 # The end-to-end tests' clients (npm packages, CLI programs, Chromium): `make test` needs them, `make demo` does not.
-$(CLIENTS): $(STAMP) scripts/setup-test-clients examples/node/package-lock.json js/tape/package-lock.json tests/e2e/clients/gemini-cli/package-lock.json
+$(CLIENTS): $(STAMP) scripts/setup-test-clients examples/node/package-lock.json js/tape/package-lock.json tests/e2e/clients/gemini-cli/package-lock.json tests/e2e/clients/openai-agents-js/package-lock.json
 	bash scripts/setup-test-clients $(VENV)
 
 setup: $(STAMP) $(CLIENTS)

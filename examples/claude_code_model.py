@@ -79,6 +79,23 @@ Tasks, chosen by a marker in the prompt (``claude -p "… TASK …"``):
     ``container``-less message with ``usage.server_tool_use`` — streamed when
     asked to stream. Then the answer quotes what the WebSearch tool returned.
 
+``BB-COMPACT``
+    A long session: the Read's turn reports 995,000 input tokens (``COMPACT_USAGE``),
+    past the auto-compact threshold of the 1M-token window of Claude Code's
+    default model, so Claude Code compacts: it asks for a summary of the
+    conversation (answered with one that names the task again), continues from
+    it, and the answer says it did.
+
+``BB-THINK``
+    Think (a signed thinking block), then Read ``notes.txt``; think again and
+    answer with its first line. ``respond_checking_thinking`` answers like
+    Anthropic with thinking on: an assistant turn with a ``tool_use`` sent back
+    without its thinking block first, or with a signature this model never
+    made, is a 400 (``Expected `thinking` or `redacted_thinking`, but found
+    `tool_use```). Signatures are an HMAC of the thinking text under this
+    model's own key, so any instance of it checks another's, as Anthropic's
+    servers do (what a ``fork --live`` against a new fake needs).
+
 Subagents are told apart by their prompt (``BB-SUB alpha`` / ``BB-SUB beta``).
 Anything else gets a short text answer (Claude Code's side calls, such as a
 title for the session).
@@ -86,6 +103,8 @@ title for the session).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import random
 import re
@@ -315,6 +334,69 @@ def _task_mcp(body: Json) -> Answer:
     return {"text": "The notes server said: " + " ".join(" ".join(r.split()) for r in _last_results(body))}
 
 
+COMPACT_USAGE = {"input": 995_000, "output": 120}  # near the 1M-token window: Claude Code compacts before its next call
+SUMMARY_ASKED = "create a detailed summary of the conversation"
+CONTINUED = "continued from a previous conversation"
+
+
+def _task_compact(body: Json) -> Answer:
+    messages = [m for m in body.get("messages", []) if isinstance(m, dict)]
+    if messages and SUMMARY_ASKED in _text(messages[-1].get("content")):
+        summary = "BB-COMPACT: the user asked for the first line of notes.txt; the Read returned it: Blackbox notes."
+        return {"text": f"<analysis>One Read so far.</analysis>\n<summary>{summary}</summary>", "usage": {"input": 2_000, "output": 40}}
+    if any(CONTINUED in _text(m.get("content")) for m in messages if m.get("role") == "user"):
+        return {"text": "After compacting: the first line of notes.txt is Blackbox notes.", "usage": {"input": 3_000, "output": 15}}
+    if not _last_results(body):
+        return {"text": "I'll read the notes.", "tool_calls": [_read(body)], "usage": COMPACT_USAGE}
+    return {"text": "The first line of notes.txt is: Blackbox notes (no compaction)."}
+
+
+def _task_think(body: Json) -> Answer:
+    results = _last_results(body)
+    if not results:
+        return {"thinking": "The user wants the first line: read the file.", "text": "I'll read the notes.", "tool_calls": [_read(body)]}
+    first = next((line for line in results[0].splitlines() if line.strip()), "")
+    return {"thinking": "The Read came back.", "text": "The first line of notes.txt is: " + re.sub(r"^\s*\d+\s*[→\t]\s*", "", first)}
+
+
+THINKING_KEY = b"claude-code-model: not a real key"
+
+
+def thinking_signature(thinking: str) -> str:
+    """The signature this model puts on a thinking block: an HMAC of its text (any instance can check it)."""
+    return "Eq" + hmac.new(THINKING_KEY, thinking.encode(), hashlib.sha256).hexdigest()[:40]
+
+
+def thinking_error(body: Json) -> str | None:
+    """What Anthropic says of a history whose tool-use turns lack their signed thinking (thinking on); None when it is right."""
+    if not isinstance(body.get("thinking"), dict) or body["thinking"].get("type") == "disabled":
+        return None
+    for n, message in enumerate(m for m in body.get("messages", []) if isinstance(m, dict)):
+        blocks = _blocks(message.get("content")) if message.get("role") == "assistant" else []
+        if not any(b.get("type") == "tool_use" for b in blocks):
+            continue
+        head = blocks[0]
+        if head.get("type") not in ("thinking", "redacted_thinking"):
+            return (
+                f"messages.{n}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{head.get('type')}`. "
+                "When `thinking` is enabled, a final `assistant` message must start with a thinking block."
+            )
+        if head.get("type") == "thinking" and head.get("signature") != thinking_signature(str(head.get("thinking", ""))):
+            return f"messages.{n}.content.0: Invalid `signature` in `thinking` block"
+    return None
+
+
+def respond_checking_thinking(kind: str, body: Json) -> Answer:
+    """``respond``, with Anthropic's check of thinking blocks in the history and signatures it can check."""
+    error = thinking_error(body) if kind == "anthropic" else None
+    if error is not None:
+        return {"status": 400, "message": error}
+    answer = respond(kind, body)
+    if answer.get("thinking"):
+        answer = {**answer, "signature": thinking_signature(answer["thinking"])}
+    return answer
+
+
 def respond(kind: str, body: Json) -> Answer:
     """The answer to one request (``kind`` is the provider: only "anthropic" is scripted)."""
     if kind != "anthropic":
@@ -326,12 +408,16 @@ def respond(kind: str, body: Json) -> Answer:
             return _subagent(name, body)
     if "BB-READ" in first:
         return _task_read(body)
+    if any("BB-COMPACT" in t for t in texts):  # after compacting, the task is named in the summary
+        return _task_compact(body)
     if "BB-COPY" in first:
         return _task_copy(body)
     if "BB-TOOLSEARCH" in first:
         return _task_tool_search(body)
     if "BB-IMAGE" in first:
         return _task_image(body)
+    if "BB-THINK" in first:
+        return _task_think(body)
     if "BB-AGENTS" in first:
         return _task_agents(body, background=False)
     if "BB-FETCH" in first:

@@ -16,7 +16,8 @@ Script: a list of answers, one consumed per model call, whichever the provider::
     {"text": "Hello"}
     {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}], "text": "optional narration"}
     {"text": "...", "stop": "length"}        # "length" | "refusal" | any other string, passed through
-    {"thinking": "...", "text": "..."}       # Anthropic: a signed thinking block before the answer
+    {"thinking": "...", "text": "..."}       # Anthropic: a signed thinking block before the answer ("signature": its own)
+    {"text": "...", "usage": {"input": N, "output": M}}   # Anthropic: report these token counts
     {"tool_calls": [...], "content": ""}     # a streamed tool-call turn whose first chunk carries content ""
     {"status": 429, "times": 2}              # that error, in the provider's shape, `times` times (default 1)
                                              #   optional "message", "retry_after_ms" (default 10; null omits it)
@@ -311,7 +312,9 @@ def _anthropic_stop(answer: Answer) -> str:
 def _anthropic_blocks(answer: Answer) -> list[Json]:
     # {"thinking": "..."}: a thinking block first, signed as the API signs it (an opaque token).
     blocks: list[Json] = (
-        [{"type": "thinking", "thinking": answer["thinking"], "signature": "Eq" + _rand(40)}] if answer.get("thinking") else []
+        [{"type": "thinking", "thinking": answer["thinking"], "signature": answer.get("signature") or "Eq" + _rand(40)}]
+        if answer.get("thinking")
+        else []
     )
     blocks += [{"type": "text", "text": answer["text"]}] if answer.get("text") is not None else []
     blocks += [
@@ -334,6 +337,9 @@ def _anthropic_usage(body: Json, output_tokens: int) -> Json:
 
 def anthropic_response(answer: Answer, body: Json) -> Json:
     blocks = _anthropic_blocks(answer)
+    usage = _anthropic_usage(body, _tokens(_compact(blocks)))
+    if "usage" in answer:  # {"input": N, "output": M}: the counts reported instead (drives a client's auto-compaction)
+        usage |= {"input_tokens": answer["usage"]["input"], "output_tokens": answer["usage"]["output"]}
     return {
         "id": "msg_01" + _rand(22),
         "type": "message",
@@ -342,7 +348,7 @@ def anthropic_response(answer: Answer, body: Json) -> Json:
         "content": blocks,
         "stop_reason": _anthropic_stop(answer),
         "stop_sequence": None,
-        "usage": _anthropic_usage(body, _tokens(_compact(blocks))),
+        "usage": usage,
     }
 
 
@@ -353,7 +359,7 @@ def _sse(event: Json) -> bytes:
 def anthropic_events(answer: Answer, body: Json) -> list[bytes]:
     message = anthropic_response(answer, body)
     blocks = message.pop("content")
-    start = message | {"content": [], "stop_reason": None, "stop_sequence": None, "usage": _anthropic_usage(body, 1)}
+    start = message | {"content": [], "stop_reason": None, "stop_sequence": None, "usage": {**message["usage"], "output_tokens": 1}}
     frames = [_sse({"type": "message_start", "message": start}), _sse({"type": "ping"})]
     for i, block in enumerate(blocks):
         if block["type"] == "thinking":

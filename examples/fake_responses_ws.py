@@ -19,8 +19,14 @@ Script: a list of answers, one per model call: ``{"text": "..."}``,
 ``{"custom_tool": "exec", "input": "..."}``, ``{"function": "name", "arguments":
 "{...}"}``, ``{"web_search": "query", "text": "...", "url": "...", "title": "..."}`` (a
 ``web_search_call`` item the API ran, then the text citing that page; with
-``custom_tool`` and ``input`` instead of the text, a call of that tool), ``{"error": "message"}`` (an error frame / a 400), and any answer may
-add ``"cut": true`` (the connection drops after the first events). Past the
+``custom_tool`` and ``input`` instead of the text, a call of that tool),
+``{"compaction": "opaque text"}`` (a compaction item, the answer to
+Codex's ``compaction_trigger``), ``{"error": "message"}`` (an error frame / a
+400); any answer may add ``"usage": {"input": N, "output": M}`` (the token counts
+it reports), ``"reasoning": "opaque text"`` (a reasoning item with that
+``encrypted_content`` first) and ``"cut": true`` (the connection drops after the
+first events). ``demand_reasoning``: refuse a call item sent back without its
+reasoning item (OpenAI's 400 for a reasoning model with ``store: false``). Past the
 end of the script a call gets an error. Every request and message is kept in
 ``requests``.
 
@@ -87,6 +93,10 @@ def answer_events(answer: Json, request: Json, response_id: str, n: int) -> list
             "arguments": answer["arguments"],
         }
         events += _call_events(seq, item, "arguments", "response.function_call_arguments")
+    elif "compaction" in answer:  # remote compaction v2: one opaque item that stands for the history so far
+        item = {"type": "compaction", "id": f"cmp_{n}", "encrypted_content": answer["compaction"]}
+        events.append({"type": "response.output_item.added", "sequence_number": next(seq), "output_index": 0, "item": item})
+        events.append({"type": "response.output_item.done", "sequence_number": next(seq), "output_index": 0, "item": item})
     else:
         item = {"type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed", "content": []}
         part = {"type": "output_text", "text": answer.get("text", ""), "annotations": []}
@@ -102,8 +112,13 @@ def answer_events(answer: Json, request: Json, response_id: str, n: int) -> list
         events.append({"type": "response.output_item.done", "sequence_number": next(seq), "output_index": 0, "item": item})
     usage = {"input_tokens": 12, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5}
     usage |= {"output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 17}
+    if "usage" in answer:  # {"input": N, "output": M}: drives a client's usage-based decisions (auto-compaction)
+        n_in, n_out = answer["usage"]["input"], answer["usage"]["output"]
+        usage |= {"input_tokens": n_in, "output_tokens": n_out, "total_tokens": n_in + n_out}
     done = {**base, "status": "completed", "output": [item], "usage": usage}
     events.append({"type": "response.completed", "sequence_number": next(seq), "response": done})
+    if "reasoning" in answer:
+        events = _with_reasoning(events, {"type": "reasoning", "id": f"rs_{n}", "summary": [], "encrypted_content": answer["reasoning"]})
     return events
 
 
@@ -165,6 +180,33 @@ def _web_search_events(seq: Any, answer: Json, n: int) -> tuple[list[Json], list
     return [search, message], events
 
 
+def _with_reasoning(events: list[Json], reasoning: Json) -> list[Json]:
+    """The events with a reasoning item first (output_index 0), the answer's item after it."""
+    out = events[:2]
+    out.append({"type": "response.output_item.added", "output_index": 0, "item": reasoning})
+    out.append({"type": "response.output_item.done", "output_index": 0, "item": reasoning})
+    for event in events[2:]:
+        event = dict(event)
+        if "output_index" in event:
+            event["output_index"] += 1
+        if event["type"] == "response.completed":
+            event["response"] = {**event["response"], "output": [reasoning, *event["response"]["output"]]}
+        out.append(event)
+    return [{**event, "sequence_number": k} for k, event in enumerate(out)]
+
+
+def missing_reasoning(request: Json, issued: set[str]) -> str | None:
+    """What OpenAI says of a call item sent back without the reasoning item that came with it (store: false); None when none is missing."""
+    items = request.get("input") if isinstance(request.get("input"), list) else []
+    for k, item in enumerate(items):
+        if not isinstance(item, dict) or item.get("type") not in ("function_call", "custom_tool_call"):
+            continue
+        before = items[k - 1] if k else {}
+        if not (isinstance(before, dict) and before.get("type") == "reasoning" and before.get("encrypted_content") in issued):
+            return f"Item '{item.get('id')}' of type '{item['type']}' was provided without its required 'reasoning' item."
+    return None
+
+
 def _call_events(seq: Any, item: Json, field: str, prefix: str) -> list[Json]:
     ref = {"output_index": 0, "item_id": item["id"]}
     text = item[field]
@@ -190,8 +232,19 @@ def error_event(status: int, message: str, code: str | None = None) -> Json:
 class FakeResponsesWs:
     """``with FakeResponsesWs(script) as fake: fake.url ...`` — HTTP and WebSocket on one port."""
 
-    def __init__(self, script: list[Json] | None = None, *, port: int = 0, websocket: bool = True, log: Path | None = None) -> None:
+    def __init__(
+        self,
+        script: list[Json] | None = None,
+        *,
+        port: int = 0,
+        websocket: bool = True,
+        log: Path | None = None,
+        demand_reasoning: set[str] | None = None,
+    ) -> None:
         self.script = list(script or [])
+        # demand_reasoning: the encrypted_content of reasoning items this model made (on any instance); a call item sent
+        # back without one of them just before it is refused, as OpenAI refuses it for a reasoning model with store false.
+        self.demand_reasoning = demand_reasoning
         self.log_file = log
         self.websocket = websocket
         self.requests: list[Json] = []
@@ -237,6 +290,9 @@ class FakeResponsesWs:
             n = self.calls
             self.calls += 1
         response_id = f"resp_fake{n}"
+        missing = missing_reasoning(request, self.demand_reasoning) if self.demand_reasoning is not None else None
+        if missing is not None:
+            return [error_event(400, missing)], False
         if request.get("generate") is False:
             created = {"id": response_id, "object": "response", "status": "in_progress", "output": [], "model": request.get("model")}
             events = [

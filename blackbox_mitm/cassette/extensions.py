@@ -1,4 +1,4 @@
-"""Blackbox's extensions of the neutral payloads (docs/cassette.md): token counts, kept reasoning, media parts.
+"""Blackbox's extensions of the neutral payloads (docs/cassette.md): token counts, kept reasoning, media parts, compaction.
 
 Each is optional and written only when it carries something, so a payload
 without it is the payload, and hash, it was before the extension existed.
@@ -14,10 +14,13 @@ from typing import Any, Literal, NotRequired, TypedDict
 from blackbox_mitm.cassette.media_bytes import note_bytes
 
 __all__ = [
+    "CompactionPart",
+    "CompactionTriggerPart",
     "MediaKind",
     "MediaPart",
     "ReasoningPart",
     "Tokens",
+    "compaction_of",
     "data_url",
     "joined_parts",
     "media_kind",
@@ -193,3 +196,30 @@ def reasoning_of(output: Any) -> list[dict[str, Any]]:
     """The reasoning parts a model_output carries, in order (empty when none were recorded)."""
     parts = output.get("reasoning") if isinstance(output, dict) else None
     return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
+
+
+class CompactionTriggerPart(TypedDict):
+    """Blackbox's extension: the agent asks the model to compact the conversation so far (Codex's ``compaction_trigger``)."""
+
+    type: Literal["compaction_trigger"]
+
+
+class CompactionPart(TypedDict):
+    """Blackbox's extension: the conversation so far as the model compacted it, standing in for it from then on.
+
+    ``data`` is the provider's opaque form (the Responses API's ``encrypted_content``
+    of a ``compaction`` item), kept as given: the agent sends it back in its later
+    history, and the provider reads it. It is a ``model_output``'s ``compaction`` and,
+    in the history, an assistant message's part; compared like any other part.
+    """
+
+    type: Literal["compaction"]
+    data: str
+
+
+def compaction_of(output: Any) -> CompactionPart | None:
+    """The compaction a model_output carries (None when it has none)."""
+    part = output.get("compaction") if isinstance(output, dict) else None
+    if isinstance(part, dict) and part.get("type") == "compaction" and isinstance(part.get("data"), str):
+        return {"type": "compaction", "data": part["data"]}
+    return None

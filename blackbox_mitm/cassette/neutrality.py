@@ -149,6 +149,7 @@ _FIELDS: dict[str, dict[str, str]] = {
         "url": _DATA,
         "file": _DATA,
         "name": _DATA,
+        "data": _DATA,  # a compaction part's opaque compacted history (payloads.CompactionPart)
         # Server-side tools (server_parts): what the provider returned, and the citations on the text it wrote.
         "citations": _DATA,
         "annotations": _DATA,
@@ -163,6 +164,7 @@ _FIELDS: dict[str, dict[str, str]] = {
         "parts": "parts",
         "grounding": _DATA,
         "content": "content",
+        "compaction": "part",
     },
     # Blackbox's extension (payloads.ReasoningPart): what the model thought, and its provider's opaque signature.
     "reasoning_part": {"text": _DATA, "summary": _DATA, "signature": _DATA, "data": _DATA},

@@ -22,10 +22,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NotRequired, TypedDict
 
 from blackbox_mitm.cassette.extensions import (
+    CompactionPart,
+    CompactionTriggerPart,
     MediaKind,
     MediaPart,
     ReasoningPart,
     Tokens,
+    compaction_of,
     data_url,
     joined_parts,
     media_kind,
@@ -47,6 +50,8 @@ __all__ = [
     "OUTPUT_TYPES",
     "TERMINAL_EVENTS",
     "AnswerPart",
+    "CompactionPart",
+    "CompactionTriggerPart",
     "Container",
     "FinalAnswer",
     "MediaKind",
@@ -70,6 +75,7 @@ __all__ = [
     "ToolUsePart",
     "answer_parts_of",
     "builtin_tool",
+    "compaction_of",
     "data_url",
     "is_terminal",
     "joined_parts",
@@ -116,7 +122,9 @@ class ToolResultPart(ToolResult):
     type: Literal["tool_result"]
 
 
-MessagePart = TextPart | ToolUsePart | ToolResultPart | MediaPart | ServerToolCallPart | ServerToolResultPart
+MessagePart = (
+    TextPart | ToolUsePart | ToolResultPart | MediaPart | ServerToolCallPart | ServerToolResultPart | CompactionTriggerPart | CompactionPart
+)
 
 
 class Message(TypedDict):
@@ -177,6 +185,7 @@ class FinalAnswer(TypedDict):
     serverToolUse: NotRequired[dict[str, int]]
     grounding: NotRequired[Any]
     content: NotRequired[list[Any]]  # Blackbox's extension: the answer's text and media parts in order, when it has media
+    compaction: NotRequired[CompactionPart]
 
 
 class ToolCalls(TypedDict):
@@ -191,6 +200,7 @@ class ToolCalls(TypedDict):
     serverToolUse: NotRequired[dict[str, int]]
     grounding: NotRequired[Any]
     content: NotRequired[list[Any]]  # Blackbox's extension: the answer's text and media parts in order, when it has media
+    compaction: NotRequired[CompactionPart]
 
 
 class SingleToolCall(TypedDict):
@@ -209,6 +219,7 @@ class SingleToolCall(TypedDict):
     serverToolUse: NotRequired[dict[str, int]]
     grounding: NotRequired[Any]
     content: NotRequired[list[Any]]  # Blackbox's extension: the answer's text and media parts in order, when it has media
+    compaction: NotRequired[CompactionPart]
 
 
 ModelOutput = FinalAnswer | ToolCalls | SingleToolCall

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from blackbox_mitm.cassette.payloads import is_terminal, output_text, tokens_of, tool_calls_of
+from blackbox_mitm.cassette.payloads import compaction_of, is_terminal, output_text, tokens_of, tool_calls_of
 from blackbox_mitm.cassette.trace import Trace, TraceStep
 
 __all__ = [
@@ -306,6 +306,9 @@ def _model_output(p: dict[str, Any]) -> str:
     media = _media_in(p.get("content"))
     if media:
         out += " + " + ", ".join(media)
+    compacted = compaction_of(p)
+    if compacted is not None:  # Codex's compaction: the conversation so far, as the provider's opaque data
+        out = f"compacted the conversation ({len(compacted['data']):,} chars of opaque data)" + (f" · {out}" if text else "")
     if stop == "length":
         out = "[cut off at max tokens] " + out
     elif isinstance(stop, str) and stop != "refusal":

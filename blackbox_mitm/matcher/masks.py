@@ -145,11 +145,15 @@ class Mask:
 BUILT_IN_MASKS: tuple[Mask, ...] = (
     Mask(
         "claude-code.billing",
-        r"\bcch=[0-9a-f]+;(?: cc_prev_req=[^;\s]*;)? cc_prompt_id=[0-9a-f-]+|\bcch=(?P<mask>[0-9a-f]+)|\bcc_prompt_id=(?P<mask2>[0-9a-f-]+)",
+        r"\bcch=[0-9a-f]+;(?: cc_prev_req=[^;\s]*;)? cc_prompt_id=[0-9a-f-]+|\bcch=(?P<mask>[0-9a-f]+(?:; cc_prev_req=[^;\s]*)?)"
+        r"|\bcc_prompt_id=(?P<mask2>[0-9a-f-]+)"
+        r"|\bcc_turn_index=\d+(?P<mask3>;(?: cc_prev_msg=[^;\s]*;)?(?: cc_prev_prompt_index=\d+; cc_prev_turn_index=\d+;)?)",
         source="built-in",
         needs=("cch=", "cc_prompt_id="),
         about="Claude Code's billing/attribution line at the head of its system prompt: cch=…, cc_prompt_id=… and "
-        "cc_prev_req=… (the previous answer's request id, absent when a replayed answer has none) change every run",
+        "cc_prev_req=… (the previous answer's request id, absent when a replayed answer has none; a compaction call "
+        "has it without cc_prompt_id), and after a compaction cc_prev_msg=… and cc_prev_prompt_index / cc_prev_turn_index "
+        "(the answer before it, named only when the provider's answer carried a request id) change every run",
     ),
     Mask(
         "claude-code.agent-id",
@@ -173,6 +177,14 @@ BUILT_IN_MASKS: tuple[Mask, ...] = (
         source="built-in",
         needs=("/tasks/",),
         about="the session's uuid in the path of a background agent's output file (…/<session>/tasks/<agent>.output)",
+    ),
+    Mask(
+        "claude-code.transcript",
+        r"/\.claude/projects/[^/\s]+/(?P<mask>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl",
+        source="built-in",
+        needs=("/.claude/projects/",),
+        about="the session's uuid in the path of its transcript, which the summary Claude Code continues from after "
+        "compacting names (…/.claude/projects/<dir>/<session>.jsonl)",
     ),
     Mask(
         "claude-code.tool-use-id",

@@ -465,7 +465,7 @@ CASES = [
     Case("openai.responses.status", "failed", "response", put("status", "failed"), "status"),
     Case("openai.responses.status", "content_filter", "response", lambda d: d.update(status="incomplete", incomplete_details={"reason": "content_filter"}), "incomplete_details.reason"),
     Case("openai.responses.status", "error", "response", put("error", {"code": "server_error", "message": "x"}), "error"),
-    Case("openai.responses.unknown_item", "item", "response", put("output[0]", {"type": "compaction", "id": "cmp_1"}), "output[0].type"),
+    Case("openai.responses.unknown_item", "item", "response", put("output[0]", {"type": "telepathy_call", "id": "tp_1"}), "output[0].type"),
 ]  # fmt: skip
 
 

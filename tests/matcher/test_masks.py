@@ -31,7 +31,7 @@ def test_the_built_in_masks_make_two_claude_code_runs_match() -> None:
     assert first_difference(a, b, rules) is None
     view = compared_view(a, rules)
     assert view["systemPrompt"].startswith(
-        "x-anthropic-billing-header: cc_version=2.1.332.1c9; cc_entrypoint=sdk-cli; <masked:claude-code.billing>; cc_turn_index=1;"
+        "x-anthropic-billing-header: cc_version=2.1.332.1c9; cc_entrypoint=sdk-cli; <masked:claude-code.billing>; cc_turn_index=1<masked:claude-code.billing>"
     )
     assert view["messages"][3]["content"][0]["result"] == "Launched.\nagentId: <masked:claude-code.agent-id> (use SendMessage to continue)"
 
@@ -46,6 +46,32 @@ def test_the_previous_request_id_is_masked_with_the_billing_line_and_may_be_abse
     rules = CompareRules.build()
     assert first_difference(recorded, replayed, rules) is None
     assert "req_011C" not in compared_view(recorded, rules)["systemPrompt"]
+
+
+def test_a_compaction_call_and_the_call_after_it_match_with_and_without_the_previous_ids() -> None:
+    # Recorded: the provider's answers carried request ids, so Claude Code names the answer before the compaction;
+    # replayed answers carry none, so the same requests name nothing (tests/e2e/test_claude_code_compaction.py).
+    head = "x-anthropic-billing-header: cc_version=2.1.332.d2f; cc_entrypoint=sdk-cli; "
+    compact = (head + "cch=7fe62; cc_prev_req=req_011CdCsj3MSneC1qnlx2Ol8V;You are Claude.", head + "cch=0a1b2;You are Claude.")
+    after = (
+        head + f"cch=a00c5; cc_prompt_id={PID_A}; cc_turn_index=1; cc_prev_msg=msg_01fA6wwuqy6Zf8A77u8oFCFV; "
+        "cc_prev_prompt_index=0; cc_prev_turn_index=1;You are Claude.",
+        head + f"cch=9f9f9; cc_prompt_id={PID_B}; cc_turn_index=1;You are Claude.",
+    )
+    rules = CompareRules.build()
+    for recorded, replayed in (compact, after):
+        assert rules.mask_text(recorded) == rules.mask_text(replayed)
+        assert "req_011C" not in rules.mask_text(recorded) and "msg_01" not in rules.mask_text(recorded)
+    other_turn = head + f"cch=9f9f9; cc_prompt_id={PID_B}; cc_turn_index=2;You are Claude."
+    assert rules.mask_text(after[1]) != rules.mask_text(other_turn)  # the turn index itself is still compared
+
+
+def test_the_transcript_path_in_a_compaction_summary_is_masked() -> None:
+    path = "read the full transcript at: /home/u/.claude/projects/-tmp-work/{}.jsonl\nContinue"
+    rules = CompareRules.build()
+    a = rules.mask_text(path.format("07222689-9d58-405c-9f37-9f4e578c444e"))
+    assert a == rules.mask_text(path.format("ab222689-9d58-405c-9f37-9f4e578c4400"))
+    assert a.endswith("/-tmp-work/<masked:claude-code.transcript>.jsonl\nContinue")
 
 
 def test_masking_leaves_the_cassette_payload_as_it_was() -> None:
@@ -193,6 +219,7 @@ def test_the_built_in_masks_are_named_and_documented() -> None:
         "claude-code.agent-id",
         "claude-code.agent-usage",
         "claude-code.session-dir",
+        "claude-code.transcript",
         "claude-code.tool-use-id",
         "codex.wall-time",
         "gemini-cli.pgid",

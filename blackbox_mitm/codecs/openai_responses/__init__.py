@@ -24,7 +24,8 @@ WebSocket transport. Plain Python, no mitmproxy. Decisions the spec leaves open:
   are refused: their history is on OpenAI's side.
 * Responses: one ``message`` (one ``output_text`` or ``refusal`` part) before any
   ``function_call`` / ``custom_tool_call`` items; ``reasoning`` items are dropped;
-  ``status: "incomplete"`` for ``max_output_tokens`` is a length stop. Anything a
+  ``status: "incomplete"`` for ``max_output_tokens`` is a length stop; a ``compaction``
+  item (Codex's compaction, the ``compaction`` module) is the answer's ``compaction``. Anything a
   replay could not give back is refused (``REFUSALS``).
 * A body this codec cannot read (not JSON, an item that is not an object, an
   unknown role or item type, a call without a ``call_id``) is a
@@ -73,7 +74,7 @@ CREDENTIAL_QUERY: tuple[str, ...] = ()
 # The first is where a replay sets its placeholder: AzureOpenAI will not start without it (OPENAI_API_KEY gets
 # one from the chat codec).
 KEY_ENV_VARS: tuple[str, ...] = ("AZURE_OPENAI_API_KEY", "OPENAI_API_KEY", "CODEX_API_KEY")
-ID_PREFIXES: tuple[str, ...] = ("resp_", "msg_", "fc_", "ctc_", "call_", "rs_")
+ID_PREFIXES: tuple[str, ...] = ("resp_", "msg_", "fc_", "ctc_", "call_", "rs_", "cmp_")
 RESPONSE_KEYS: tuple[str, ...] = (
     "previous_response_id",
     "call_id",

@@ -10,7 +10,8 @@ WebSocket:
   in ``messages`` as role ``"system"``. ``reasoning`` items are dropped (like
   thinking blocks: not stored, not compared), and so are ``configuration_update``
   items (Codex restates the request's own settings in one); ``additional_tools``
-  items add their tools after the request's ``tools``.
+  items add their tools after the request's ``tools``. Codex's ``compaction_trigger``
+  and ``compaction`` items are parts of their own (the ``compaction`` module).
 * Consecutive assistant-side items (assistant messages, ``function_call``,
   ``custom_tool_call``) are one assistant turn: its text, then its ``tool_use``
   parts in order, as the chat codec writes an assistant message with tool calls.
@@ -46,7 +47,7 @@ from blackbox_mitm.cassette.payloads import (
     tool_definition,
 )
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
-from blackbox_mitm.codecs.openai_responses import EMPTY_SCHEMA, NAME, PROVIDER, REFUSALS, TEXT_FORMAT, hosted_tools
+from blackbox_mitm.codecs.openai_responses import EMPTY_SCHEMA, NAME, PROVIDER, REFUSALS, TEXT_FORMAT, compaction, hosted_tools
 from blackbox_mitm.errors import BlackboxUnsupportedError
 
 __all__ = [
@@ -392,6 +393,18 @@ class _Transcript:
         name = name if name is not None else self.ids.name_of(call_id)
         self.results.append({"type": "tool_result", "toolCallId": call_id, "toolName": name or "", "result": text})
 
+    def compaction(self, item: dict[str, Any], kind: str, path: str) -> None:
+        """Codex's compaction (``compaction`` module): the trigger is a user turn, the compacted history the assistant's."""
+        self.leading = False
+        if kind == compaction.TRIGGER:
+            self.close()
+            self.messages.append({"role": "user", "content": [compaction.trigger_part()]})
+            return
+        if self.turn is None:
+            self.close()
+            self.turn = []
+        self.turn.append(compaction.part_of_item(item, path))
+
     def item(self, item: Any, path: str) -> None:
         if not isinstance(item, dict):
             REFUSALS.malformed(path, "an input item is not an object")
@@ -408,6 +421,8 @@ class _Transcript:
             self.tools.extend(decode_tools(item.get("tools"), f"{path}.tools"))
         elif kind in hosted_tools.SERVED_ITEMS:
             self.hosted_call(item)
+        elif kind in (compaction.TRIGGER, compaction.ITEM):
+            self.compaction(item, kind, path)
         elif kind in HOSTED_ITEMS:
             REFUSALS.refuse("openai.responses.hosted_tool", f"{path}.type", kind)
         elif kind in LOCAL_ITEMS:

@@ -15,12 +15,21 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from blackbox_mitm.cassette.payloads import ModelOutput, ReasoningPart, Tokens, reasoning_of, tokens, tokens_of, tool_calls_of
+from blackbox_mitm.cassette.payloads import (
+    CompactionPart,
+    ModelOutput,
+    ReasoningPart,
+    Tokens,
+    reasoning_of,
+    tokens,
+    tokens_of,
+    tool_calls_of,
+)
 from blackbox_mitm.codecs import openai_chat
 from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse
 from blackbox_mitm.codecs.common.ids import digest
 from blackbox_mitm.codecs.common.jsonio import dumps, loads
-from blackbox_mitm.codecs.openai_responses import PROVIDER, REFUSALS, hosted_tools
+from blackbox_mitm.codecs.openai_responses import PROVIDER, REFUSALS, compaction, hosted_tools
 from blackbox_mitm.codecs.openai_responses.fields import HOSTED_ITEMS, LOCAL_ITEMS, ResponsesRequest, given, is_custom, remember
 
 __all__ = ["decode_response", "encode_error", "encode_response", "normalize_answer", "response_head"]
@@ -113,6 +122,7 @@ def _model_output(resp: dict[str, Any], ids: CallIds) -> ModelOutput:
     calls: list[tuple[str | None, str, Any]] = []
     reasoning: list[ReasoningPart] = []
     rich = hosted_tools.is_rich(output)
+    compacted: list[CompactionPart] = []
     for k, item in enumerate(output):
         at = f"output[{k}]"
         kind = item.get("type") if isinstance(item, dict) else None
@@ -120,6 +130,11 @@ def _model_output(resp: dict[str, Any], ids: CallIds) -> ModelOutput:
             REFUSALS.malformed(f"{at}.type", "an output item's type is not a string")
         if kind == "reasoning":
             reasoning.append(_reasoning_part(item))
+            continue
+        if kind == compaction.ITEM:
+            if compacted:
+                REFUSALS.refuse("openai.responses.output_layout", at)
+            compacted.append(compaction.part_of_item(item, at))
             continue
         if rich and (kind in hosted_tools.SERVED_ITEMS or kind in ("message", "function_call", "custom_tool_call")):
             continue  # read in order by hosted_tools.rich_output
@@ -158,6 +173,8 @@ def _model_output(resp: dict[str, Any], ids: CallIds) -> ModelOutput:
         out["stop"] = STOP_LENGTH
     if reasoning:
         out["reasoning"] = reasoning
+    if compacted:
+        out["compaction"] = compacted[0]
     return out
 
 
@@ -280,6 +297,9 @@ def output_items(output: Any, request: DecodedRequest, ids: CallIds, response_id
     status = "incomplete" if length else "completed"
     msg_id = f"msg_bb{_digest(response_id, 'message')}"
     thought = reasoning_items(output, response_id)
+    compacted = compaction.compaction_item(output, response_id)
+    if compacted is not None:
+        thought.append(compacted)
     if "parts" in output:
         kinds = {str(t.get("name")): is_custom(t) for t in request.model_input.get("tools") or [] if isinstance(t, dict)}
         served = hosted_tools.rich_items(
@@ -292,6 +312,8 @@ def output_items(output: Any, request: DecodedRequest, ids: CallIds, response_id
     if kind == "final_answer":
         if not isinstance(text, str):
             raise ValueError("a final_answer model_output has no text")
+        if compacted is not None and not text:
+            return thought, length  # the compaction alone: no empty message beside it
         part: dict[str, Any] = (
             {"type": "refusal", "refusal": text}
             if stop == STOP_REFUSAL

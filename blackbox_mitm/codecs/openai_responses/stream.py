@@ -88,6 +88,8 @@ def _stream_item(ev: _Events, index: int, item: dict[str, Any]) -> None:
             ev.add("response.reasoning_summary_text.delta", **at, delta=part["text"])
             ev.add("response.reasoning_summary_text.done", **at, text=part["text"])
             ev.add("response.reasoning_summary_part.done", **at, part=part)
+    elif kind == "compaction":
+        ev.add("response.output_item.added", output_index=index, item=item)
     elif kind == "function_call":
         ev.add("response.output_item.added", output_index=index, item={**item, "status": "in_progress", "arguments": ""})
         for piece in _pieces(item["arguments"]):
