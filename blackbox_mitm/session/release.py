@@ -45,16 +45,6 @@ tie-breaker for what arrival times cannot tell. That order is the one the agent
 on a loaded machine the recorded agent may have handled two answers that
 completed 5 ms apart the other way round.
 
-The separation is measured against the machine: how long an agent takes to
-handle one end grows with the CPU it competes for, so the gap is scaled by the
-machine's load (``machine_load``: the load average per core, at least 1) when
-the scheduler is given ``load`` (a replay's session gives it; ``--order-gap``
-is the gap on an idle machine). Measured with Claude Code and three
-subagents ending together on a 2-core machine at load 10 to 13: the first
-subagent's end released the moment its request had arrived and the next 70
-to 135 ms later, Claude Code took them the other way round (2 of 8 replays);
-150 ms and more apart, in the order given (docs/replay-and-divergence.md).
-
 Every release is logged (``releases``): which call, when, the predecessor it
 waited for last, the earliest time the separation allowed and the gate request
 it waited for last. Plain Python and thread-safe; the clock is injectable
@@ -68,7 +58,6 @@ import bisect
 import dataclasses
 import functools
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -79,33 +68,13 @@ from blackbox_mitm.session.perceived import perceived_order
 
 log = logging.getLogger(__name__)
 
-__all__ = [
-    "DEFAULT_GAP_MS",
-    "DEFAULT_GATE_WAIT_MS",
-    "DEFAULT_WAIT_MS",
-    "Hold",
-    "Release",
-    "ReleaseOrder",
-    "gates",
-    "machine_load",
-    "overlaps",
-]
+__all__ = ["DEFAULT_GAP_MS", "DEFAULT_GATE_WAIT_MS", "DEFAULT_WAIT_MS", "Hold", "Release", "ReleaseOrder", "gates", "overlaps"]
 
 DEFAULT_GAP_MS = 25.0  # measured: Claude Code on a loaded 2-core machine (docs/replay-and-divergence.md)
 DEFAULT_WAIT_MS = 3000.0  # how long an answer waits for a predecessor the agent has not asked for
 DEFAULT_GATE_WAIT_MS = 10_000.0  # how long an answer waits for a request that arrived before it completed (generous)
 _ASKED_CAP_MS = 60_000.0  # a predecessor asked for but never delivered (its agent hung up): not waited for past this
 _SLICE_S = 0.1  # a waiting thread looks at its cancel event this often
-_MAX_LOAD = 16.0  # the gap is scaled by the load up to this factor (25 ms: 0.4 s at most)
-
-
-def machine_load() -> float:
-    """The machine's load average over the last minute per core, at least 1 (1 where the system does not say)."""
-    try:
-        load = os.getloadavg()[0] / (os.cpu_count() or 1)
-    except OSError:  # pragma: no cover - a system without a load average
-        return 1.0
-    return min(max(load, 1.0), _MAX_LOAD)
 
 
 def _monotonic_ms() -> float:
@@ -172,7 +141,6 @@ class Release:
     skipped: tuple[int, ...] = ()  # predecessors never asked for in time: not waited for
     gate: int | None = None  # of the requests that arrived before its recorded completion, the one seen last
     gates_timed_out: tuple[int, ...] = ()  # such requests not seen within gate_wait_ms: released without them
-    load: float = 1.0  # the machine's load per core when ``after`` was delivered: the gap was scaled by it
 
 
 class ReleaseOrder:
@@ -186,7 +154,6 @@ class ReleaseOrder:
         wait_ms: float = DEFAULT_WAIT_MS,
         gate_wait_ms: float = DEFAULT_GATE_WAIT_MS,
         clock: Callable[[], float] = _monotonic_ms,
-        load: Callable[[], float] | None = None,
     ) -> None:
         if gap_ms < 0 or wait_ms < 0 or gate_wait_ms < 0:
             raise ValueError("gap_ms, wait_ms and gate_wait_ms must be 0 or more")
@@ -196,12 +163,9 @@ class ReleaseOrder:
         clocked = overlaps(calls)
         self._concerned = {*clocked, *(j for preds in clocked.values() for j in preds)}
         self.predecessors = _reordered(clocked, perceived_order(calls, self._concerned))
-        self._followed = {j for preds in self.predecessors.values() for j in preds}  # answers a gap follows
         self.arrivals = arrival_order(calls)
         self.gates = gates(calls, self._concerned)
         self._clock = clock
-        self._load = load  # None: the gap as given (tests, benchmarks); machine_load in a replay
-        self._load_at: dict[int, float] = {}  # call -> the load when its answer was delivered
         self._cond = threading.Condition()
         self._asked: set[int] = set()
         self._seen = 0  # how many of ``arrivals`` (a prefix) arrived or were given up on
@@ -293,17 +257,14 @@ class ReleaseOrder:
         if not delivered:
             return Release(number, now, skipped=tuple(j for j in preds if j in self._abandoned)), None
         last_ms, last = max(delivered)
-        load = self._load_at.get(last, 1.0)
-        not_before = last_ms + self.gap_ms * load
+        not_before = last_ms + self.gap_ms
         if now < not_before:
             return None, not_before - now
-        return Release(number, now, last, not_before, tuple(j for j in preds if j in self._abandoned), load=load), None
+        return Release(number, now, last, not_before, tuple(j for j in preds if j in self._abandoned)), None
 
     def _mark(self, release: Release) -> Release:
         log.debug("blackbox: released %s", release)
         self._delivered[release.call] = release.at_ms
-        if self._load is not None and release.call in self._followed:
-            self._load_at[release.call] = max(1.0, float(self._load()))  # the gap after it, scaled (a syscall)
         self._log.append(release)
         self._cond.notify_all()
         self._wake_all()

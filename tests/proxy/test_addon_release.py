@@ -82,7 +82,5 @@ def test_an_answer_made_here_waits_for_the_overlapping_one_recorded_before_it(tm
     calls, sent, releases = asyncio.run(both())
     assert calls == [0, 1]  # call 0 is "second" (completed first when recorded)
     assert sent == ["second done", "first done"]
-    # The 30 ms gap, scaled by the machine's load per core when "second" was delivered (1 on an idle machine).
-    assert releases[1].load >= 1.0
-    assert releases[1].after == 0 and releases[1].not_before_ms == releases[0].at_ms + 30 * releases[1].load
+    assert releases[1].after == 0 and releases[1].not_before_ms == releases[0].at_ms + 30
     assert releases[1].at_ms >= releases[1].not_before_ms

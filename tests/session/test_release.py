@@ -306,26 +306,3 @@ def test_a_request_between_the_ends_keeps_the_clock_order() -> None:
     trace.append("model_input", recorded[3].input, timestamp=1200)
     trace.append("model_output", recorded[3].output, timestamp=1210)
     assert perceived_order(recorded_calls_of(trace), {0, 1, 2}) == [0, 1, 2, 3, 4]
-
-
-def test_the_gap_is_scaled_by_the_load_measured_when_the_predecessor_was_delivered() -> None:
-    clock = FakeClock()
-    loads = iter([4.0, 0.5])  # load per core at alpha's delivery, then at beta's (never below 1)
-    order = ReleaseOrder(SUBAGENTS, gap_ms=25, clock=clock, load=lambda: next(loads))
-    order.arrived(0)
-    third, second, first = order.hold(3), order.hold(2), order.hold(1)
-    assert first.now()
-    assert not second.now()  # 25 ms x 4: alpha was delivered on a machine with 4 runnable tasks a core
-    clock.now += 99
-    assert not second.now()
-    clock.now += 1
-    assert second.now()
-    clock.now += 25
-    assert third.now()  # beta was delivered on an idle machine: the gap as given
-    assert [(r.call, r.after, r.not_before_ms, r.load) for r in order.releases[1:]] == [(2, 1, 1100.0, 4.0), (3, 2, 1125.0, 1.0)]
-
-
-def test_machine_load_is_per_core_and_at_least_one() -> None:
-    from blackbox_mitm.session.release import machine_load
-
-    assert 1.0 <= machine_load() <= 16.0
