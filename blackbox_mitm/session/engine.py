@@ -37,7 +37,7 @@ from blackbox_mitm.session.exchanges import ExchangeServer
 from blackbox_mitm.session.numbers import refuse_unrepresentable_numbers
 from blackbox_mitm.session.recorder import RecordFailed, RunRecorder, SecretLeak, scrub, secrets_from_environ, secrets_from_request
 from blackbox_mitm.session.redact import Redactor
-from blackbox_mitm.session.release import DEFAULT_GAP_MS, Hold, ReleaseOrder
+from blackbox_mitm.session.release import DEFAULT_GAP_MS, DEFAULT_SETTLE_MS, Hold, ReleaseOrder
 from blackbox_mitm.session.transcript import order_tool_results
 
 __all__ = ["Answer", "Forward", "ModelRequest", "Session", "Ticket"]
@@ -134,7 +134,11 @@ class Session:
         self.rules = rules
         self.redactor = redactor or Redactor()
         self.pace = pace
-        self.order = ReleaseOrder(replay.calls, gap_ms=order_gap_ms) if replay is not None and order_gap_ms is not None else None
+        self.order = (  # an answer asked for a moment ago settles first (session/release.py)
+            ReleaseOrder(replay.calls, gap_ms=order_gap_ms, settle_ms=DEFAULT_SETTLE_MS)
+            if replay is not None and order_gap_ms is not None
+            else None
+        )
         self.env = env
         self._profile_chosen = False  # the agent's profile (matcher.profiles), from its first call's User-Agent
         self.in_flight = 0

@@ -319,3 +319,20 @@ def test_ends_a_quarter_second_apart_quoted_together_go_in_the_quoted_order() ->
     trace.append("model_input", {"messages": [{"role": "user", "content": said}], "tools": []}, timestamp=3000)
     trace.append("model_output", {"type": "final_answer", "text": "All done."}, timestamp=3010)
     assert perceived_order(recorded_calls_of(trace), {0, 1, 2}) == [1, 0, 2, 3]
+
+
+def test_an_answer_asked_for_a_moment_ago_settles_before_it_goes() -> None:
+    clock = FakeClock()
+    order = ReleaseOrder(SUBAGENTS, gap_ms=25, clock=clock, settle_ms=250)
+    order.arrived(0)
+    alpha, beta = order.hold(3), order.hold(2)
+    clock.now += 300  # alpha and beta have been waiting
+    gamma = order.hold(1)  # the first to end, asked for last
+    assert not gamma.now()
+    clock.now += 249.9
+    assert not gamma.now()
+    clock.now += 0.1
+    assert gamma.now()
+    clock.now += 25
+    assert beta.now()  # waiting long enough already: the gap after gamma is all it needs
+    assert [(r.call, r.at_ms) for r in order.releases] == [(1, 1550.0), (2, 1575.0)]
