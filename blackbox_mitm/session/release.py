@@ -78,7 +78,17 @@ from blackbox_mitm.session.perceived import perceived_order
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_GAP_MS", "DEFAULT_GATE_WAIT_MS", "DEFAULT_SETTLE_MS", "DEFAULT_WAIT_MS", "Hold", "Release", "ReleaseOrder", "gates", "overlaps"]
+__all__ = [
+    "DEFAULT_GAP_MS",
+    "DEFAULT_GATE_WAIT_MS",
+    "DEFAULT_SETTLE_MS",
+    "DEFAULT_WAIT_MS",
+    "Hold",
+    "Release",
+    "ReleaseOrder",
+    "gates",
+    "overlaps",
+]
 
 DEFAULT_GAP_MS = 25.0  # measured: Claude Code on a loaded 2-core machine (docs/replay-and-divergence.md)
 DEFAULT_WAIT_MS = 3000.0  # how long an answer waits for a predecessor the agent has not asked for

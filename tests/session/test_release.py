@@ -335,4 +335,6 @@ def test_an_answer_asked_for_a_moment_ago_settles_before_it_goes() -> None:
     assert gamma.now()
     clock.now += 25
     assert beta.now()  # waiting long enough already: the gap after gamma is all it needs
-    assert [(r.call, r.at_ms) for r in order.releases] == [(1, 1550.0), (2, 1575.0)]
+    clock.now += 25
+    assert alpha.now()
+    assert [(r.call, r.at_ms) for r in order.releases] == [(1, 1550.0), (2, 1575.0), (3, 1600.0)]

@@ -27,7 +27,10 @@ def test_a_name_the_report_would_take_a_missing_name_and_a_missing_cassette_are_
     with pytest.raises(RouteRefused, match=r"there is no cassette .*ghost\.json to replay"):
         router.session_for("ghost")
     assert router.runs() == ["ghost"]  # the refusal is kept for that run alone
-    assert router.finish("ghost") == {"run": "ghost", "error": f"the proxy credentials name the run 'ghost', but there is no cassette {tmp_path / 'ghost.json'} to replay"}
+    assert router.finish("ghost") == {
+        "run": "ghost",
+        "error": f"the proxy credentials name the run 'ghost', but there is no cassette {tmp_path / 'ghost.json'} to replay",
+    }
     assert router.finish("never") == {"run": "never", "error": "the run made no model call"}
 
 
