@@ -48,11 +48,11 @@ completed 5 ms apart the other way round.
 An answer asked for a moment ago is not released at once either: it waits
 ``settle_ms`` after its own request arrived (a replay's session sets it; 0
 here). Measured with Claude Code on a loaded 2-core machine (load 10): the
-subagent whose request arrived last had its answer released within 2 ms of
-asking, the others' 25 to 135 ms later, and in 8 of 8 misses Claude Code took
-that freshly answered subagent's end after the others' — an agent still busy
-with the request it just sent handles its answer later than one that has been
-waiting. The other misses were one turn split in two (Claude Code began a turn
+subagent whose request arrived last had its answer released within 90 ms of
+asking (mostly within 2 ms), the next 5 to 135 ms later, and in 10 of 10 such
+misses Claude Code took that freshly answered subagent's end after the
+others' — an agent still busy with the request it just sent handles its
+answer later than one that has been waiting. The other misses were one turn split in two (Claude Code began a turn
 between two ends 25 ms apart): no separation rules that out.
 
 Every release is logged (``releases``): which call, when, the predecessor it
