@@ -22,16 +22,16 @@ demo: $(STAMP)          ## record, show, verify, replay offline and fork the exa
 test: $(STAMP) $(CLIENTS)  ## the whole suite (unit + end to end through a real proxy)
 	$(PY) -m pytest -q -n 3  # pytest-xdist: the end-to-end tests mostly wait on processes
 
-test-fast: $(STAMP)     ## the unit tests only (no proxy process, no browser, no benchmark): under a minute
-	$(PY) -m pytest -q -m "not e2e and not browser and not bench"
+test-fast: $(STAMP)     ## the unit tests only (no proxy process, no browser, no benchmark, no property-based run): under a minute of CPU
+	$(PY) -m pytest -q -m "not e2e and not browser and not bench and not fuzz"
 
 lint: $(STAMP)          ## ruff (lint + format check) and mypy
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-fuzz: $(STAMP)          ## the property-based suite with a long budget (BLACKBOX_FUZZ=long: 5,000 examples a test)
-	BLACKBOX_FUZZ=long $(PY) -m pytest -q -p no:cacheprovider tests/fuzz
+fuzz: $(STAMP)          ## the property-based tests with a long budget (BLACKBOX_FUZZ=long: 5,000 examples a test in tests/fuzz)
+	BLACKBOX_FUZZ=long $(PY) -m pytest -q -p no:cacheprovider -m fuzz tests
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format .

@@ -82,3 +82,11 @@ def blackbox(*args: str, env: dict[str, str] | None = None, timeout: float = 180
     if check and proc.returncode != 0:
         raise AssertionError(f"blackbox {' '.join(args)} exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
     return proc
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Property-based tests (hypothesis) are marked ``fuzz``: ``make test`` runs them, ``make test-fast`` leaves them
+    out (they are most of its CPU), ``make fuzz`` runs them with 5,000 examples each (tests/fuzz/fuzz_strategies.py)."""
+    for item in items:
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.add_marker(pytest.mark.fuzz)

@@ -38,7 +38,7 @@ from blackbox_mitm.session.exchanges import ExchangeServer
 from blackbox_mitm.session.numbers import refuse_unrepresentable_numbers
 from blackbox_mitm.session.plan import Refuse, RunMode, RunPlan, Script, Upstream
 from blackbox_mitm.session.recorder import Privacy, RecordFailed, RunRecorder, SecretLeak, scrub, secrets_from_request
-from blackbox_mitm.session.release import Hold, ReleaseOrder
+from blackbox_mitm.session.release import DEFAULT_SETTLE_MS, Hold, ReleaseOrder
 
 __all__ = ["Answer", "Forward", "ModelRequest", "Session", "Ticket"]
 
@@ -66,7 +66,11 @@ class Session:
         self.ids = ids or CallIds()
         self.echoed_ids = EchoedIds()  # the run's mapped ids in request text (session/echoed_ids.py)
         replay = plan.prefix
-        self.order = ReleaseOrder(replay.calls, gap_ms=plan.order_gap_ms) if replay is not None and plan.order_gap_ms is not None else None
+        self.order = (  # an answer asked for a moment ago settles first (session/release.py)
+            ReleaseOrder(replay.calls, gap_ms=plan.order_gap_ms, settle_ms=DEFAULT_SETTLE_MS)
+            if replay is not None and plan.order_gap_ms is not None
+            else None
+        )
         self._profile_chosen = False  # the agent's profile (matcher.profiles), from its first call's User-Agent
         self.in_flight = 0
         self.forwarded_calls = 0

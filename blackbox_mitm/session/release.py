@@ -45,6 +45,16 @@ tie-breaker for what arrival times cannot tell. That order is the one the agent
 on a loaded machine the recorded agent may have handled two answers that
 completed 5 ms apart the other way round.
 
+An answer asked for a moment ago is not released at once either: it waits
+``settle_ms`` after its own request arrived (a replay's session sets it; 0
+here). Measured with Claude Code on a loaded 2-core machine (load 10): the
+subagent whose request arrived last had its answer released within 90 ms of
+asking (mostly within 2 ms), the next 5 to 135 ms later, and in 10 of 10 such
+misses Claude Code took that freshly answered subagent's end after the
+others' — an agent still busy with the request it just sent handles its
+answer later than one that has been waiting. The other misses were one turn split in two (Claude Code began a turn
+between two ends 25 ms apart): no separation rules that out.
+
 Every release is logged (``releases``): which call, when, the predecessor it
 waited for last, the earliest time the separation allowed and the gate request
 it waited for last. Plain Python and thread-safe; the clock is injectable
@@ -68,10 +78,21 @@ from blackbox_mitm.session.perceived import perceived_order
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_GAP_MS", "DEFAULT_GATE_WAIT_MS", "DEFAULT_WAIT_MS", "Hold", "Release", "ReleaseOrder", "gates", "overlaps"]
+__all__ = [
+    "DEFAULT_GAP_MS",
+    "DEFAULT_GATE_WAIT_MS",
+    "DEFAULT_SETTLE_MS",
+    "DEFAULT_WAIT_MS",
+    "Hold",
+    "Release",
+    "ReleaseOrder",
+    "gates",
+    "overlaps",
+]
 
 DEFAULT_GAP_MS = 25.0  # measured: Claude Code on a loaded 2-core machine (docs/replay-and-divergence.md)
 DEFAULT_WAIT_MS = 3000.0  # how long an answer waits for a predecessor the agent has not asked for
+DEFAULT_SETTLE_MS = 250.0  # an answer asked for this recently waits: the agent may still be busy sending (measured)
 DEFAULT_GATE_WAIT_MS = 10_000.0  # how long an answer waits for a request that arrived before it completed (generous)
 _ASKED_CAP_MS = 60_000.0  # a predecessor asked for but never delivered (its agent hung up): not waited for past this
 _SLICE_S = 0.1  # a waiting thread looks at its cancel event this often
@@ -154,9 +175,11 @@ class ReleaseOrder:
         wait_ms: float = DEFAULT_WAIT_MS,
         gate_wait_ms: float = DEFAULT_GATE_WAIT_MS,
         clock: Callable[[], float] = _monotonic_ms,
+        settle_ms: float = 0.0,
     ) -> None:
-        if gap_ms < 0 or wait_ms < 0 or gate_wait_ms < 0:
-            raise ValueError("gap_ms, wait_ms and gate_wait_ms must be 0 or more")
+        if gap_ms < 0 or wait_ms < 0 or gate_wait_ms < 0 or settle_ms < 0:
+            raise ValueError("gap_ms, wait_ms, gate_wait_ms and settle_ms must be 0 or more")
+        self.settle_ms = float(settle_ms)
         self.gap_ms = float(gap_ms)
         self.wait_ms = float(wait_ms)
         self.gate_wait_ms = float(gate_wait_ms)
@@ -244,6 +267,8 @@ class ReleaseOrder:
 
     def _by_order(self, number: int, ready_ms: float, now: float) -> tuple[Release | None, float | None]:
         """The completion-order rule with its separation, once the gates are passed."""
+        if now < ready_ms + self.settle_ms:  # asked for a moment ago: the agent may still be busy with the request
+            return None, ready_ms + self.settle_ms - now
         preds = self.predecessors.get(number, ())
         waiting = [j for j in preds if j not in self._delivered and j not in self._abandoned]
         if waiting:

@@ -3,6 +3,9 @@
 * a ``blackbox.toml`` that is not UTF-8 (saved as UTF-16: it begins ``FF FE``), for every command that reads the config;
 * a ``blackbox.toml`` that is a directory: said to be no file, not silently skipped;
 * a ``.json.gz`` compressed twice (or a zstd stream inside a gzip one): the decompressed content is said to be another stream.
+
+Each case runs the real ``blackbox`` program (a process per command), so the file is marked e2e, as
+tests/cli/test_cli_e2e.py is: ``make test`` runs it, ``make test-fast`` does not.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from pathlib import Path
 import pytest
 import zstandard
 from conftest import ROOT
+
+pytestmark = pytest.mark.e2e
 
 GOOD = ROOT / "tests" / "fixtures" / "cassettes" / "js_weather.json"
 

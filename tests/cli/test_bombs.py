@@ -7,6 +7,8 @@ make, decompressing to twice the cap. The cap is lowered to 128 MiB through
 cheap; a reader whose cost grew with the square of what it read (as ``show``'s
 did) still runs past the timeout at this size. Each command runs as a real
 process under a generous timeout: a hang fails the test, a slow machine does not.
+The two bomb runs are marked e2e (a dozen real processes each reading 256 MiB:
+most of ``make test-fast``'s CPU), so ``make test`` runs them.
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ def journal_name(bomb: Path) -> str:
     return f"cut{bomb.name.removeprefix('bomb')}.journal"
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("suffix", [".json.gz", ".json.zst"])
 def test_every_reader_stops_a_bomb_at_the_cap(tmp_path: Path, suffix: str) -> None:
     bomb = make_bomb(tmp_path / f"bomb{suffix}")

@@ -253,10 +253,9 @@ def test_a_subagent_ends_only_after_the_turn_that_reported_the_one_before(
         assert_same_run(replay(cassette, prompt, cwd=workdir, confdir=confdir), rec, len(calls))
 
 
-# Two subagents: 20 of 20 by hand beside a CPU-bound job. Three are measured by hand only (19 of 20 quiet, 18 of 20
-# beside a CPU-bound job: Claude Code sometimes batches two ends a few ms apart into one turn, which the cassette
-# cannot order): not yet a pass/fail test that holds on a busy machine (issue #30 stays open for it).
-@pytest.mark.parametrize("agents", [2])
+# Two and three subagents (three: one record and one strict replay). By hand (docs/replay-and-divergence.md), at load
+# 7 to 10 on 2 cores, with the settle and the 1 s quoted-order window: 10 of 10 strict and 10 of 10 sequence each.
+@pytest.mark.parametrize("agents", [2, 3])
 def test_background_subagents_answered_together_end_in_the_recorded_order(
     agents: int, claude: Path, provider: FakeProvider, workdir: Path, confdir: Path
 ) -> None:
@@ -274,11 +273,9 @@ def test_background_subagents_answered_together_end_in_the_recorded_order(
     text = cassette.read_text()
     assert "toolu_" not in text
     assert text.count("<tool-use-id>call-") == agents
-    # By hand, 20 strict replays each (docs/replay-and-divergence.md): quiet (load ~9 from others) 19 of 20 (two and
-    # three), --match sequence 20 and 19 of 20; beside `yes > /dev/null` 20 of 20 (two), 18 of 20 (three). Misses are
-    # one batched turn naming two subagents in the other order: nothing but the gap orders ends with no request between.
     assert_same_run(replay(cassette, prompt, cwd=workdir, confdir=confdir), rec, len(calls))
-    assert_same_run(replay(cassette, prompt, "--match", "sequence", cwd=workdir, confdir=confdir), rec, len(calls))
+    if agents == 2:  # three: one record and one strict replay (each Claude Code session costs seconds of CPU)
+        assert_same_run(replay(cassette, prompt, "--match", "sequence", cwd=workdir, confdir=confdir), rec, len(calls))
 
 
 # A 1x1 PNG.

@@ -131,11 +131,26 @@ def _record_run(codex: Codex, cassette: Path, transport: str) -> str:
     return rec.stdout
 
 
+@pytest.fixture(scope="module")
+def socket_run(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> tuple[Codex, Path, str]:
+    """One Codex run recorded over its WebSocket (its home, the cassette, what it printed), shared by the tests that
+    only replay or fork it: Codex is recorded once for them, not once each."""
+    root = tmp_path_factory.mktemp("codex-socket")
+    codex = Codex(root, confdir)
+    cassette = root / "run.json"
+    return codex, cassette, _record_run(codex, cassette, "websocket")
+
+
 @pytest.mark.parametrize("transport", list(TRANSPORTS))
-def test_codex_records_verifies_replays_offline_and_a_changed_prompt_fails(transport: str, tmp_path: Path, confdir: Path) -> None:
-    codex = Codex(tmp_path, confdir)
-    cassette = tmp_path / "run.json"
-    recorded = _record_run(codex, cassette, transport)
+def test_codex_records_verifies_replays_offline_and_a_changed_prompt_fails(
+    transport: str, tmp_path: Path, confdir: Path, request: pytest.FixtureRequest
+) -> None:
+    if transport == "websocket":  # the shared recording (its checks ran in _record_run)
+        codex, cassette, recorded = request.getfixturevalue("socket_run")
+    else:
+        codex = Codex(tmp_path, confdir)
+        cassette = tmp_path / "run.json"
+        recorded = _record_run(codex, cassette, transport)
     verified = _blackbox("verify", str(cassette))
     assert verified.returncode == 0, verified.stdout + verified.stderr
     _assert_clean(cassette)
@@ -149,11 +164,11 @@ def test_codex_records_verifies_replays_offline_and_a_changed_prompt_fails(trans
     assert "diverged" in changed.stderr
 
 
-def test_a_fork_going_live_answers_the_upgrade_426_and_codex_falls_back_to_https(tmp_path: Path, confdir: Path) -> None:
+def test_a_fork_going_live_answers_the_upgrade_426_and_codex_falls_back_to_https(
+    tmp_path: Path, confdir: Path, socket_run: tuple[Codex, Path, str]
+) -> None:
     """A fork's calls go partly to the parent, partly upstream: no socket can carry both, so Codex is sent to HTTPS."""
-    codex = Codex(tmp_path, confdir)
-    parent = tmp_path / "run.json"
-    _record_run(codex, parent, "websocket")
+    codex, parent, _ = socket_run
     child = tmp_path / "fork.json"
     edit = json.dumps("Script completed\nOutput:\nsomething-else\n")
     with FakeResponsesWs([{"text": "It printed something-else."}]) as fake:
@@ -171,10 +186,8 @@ def test_a_fork_going_live_answers_the_upgrade_426_and_codex_falls_back_to_https
     assert verify_trace(trace) == []
 
 
-def test_a_run_recorded_over_the_socket_replays_over_https(tmp_path: Path, confdir: Path) -> None:
-    codex = Codex(tmp_path, confdir)
-    cassette = tmp_path / "run.json"
-    recorded = _record_run(codex, cassette, "websocket")
+def test_a_run_recorded_over_the_socket_replays_over_https(socket_run: tuple[Codex, Path, str]) -> None:
+    codex, cassette, recorded = socket_run
     replay = codex.replay(cassette, "https")
     assert replay.returncode == 0, replay.stderr[-3000:]
     assert replay.stdout == recorded

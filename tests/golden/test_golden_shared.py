@@ -1,7 +1,7 @@
 """`blackbox test` through one shared proxy: names kept apart, bad input kept to its golden, the old path kept, live progress.
 
 Real goldens recorded once per module, real agent processes, the real `blackbox
-test` command; the units (run names, the router, the progress line) in-process.
+test` command (marked e2e); the units (run names, the router, the progress line) in-process.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from blackbox_mitm.golden.shared import GoldenRouter, run_names
 from blackbox_mitm.golden.suite import GoldenCase
 from blackbox_mitm.session.router import RouteRefused
 
+E2E = pytest.mark.e2e  # real goldens, real agent processes and a real proxy: make test, not make test-fast
+
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> dict[str, Path]:
@@ -46,6 +48,7 @@ def test_run_names_are_unique_plain_file_names() -> None:
     assert run_names(cases) == ["paris", "paris-2", "paris-3", "my-run-copy", "golden", "paris-2-2"]
 
 
+@E2E
 def test_an_ended_golden_run_is_refused_and_an_unknown_one_has_no_cassette(tmp_path: Path, recorded: dict[str, Path]) -> None:
     router = GoldenRouter(tmp_path, mode="replay", cassettes={"a": recorded["paris"], "b": recorded["lyon"]})
     assert router.session_for("a").run_id == load_trace(recorded["paris"]).id
@@ -97,6 +100,7 @@ def test_progress_on_a_terminal_is_one_line_redrawn_in_place() -> None:
 # -- end to end -----------------------------------------------------------------------------
 
 
+@E2E
 def test_two_goldens_of_one_run_id_and_an_unreadable_file_each_get_their_own_result(tmp_path: Path, confdir: Path, recorded) -> None:
     goldens = make_suite(tmp_path, recorded, "paris", "lyon")
     shutil.copy(recorded["paris"], goldens / "paris-copy.json")  # a second golden claiming the run id of the first
@@ -118,6 +122,7 @@ def test_two_goldens_of_one_run_id_and_an_unreadable_file_each_get_their_own_res
     assert "zz-binary.json" in error.get("message", "") and "the command was not run" in (error.text or "")
 
 
+@E2E
 @pytest.mark.parametrize(
     ("named", "says"),
     [("-", "the request named none"), ("nosuch", "the proxy credentials name the run 'nosuch', but there is no cassette")],
@@ -135,6 +140,7 @@ def test_a_client_naming_no_run_or_an_unknown_one_fails_alone(tmp_path: Path, co
     assert says in (paris.findtext("system-err") or "")
 
 
+@E2E
 def test_proxy_per_golden_keeps_the_old_path(tmp_path: Path, confdir: Path, recorded) -> None:
     goldens = make_suite(tmp_path, recorded, "paris", "lyon")
     proc = run_test(confdir, "--goldens", str(goldens), "--proxy-per-golden", "-j", "2", "--", *HELPER, "echo-env", str(tmp_path / "e"))
@@ -145,6 +151,7 @@ def test_proxy_per_golden_keeps_the_old_path(tmp_path: Path, confdir: Path, reco
     assert "@" not in json.loads((tmp_path / "e").read_text())["env"]["HTTPS_PROXY"]
 
 
+@E2E
 def test_on_a_terminal_blackbox_test_draws_a_live_progress_line(tmp_path: Path, confdir: Path, recorded) -> None:
     goldens = make_suite(tmp_path, recorded, "paris", "lyon")
     leader, follower = pty.openpty()

@@ -57,7 +57,8 @@ async def _replay(cassette: Path) -> tuple[list[int], list[str], Any]:
         for f in (first, second):  # asked for in start order: "first" was recorded completing second
             addon.requestheaders(f)
             addon.request(f)
-        assert _HOLD_KEY in first.metadata and _HOLD_KEY not in second.metadata
+        # Both held: "first" for "second" (completion order), "second" until it settles (it was asked a moment ago).
+        assert _HOLD_KEY in first.metadata and _HOLD_KEY in second.metadata
         sent: list[str] = []
 
         async def respond(f: http.HTTPFlow) -> None:

@@ -34,6 +34,7 @@ def _python(code: str) -> list[str]:
     return [sys.executable, "-c", code]
 
 
+@pytest.mark.e2e  # a real agent process through the proxy, recorded and replayed: make test, not make test-fast
 def test_a_recorded_run_is_finished_with_its_terminal_event(tmp_path: Path, confdir: Path) -> None:
     out = tmp_path / "run.json"
     session = record_session(out, fsync=False)

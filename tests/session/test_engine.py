@@ -19,6 +19,7 @@ from blackbox_mitm.codecs import openai_chat
 from blackbox_mitm.session.build import record_session, replay_session
 from blackbox_mitm.session.engine import Answer, Forward, ModelRequest, Session
 from blackbox_mitm.session.recorder import secrets_from_environ, secrets_from_request
+from blackbox_mitm.session.release import DEFAULT_SETTLE_MS
 
 KEY = "sk-test-0123456789abcdefghijklmnop"
 PATH = "/v1/chat/completions"
@@ -244,7 +245,9 @@ def test_answers_to_overlapping_calls_carry_a_hold_and_others_do_not(tmp_path: P
     assert holds["later"] is None  # overlapped nothing: sent at once
     assert holds["first"] is not None and holds["second"] is not None
     assert not holds["first"].now()  # recorded completing after "second", which is not delivered yet
-    assert holds["second"].now()
+    assert not holds["second"].now()  # asked for a moment ago: it settles first (DEFAULT_SETTLE_MS), then goes
+    released = holds["second"].wait()
+    assert released is not None and released.at_ms >= holds["second"].ready_ms + DEFAULT_SETTLE_MS
     assert session.order is not None and [r.call for r in session.order.releases] == [0]
     # --order-gap off: no release order at all.
     off = replay_session(path, order_gap_ms=None)

@@ -306,3 +306,35 @@ def test_a_request_between_the_ends_keeps_the_clock_order() -> None:
     trace.append("model_input", recorded[3].input, timestamp=1200)
     trace.append("model_output", recorded[3].output, timestamp=1210)
     assert perceived_order(recorded_calls_of(trace), {0, 1, 2}) == [0, 1, 2, 3, 4]
+
+
+def test_ends_a_quarter_second_apart_quoted_together_go_in_the_quoted_order() -> None:
+    # Measured (Claude Code, load 10): the proxy completed gamma, beta 132 ms later, alpha 262 ms after gamma; the
+    # turn quoted beta, gamma, alpha. No request came between the ends: the quote is the order the agent took.
+    trace = Trace.new("release-5", created_at=0)
+    for name, start, end in (("gamma", 20, 800), ("beta", 21, 932), ("alpha", 22, 1062)):
+        trace.append("model_input", {"messages": [{"role": "user", "content": f"sub {name}"}], "tools": []}, timestamp=start)
+        trace.append("model_output", {"type": "final_answer", "text": f"The word {name} has {len(name)} letters."}, timestamp=end)
+    said = " ".join(f"<result>The word {n} has {len(n)} letters.</result>" for n in ("beta", "gamma", "alpha"))
+    trace.append("model_input", {"messages": [{"role": "user", "content": said}], "tools": []}, timestamp=3000)
+    trace.append("model_output", {"type": "final_answer", "text": "All done."}, timestamp=3010)
+    assert perceived_order(recorded_calls_of(trace), {0, 1, 2}) == [1, 0, 2, 3]
+
+
+def test_an_answer_asked_for_a_moment_ago_settles_before_it_goes() -> None:
+    clock = FakeClock()
+    order = ReleaseOrder(SUBAGENTS, gap_ms=25, clock=clock, settle_ms=250)
+    order.arrived(0)
+    alpha, beta = order.hold(3), order.hold(2)
+    clock.now += 300  # alpha and beta have been waiting
+    gamma = order.hold(1)  # the first to end, asked for last
+    assert not gamma.now()
+    clock.now += 249.9
+    assert not gamma.now()
+    clock.now += 0.1
+    assert gamma.now()
+    clock.now += 25
+    assert beta.now()  # waiting long enough already: the gap after gamma is all it needs
+    clock.now += 25
+    assert alpha.now()
+    assert [(r.call, r.at_ms) for r in order.releases] == [(1, 1550.0), (2, 1575.0), (3, 1600.0)]

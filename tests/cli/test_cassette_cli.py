@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "cassette"))  # the shared cassette builders
 from cassette_builders import CASSETTES, edit_file, save, weather_trace, write_json
 from click.testing import CliRunner, Result
 

@@ -1,5 +1,7 @@
 """One proxy, many runs: each client names its run in its proxy URL (a real mitmproxy, the real openai SDK).
 
+(``session/router``'s own rules, without a proxy, are tested in tests/session/test_router.py.)
+
 Two runs are recorded into one directory through one proxy, then replayed through
 one proxy with the provider gone, at the same time; a client that names no run, an
 unknown run or a broken cassette is refused on its own, never given another run's
@@ -24,7 +26,7 @@ from blackbox_mitm.cassette.verify import verify_trace
 from blackbox_mitm.proxy.addon import BlackboxAddon
 from blackbox_mitm.proxy.environment import ca_bundle
 from blackbox_mitm.proxy.runner import ProxyRunner
-from blackbox_mitm.session.router import RouteRefused, RunRouter, run_from_proxy_authorization
+from blackbox_mitm.session.router import RunRouter
 
 pytestmark = pytest.mark.e2e
 
@@ -106,12 +108,3 @@ def test_runs_replay_at_once_through_one_offline_proxy(recorded: tuple[Path, dic
     reports = router.finish_all()
     assert reports["run-b"]["verdict"] == "ok"
     assert reports["run-a"]["verdict"] == "overran"
-
-
-def test_run_names_come_from_basic_proxy_credentials(tmp_path: Path) -> None:
-    assert run_from_proxy_authorization("Basic cnVuLWE6") == "run-a"  # "run-a:"
-    assert run_from_proxy_authorization("Bearer x") is None and run_from_proxy_authorization(None) is None
-    router = RunRouter(tmp_path)
-    for bad in ("../etc/passwd", "a/b", ""):
-        with pytest.raises(RouteRefused):
-            router.session_for(bad or None)
