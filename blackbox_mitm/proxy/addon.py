@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from mitmproxy import ctx, exceptions, http, tcp
+from mitmproxy.net.http import status_codes
 from mitmproxy.proxy import server_hooks
 
 from blackbox_mitm.cassette.trace import now_ms
@@ -435,5 +437,50 @@ def _lower_headers(headers: http.Headers) -> dict[str, str]:
     return out
 
 
+# Headers whose presence makes ``Response.make`` re-encode the body or keep its length unset: the slow path.
+_ENCODING_HEADERS = frozenset({"content-encoding", "transfer-encoding"})
+
+
 def _make_response(answer: Answer) -> http.Response:
-    return http.Response.make(answer.status, answer.body, answer.headers)
+    """The answer as a response: what ``http.Response.make`` builds, built directly.
+
+    ``Response.make`` type-checks every field of the new ``ResponseData`` (mitmproxy's
+    ``check_option_type``, in ``MessageData.__post_init__``) and sets the length through
+    ``set_content``: together the largest single cost of a replayed call (docs/benchmarks.md).
+    The fields are ours and well typed, so the data is made without the checks; an answer
+    with a content- or transfer-encoding (the body would be re-encoded) takes ``make``.
+    """
+    body = answer.body
+    if type(body) is not bytes:
+        return http.Response.make(answer.status, body, answer.headers)
+    fields: list[tuple[bytes, bytes]] = []
+    length = str(len(body)).encode()
+    has_length = False
+    for name, value in answer.headers.items():
+        lowered = name.lower()
+        if lowered in _ENCODING_HEADERS:
+            return http.Response.make(answer.status, body, answer.headers)
+        if lowered == "content-length":
+            if has_length:
+                continue  # make() keeps one content-length: the first one's place
+            has_length = True
+            fields.append((name.encode("utf-8", "surrogateescape"), length))
+            continue
+        fields.append((name.encode("utf-8", "surrogateescape"), value.encode("utf-8", "surrogateescape")))
+    if not has_length:
+        fields.append((b"content-length", length))
+    now = time.time()
+    data = object.__new__(http.ResponseData)
+    vars(data).update(
+        http_version=b"HTTP/1.1",
+        headers=http.Headers(fields),
+        content=body,
+        trailers=None,
+        timestamp_start=now,
+        timestamp_end=now,
+        status_code=answer.status,
+        reason=status_codes.RESPONSES.get(answer.status, "").encode(),
+    )
+    response = object.__new__(http.Response)
+    response.data = data
+    return response
