@@ -197,8 +197,7 @@ class BlackboxAddon:
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         # Before map_remote rewrites the destination in its request hook.
-        flow.metadata[_HOST_KEY] = flow.request.pretty_host.lower()
-        flow.metadata[URL_KEY] = flow.request.pretty_url
+        flow.metadata[_HOST_KEY], flow.metadata[URL_KEY] = _destination(flow.request)
 
     def _session_of(self, flow: http.HTTPFlow) -> Session | None:
         """The session a flow belongs to: the one run, or the run its client named (None: answered here)."""
@@ -421,6 +420,42 @@ class BlackboxAddon:
 
     def _note(self, line: str) -> None:
         log.info("blackbox: %s", line)
+
+
+_DESTINATIONS: dict[tuple[Any, ...], tuple[str, str]] = {}
+_DESTINATIONS_KEPT = 1024
+
+
+def _destination(request: http.Request) -> tuple[str, str]:
+    """``(pretty_host lower-cased, pretty_url)`` of a request, as mitmproxy's properties give them.
+
+    Both parse the ``Host`` header (an IDNA check of the name) on every call, a large share
+    of a replayed call's cost; what they depend on besides the path is the same for every
+    request of a connection, so the host and the URL without its path are kept per key.
+    """
+    data = request.data
+    if data.method == b"CONNECT":
+        return request.pretty_host.lower(), request.pretty_url
+    key = (
+        data.http_version,
+        data.authority,
+        data.scheme,
+        data.host,
+        data.port,
+        tuple(value for name, value in data.headers.fields if name.lower() == b"host"),
+    )
+    path = request.path
+    suffix = path if path != "*" else ""
+    found = _DESTINATIONS.get(key)
+    if found is None:
+        url = request.pretty_url
+        if not url.endswith(suffix):  # pragma: no cover - pretty_url always ends with the path
+            return request.pretty_host.lower(), url
+        found = (request.pretty_host.lower(), url[: len(url) - len(suffix)])
+        if len(_DESTINATIONS) >= _DESTINATIONS_KEPT:
+            _DESTINATIONS.clear()
+        _DESTINATIONS[key] = found
+    return found[0], found[1] + suffix
 
 
 def _lower_headers(headers: http.Headers) -> dict[str, str]:

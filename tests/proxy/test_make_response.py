@@ -1,11 +1,13 @@
-"""The replayed answer's response, built without ``Response.make``: the same response ``make`` builds."""
+"""The replayed answer's response built without ``Response.make``, and the destination kept per connection: what mitmproxy computes."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 from mitmproxy import http
 
-from blackbox_mitm.proxy.addon import _make_response
+from blackbox_mitm.proxy.addon import _destination, _make_response
 from blackbox_mitm.session.engine import Answer
 
 
@@ -50,3 +52,31 @@ def test_the_response_is_a_working_mitmproxy_response() -> None:
     assert built.headers["content-length"] == "13"
     assert http.Response.from_state(built.get_state()).content == b'{"changed":1}'
     assert built.copy().headers["x-added"] == "1"
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: http.Request.make("POST", "https://api.openai.com/v1/chat/completions", b"{}", {"Host": "api.openai.com"}),
+        lambda: http.Request.make("POST", "https://api.openai.com:8443/v1/x?y=1", b"{}", {"Host": "API.OpenAI.com:8443"}),
+        lambda: http.Request.make("GET", "http://127.0.0.1:9/*", b"", {}),
+        lambda: http.Request.make("GET", "https://example.com/a", b"", {"Host": "other.example"}),
+        lambda: http.Request.make("CONNECT", "https://example.com:443", b"", {}),
+    ],
+)
+def test_the_destination_is_what_mitmproxy_computes_for_each_request(make: Any) -> None:
+    for path in ("/first", "/second?q=1", None):
+        request = make()
+        if path is not None and request.method != "CONNECT":
+            request.path = path
+        assert _destination(request) == (request.pretty_host.lower(), request.pretty_url)
+
+
+def test_the_destination_follows_a_changed_host_header() -> None:
+    request = http.Request.make("POST", "https://api.openai.com/v1/x", b"{}", {"Host": "api.openai.com"})
+    assert _destination(request)[0] == "api.openai.com"
+    request.headers["Host"] = "api.anthropic.com"
+    assert _destination(request) == ("api.anthropic.com", request.pretty_url)
+    request.http_version = "HTTP/2.0"
+    request.authority = "generativelanguage.googleapis.com"
+    assert _destination(request) == (request.pretty_host.lower(), request.pretty_url)
