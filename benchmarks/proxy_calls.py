@@ -133,12 +133,12 @@ def blackbox_argv(mode: str, cassette: Path, port: int, confdir: Path, *extra: s
     ]
 
 
-def map_remote_args(provider_url: str) -> list[str]:
-    return ["--map-remote", rf"|https://api\.openai\.com|{provider_url}"]
+def map_remote_args(provider_url: str, host: str = "api.openai.com") -> list[str]:
+    return ["--map-remote", f"|https://{host.replace('.', chr(92) + '.')}|{provider_url}"]
 
 
-def rewrite_flows(raw: Path, out: Path) -> int:
-    """Give recorded flows back their real destination (``https://api.openai.com``); return how many.
+def rewrite_flows(raw: Path, out: Path, host: str = "api.openai.com") -> int:
+    """Give recorded flows back their real destination (``https://api.openai.com``, or ``host``); return how many.
 
     ``map_remote`` rewrote each request to the fake provider before ``mitmdump -w``
     saved it, while ``server_replay`` (which runs before ``map_remote``) looks
@@ -153,9 +153,9 @@ def rewrite_flows(raw: Path, out: Path) -> int:
         writer = io.FlowWriter(f)
         for flow in flows:
             flow.request.scheme = "https"
-            flow.request.host = "api.openai.com"
+            flow.request.host = host
             flow.request.port = 443
-            flow.request.headers["host"] = "api.openai.com"
+            flow.request.headers["host"] = host
             writer.add(flow)
     return len(flows)
 
