@@ -19,7 +19,8 @@ in source code) is left alone: it is the user's data, not this run's protocol;
 so is one shorter than 8 characters (a bare ``1`` could be any word).
 
 Cheap when there is nothing to do: no mapped id, or no string holding the
-start of one, costs a substring test per string; the payload is copied only
+start of one, costs one serialization of the payload and a substring test on it
+(a walk of every string only when one may hold an id); the payload is copied only
 where something was replaced.
 """
 
@@ -28,6 +29,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any
+
+import orjson
 
 from blackbox_mitm.codecs.base import CallIds
 
@@ -67,8 +70,25 @@ class EchoedIds:
             new = pattern.sub(lambda m: mapped[m.group()], s)
             return s if new == s else new
 
+        if not _may_hold(model_input, heads):
+            return model_input
         out = _walk(model_input, text)
         return out if isinstance(out, Mapping) else model_input
+
+
+def _may_hold(model_input: Mapping[str, Any], heads: tuple[str, ...]) -> bool:
+    """Whether any string of ``model_input`` may hold a head: one C serialization instead of a walk of every string.
+
+    A head holds no character JSON escapes, so a string holding it holds it in the
+    serialization too; what orjson cannot write (a lone surrogate) is walked.
+    """
+    if any(not h.isprintable() or '"' in h or "\\" in h for h in heads):
+        return True
+    try:
+        serialized = orjson.dumps(model_input)
+    except (TypeError, orjson.JSONEncodeError):
+        return True
+    return any(h.encode() in serialized for h in heads)
 
 
 def neutralize_echoed_ids(model_input: Mapping[str, Any], ids: CallIds, rule: EchoedIds | None = None) -> Mapping[str, Any]:
