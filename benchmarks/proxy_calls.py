@@ -162,7 +162,7 @@ def rewrite_flows(raw: Path, out: Path, host: str = "api.openai.com") -> int:
 
 class _Plan:
     def __init__(self, ctx: Context) -> None:
-        self.n = 20 if ctx.quick else 500
+        self.n = 20 if ctx.quick else 200
         self.warmup = 2 if ctx.quick else 8
         self.total = 2 * self.warmup + 2 * self.n  # warm-up for each client, then seq and conc
 

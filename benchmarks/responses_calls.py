@@ -121,7 +121,7 @@ def _measure_api(ctx: Context, api: Api, n: int, warmup: int) -> dict[str, dict[
 
 def measure(ctx: Context) -> Section:
     section = Section("responses", "10. A Responses (HTTP and SSE) and an Anthropic messages call through each proxy")
-    n, warmup = (10, 2) if ctx.quick else (150, 4)
+    n, warmup = (10, 2) if ctx.quick else (100, 4)
     rows: list[tuple[str, ...]] = []
     data: dict[str, Any] = {"n": n}
     for api in APIS:
