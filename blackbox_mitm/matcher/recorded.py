@@ -201,7 +201,7 @@ class RecordedCalls:
                 return self._exhausted_now()
             if mode == "sequence":
                 self._index_until(lambda: self._indexed > expected)  # the expected call has its digest
-                self._index_until(lambda: digest in self._index)  # the earliest unserved call with this request, if any
+                self._index_until(lambda: digest in self._index, (model_input, digest))  # the earliest such call, if any
                 call = self._calls[expected]
                 same = self._same_request(digest, call)
                 if same is not None:
@@ -212,7 +212,7 @@ class RecordedCalls:
                 if not queue:
                     del self._index[call.digest]
                 return self._serve(expected, expected, matched=digest == call.digest)
-            self._index_until(lambda: digest in self._index)
+            self._index_until(lambda: digest in self._index, (model_input, digest))
             waiting = self._index.get(digest)
             if waiting:
                 number = waiting.popleft()
@@ -267,15 +267,17 @@ class RecordedCalls:
 
     # --- under the lock --------------------------------------------------------------------
 
-    def _index_until(self, done: Callable[[], bool]) -> None:
+    def _index_until(self, done: Callable[[], bool], live: tuple[ModelInput, str] | None = None) -> None:
         """Digest and index the next calls, in recorded order, until ``done()`` or every call is indexed.
 
         Every call before ``_indexed`` is in the index and none after it: the earliest unserved
-        call with a digest, when the index has one, is the earliest of the whole run.
+        call with a digest, when the index has one, is the earliest of the whole run. ``live``:
+        the request being matched and its digest — a recorded input equal to it has that digest.
         """
         while self._indexed < len(self._calls) and not done():
             call = self._calls[self._indexed]
-            call = self._calls[self._indexed] = replace(call, digest=self._digester.digest(call.input))
+            digest = live[1] if live is not None and call.input == live[0] else self._digester.digest(call.input)
+            call = self._calls[self._indexed] = replace(call, digest=digest)
             self._index.setdefault(call.digest, deque()).append(call.number)
             self._indexed += 1
             self._calls_view = None

@@ -80,9 +80,8 @@ class EchoedIds:
                     self._mapped, self._odd, self._heads = {}, False, ()
                 added = [(k, v) for k, v in new if len(k) >= _SHORTEST and k != v]
                 if added:
-                    mapped = dict(self._mapped)  # a new dict: a rewrite in another thread keeps the one it read
-                    mapped.update(added)
-                    self._mapped = mapped
+                    mapped = self._mapped
+                    mapped.update(added)  # in place (a copy costs every id a call): ids are only added, never changed
                     self._odd = self._odd or any(_WHOLE_TOKEN.fullmatch(k) is None for k, _ in added)
                     self._heads = tuple(sorted({*self._heads, *(_head(k) for k, _ in added)}))
                     self._pattern = _alternation(mapped) if self._odd else _ANY_TOKEN
