@@ -182,7 +182,7 @@ def cost_split(bodies: list[bytes], repeat: int) -> list[tuple[str, float]]:
     return [
         ("decode: number check (`refuse_unrepresentable_numbers`)", _timed(lambda: refuse_unrepresentable_numbers(body), repeat)),
         (
-            "decode: `anthropic_messages.decode_request` (codec; stdlib `json.loads` inside)",
+            "decode: `anthropic_messages.decode_request` (codec; orjson inside, `codecs/common/jsonio.py`)",
             _timed(lambda: codec.decode_request(body, CallIds(), path=PATH), repeat),
         ),
         (
@@ -261,11 +261,11 @@ def measure(ctx: Context) -> Section:
             LIMIT,
             note=(
                 f"server_replay hashes the raw body once; Blackbox must parse it: decode alone is {decode * 1e6:.0f} µs "
-                f"(the codec's stdlib json.loads; codecs are being restructured on another branch), the warm digest "
+                f"(the body is parsed twice: the number check and the codec), the warm digest "
                 f"{by_name['warm digest (`matcher.digests`, the previous call' + chr(39) + 's pieces in the memo)'] * 1e6:.0f} µs"
             )
             if ratio.median > LIMIT
-            else "",
+            else "the built-in masks over every new piece of the history and its canonical bytes are most of what is left",
         )
     )
     section.data = {"hooks_s": hooks, "split_s": split, "sizes": sizes}

@@ -84,7 +84,7 @@ def _proxy(mode: str, cassette: Path, fake_url: str, ctx: Context, name: str) ->
 
 def measure(ctx: Context) -> Section:
     section = Section("gemini", "8. A Gemini call through Blackbox (google-genai)")
-    n, warmup = (10, 2) if ctx.quick else (200, 4)
+    n, warmup = (10, 2) if ctx.quick else (100, 4)
     per_call: dict[str, list[float]] = {k: [] for k in LABELS}
     fake_port = free_port()
     with Service("fake-gemini", [PYTHON, str(FAKE), "--port", str(fake_port)], port=fake_port, log_dir=ctx.workdir) as fake:

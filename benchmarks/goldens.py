@@ -1,4 +1,4 @@
-"""Section: a golden suite — 200 goldens of a small agent under ``blackbox test -j 2``, against the same agents bare.
+"""Section: a golden suite — 16 goldens (8 in --quick) of a small agent under ``blackbox test -j 2``, against the same agents bare.
 
 The agent is examples/openai_weather_agent.py (the real openai SDK, two model
 calls a run). Five runs (five cities) are recorded once with ``blackbox record``
@@ -144,7 +144,7 @@ def _mean(values: list[float]) -> float:
 
 
 def measure(ctx: Context) -> Section:
-    count = 8 if ctx.quick else 200
+    count = 8 if ctx.quick else 16
     section = Section("goldens", f"A golden suite: {count} goldens under `blackbox test -j {JOBS}`")
     ctx.log(f"[goldens] recording {len(CITIES)} runs, a suite of {count}")
     suite = _suite(ctx, count)

@@ -69,7 +69,7 @@ def _client(ctx: Context, proxy_url: str | None, base_url: str | None, n: int, w
 
 def measure(ctx: Context) -> Section:
     section = Section("responses_ttfb", "11. Time to the first streamed Responses event (recording vs passthrough)")
-    n, warmup = (5, 1) if ctx.quick else (20, 2)
+    n, warmup = (5, 1) if ctx.quick else (12, 2)
     rounds: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
     port = free_port()
     argv = [PYTHON, str(FAKE), "--port", str(port), "--stream-delay-ms", str(EVENT_GAP_MS)]

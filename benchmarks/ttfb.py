@@ -118,7 +118,7 @@ def _recorded_calls(cassette: Path) -> int:
 
 def run_rounds(ctx: Context) -> dict[str, Any]:
     """Every variant, every round; returns each round's median TTFE and stream time per variant."""
-    n, warmup = (5, 1) if ctx.quick else (20, 2)
+    n, warmup = (5, 1) if ctx.quick else (12, 2)
     results: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
     port = free_port()
     argv = [PYTHON, str(PROVIDER), "--port", str(port), "--stream-delay-ms", str(EVENT_GAP_MS)]

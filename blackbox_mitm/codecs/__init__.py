@@ -15,6 +15,7 @@ its host is one a project named with the codec it speaks (``[tool.blackbox.hosts
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections.abc import Iterable, Mapping
 
@@ -173,10 +174,20 @@ def host_regex(pattern: str) -> str:
     return "^" + "[a-z0-9-]+".join(parts) + r"(:\d+)?$"
 
 
+@functools.lru_cache(maxsize=512)
+def _host_pattern(pattern: str) -> re.Pattern[str]:
+    return re.compile(host_regex(pattern))
+
+
 def host_matches(host: str, patterns: Iterable[str]) -> bool:
-    """Whether ``host`` is one of ``patterns`` (names, or patterns such as ``bedrock-runtime.*.amazonaws.com``)."""
+    """Whether ``host`` is one of ``patterns`` (names, or patterns such as ``bedrock-runtime.*.amazonaws.com``).
+
+    On every request: a set of names is looked up first, and each pattern is compiled once.
+    """
     host = host.lower()
-    return any(pattern == host or ("*" in pattern and re.match(host_regex(pattern), host)) for pattern in patterns)
+    if isinstance(patterns, (set, frozenset)) and host in patterns:
+        return True
+    return any(pattern == host or ("*" in pattern and _host_pattern(pattern).match(host)) for pattern in patterns)
 
 
 def stream_content_type(codec: Codec) -> str:

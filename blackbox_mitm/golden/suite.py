@@ -132,7 +132,7 @@ def load_case(path: Path) -> GoldenCase:
         trace = load_verified_readonly(path)
     except CassetteError as exc:
         return GoldenCase(path=path, name=name, error=str(exc))
-    return GoldenCase(path=path, name=name, run=trace.id, input=run_input(trace), model_calls=len(recorded_calls_of(trace)))
+    return GoldenCase(path=path, name=name, run=trace.id, input=run_input(trace), model_calls=len(recorded_calls_of(trace, digests=False)))
 
 
 def golden_paths(folder: Path) -> list[Path]:
@@ -175,7 +175,12 @@ def golden_info(path: Path) -> GoldenInfo:
     except CassetteError as exc:
         return GoldenInfo(name=name, path=path, run=None, steps=0, model_calls=0, input="", error=str(exc))
     return GoldenInfo(
-        name=name, path=path, run=trace.id, steps=len(trace.steps), model_calls=len(recorded_calls_of(trace)), input=run_input(trace)
+        name=name,
+        path=path,
+        run=trace.id,
+        steps=len(trace.steps),
+        model_calls=len(recorded_calls_of(trace, digests=False)),
+        input=run_input(trace),
     )
 
 

@@ -7,7 +7,10 @@ model_input that no model_output answered is not a call (nothing could be served
 
 Matching one request costs the same whatever the cassette's length: one digest
 of the request, one dictionary lookup ``digest -> deque of unserved calls``, and
-a cursor on the earliest unserved call that only moves forward.
+a cursor on the earliest unserved call that only moves forward. The recorded
+calls are digested as matching reaches them, in recorded order, each once: a
+replay in recorded order digests one recorded call per request, and a replay's
+start-up none (a request that matches no call digests the rest of the run).
 
 * ``strict``: the request is served by the earliest unserved call with the same
   digest. Identical parallel calls are therefore handed out in the order they
@@ -75,13 +78,24 @@ _TOOL_STEPS = ("tool_call", "tool_result")
 
 
 def recorded_calls_of(
-    trace: Trace, *, upto: int | None = None, rules: CompareRules = NO_RULES, digester: PieceDigester | None = None
+    trace: Trace,
+    *,
+    upto: int | None = None,
+    rules: CompareRules = NO_RULES,
+    digester: PieceDigester | None = None,
+    digests: bool = True,
 ) -> list[RecordedCall]:
     """The recorded model calls of ``trace`` in recorded order (see the module docstring); digests under ``rules``.
 
     ``digester`` (for ``rules``) makes the digests with its memo: a recorded run's history repeats call after call.
+    ``digests=False``: every call's ``digest`` is ``""`` (counting the calls, or ``RecordedCalls`` digesting them as needed).
     """
-    digest_of = digester.digest if digester is not None else (lambda model_input: request_digest(model_input, rules))
+    if not digests:
+        digest_of: Callable[[Mapping[str, Any]], str] = lambda model_input: ""  # noqa: E731
+    elif digester is not None:
+        digest_of = digester.digest
+    else:
+        digest_of = lambda model_input: request_digest(model_input, rules)  # noqa: E731
     calls: list[RecordedCall] = []
     pending: deque[tuple[int, int]] = deque()  # (model_input step, tool steps before it)
     tool_steps = 0
@@ -136,11 +150,12 @@ class RecordedCalls:
         # One memo of digest pieces for the recorded calls and the live requests (matcher.digests): the same
         # history is not masked and encoded again for every call that repeats it.
         self._digester = PieceDigester(rules)
-        self._calls: list[RecordedCall] = recorded_calls_of(trace, upto=upto, rules=rules, digester=self._digester)
-        self._calls_view = tuple(self._calls)
+        # The calls' digests are made as matching needs them, in recorded order (``_index_until``): a replay's start-up
+        # does not digest a long run's every call before its first answer, and each call is digested once, as before.
+        self._calls: list[RecordedCall] = recorded_calls_of(trace, upto=upto, rules=rules, digests=False)
+        self._calls_view: tuple[RecordedCall, ...] | None = None
         self._index: dict[str, deque[int]] = {}
-        for call in self._calls:
-            self._index.setdefault(call.digest, deque()).append(call.number)
+        self._indexed = 0  # calls[:_indexed] have their digest and are in the index
         self._served = [False] * len(self._calls)
         self._next = 0  # every call before it has been served
         self._lock = threading.Lock()
@@ -156,8 +171,18 @@ class RecordedCalls:
 
     @property
     def calls(self) -> tuple[RecordedCall, ...]:
-        """Every recorded call, in recorded order (built once; cheap to read)."""
-        return self._calls_view
+        """Every recorded call, in recorded order. A call's ``digest`` is ``""`` until matching has needed it
+        (``digest_of`` gives it at once)."""
+        view = self._calls_view
+        if view is None:
+            view = self._calls_view = tuple(self._calls)
+        return view
+
+    def digest_of(self, number: int) -> str:
+        """Call ``number``'s digest (under the current rules), digesting the calls before it first if need be."""
+        with self._lock:
+            self._index_until(lambda: self._indexed > number)
+            return self._calls[number].digest
 
     def __len__(self) -> int:
         return len(self._calls)
@@ -177,6 +202,8 @@ class RecordedCalls:
             if expected is None:
                 return self._exhausted_now()
             if mode == "sequence":
+                self._index_until(lambda: self._indexed > expected)  # the expected call has its digest
+                self._index_until(lambda: digest in self._index, (model_input, digest))  # the earliest such call, if any
                 call = self._calls[expected]
                 same = self._same_request(digest, call)
                 if same is not None:
@@ -187,6 +214,7 @@ class RecordedCalls:
                 if not queue:
                     del self._index[call.digest]
                 return self._serve(expected, expected, matched=digest == call.digest)
+            self._index_until(lambda: digest in self._index, (model_input, digest))
             waiting = self._index.get(digest)
             if waiting:
                 number = waiting.popleft()
@@ -202,11 +230,10 @@ class RecordedCalls:
                 return False
             self.rules = rules
             self._digester = PieceDigester(rules)  # a memo is for one set of rules
-            self._calls = recorded_calls_of(self._trace, upto=self.upto, rules=rules, digester=self._digester)
-            self._calls_view = tuple(self._calls)
+            self._calls = recorded_calls_of(self._trace, upto=self.upto, rules=rules, digests=False)
+            self._calls_view = None
             self._index = {}
-            for call in self._calls:
-                self._index.setdefault(call.digest, deque()).append(call.number)
+            self._indexed = 0
             self._divergence_cache = {}
             return True
 
@@ -241,6 +268,21 @@ class RecordedCalls:
         return render_report(self.status())
 
     # --- under the lock --------------------------------------------------------------------
+
+    def _index_until(self, done: Callable[[], bool], live: tuple[ModelInput, str] | None = None) -> None:
+        """Digest and index the next calls, in recorded order, until ``done()`` or every call is indexed.
+
+        Every call before ``_indexed`` is in the index and none after it: the earliest unserved
+        call with a digest, when the index has one, is the earliest of the whole run. ``live``:
+        the request being matched and its digest — a recorded input equal to it has that digest.
+        """
+        while self._indexed < len(self._calls) and not done():
+            call = self._calls[self._indexed]
+            digest = live[1] if live is not None and call.input == live[0] else self._digester.digest(call.input)
+            call = self._calls[self._indexed] = replace(call, digest=digest)
+            self._index.setdefault(call.digest, deque()).append(call.number)
+            self._indexed += 1
+            self._calls_view = None
 
     def _same_request(self, digest: str, expected: RecordedCall) -> int | None:
         """Sequence mode: the earliest unserved call with this very request, when it is not ``expected`` (taken), else None."""

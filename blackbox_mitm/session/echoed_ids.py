@@ -19,15 +19,20 @@ in source code) is left alone: it is the user's data, not this run's protocol;
 so is one shorter than 8 characters (a bare ``1`` could be any word).
 
 Cheap when there is nothing to do: no mapped id, or no string holding the
-start of one, costs a substring test per string; the payload is copied only
+start of one, costs one serialization of the payload and a substring test on it
+(a walk of every string only when one may hold an id); the payload is copied only
 where something was replaced.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
+import threading
 from collections.abc import Mapping
 from typing import Any
+
+import orjson
 
 from blackbox_mitm.codecs.base import CallIds
 
@@ -35,40 +40,95 @@ __all__ = ["EchoedIds", "neutralize_echoed_ids"]
 
 _TOKEN = "A-Za-z0-9_-"  # what a provider id is made of: a match must not continue a longer token
 _SHORTEST = 8  # an "id" shorter than this (a bare "1") could be any word of the text: never replaced
+_WHOLE_TOKEN = re.compile(f"[{_TOKEN}]+")
+# A whole token (no token character before or after it) long enough to be an id: looked up among the mapped ids.
+# The same matches as the alternation of the ids themselves, when every id is made of token characters.
+_ANY_TOKEN = re.compile(f"(?<![{_TOKEN}])[{_TOKEN}]{{{_SHORTEST},}}(?![{_TOKEN}])")
 
 
 class EchoedIds:
-    """The replacement rule for one run's mapped ids, rebuilt only when the run has mapped new ones (thread-safe)."""
+    """The replacement rule for one run's mapped ids, extended as the run maps new ones (thread-safe).
+
+    Ids are only ever added, so each call adds only the ids mapped since the previous one: a
+    rule rebuilt from every id on every call would cost more the longer the run. Ids made of
+    token characters only (every provider's) are replaced through one generic token pattern
+    and a dictionary lookup; when an id holds another character, the whole alternation of
+    ids is compiled instead (rebuilt as ids are added).
+    """
 
     def __init__(self) -> None:
-        self._rule: tuple[int, re.Pattern[str] | None, tuple[str, ...], dict[str, str]] = (0, None, (), {})
+        self._lock = threading.Lock()
+        self._count = 0  # how many of ``known``'s ids have been taken in
+        self._mapped: dict[str, str] = {}  # every id taken in (>= _SHORTEST chars, mapped to something else) -> call-N
+        self._odd = False  # an id holding a non-token character: the alternation is needed
+        self._heads: tuple[str, ...] = ()
+        self._pattern: re.Pattern[str] | None = None
 
-    def _current(self, known: Mapping[str, str]) -> tuple[int, re.Pattern[str] | None, tuple[str, ...], dict[str, str]]:
-        rule = self._rule
-        if len(known) == rule[0]:
-            return rule  # ids are only ever added: the same count is the same set
-        snapshot = dict(known.items())  # one C-level copy: another thread may be mapping an id meanwhile
-        ids = sorted((k for k, v in snapshot.items() if len(k) >= _SHORTEST and k != v), key=len, reverse=True)
-        heads = tuple(sorted({_head(k) for k in ids}))
-        body = "|".join(re.escape(k) for k in ids)
-        pattern = re.compile(f"(?<![{_TOKEN}])(?:{body})(?![{_TOKEN}])") if ids else None
-        self._rule = rule = (len(snapshot), pattern, heads, snapshot)
-        return rule
+    def _take_in(self, known: Mapping[str, str]) -> tuple[re.Pattern[str] | None, tuple[str, ...], dict[str, str]]:
+        with self._lock:
+            n = len(known)
+            if n != self._count:
+                try:  # the newest ids: ``known`` is a view of an insertion-ordered dict that only grows
+                    recent = reversed(known.items())  # type: ignore[call-overload]
+                    new = list(itertools.islice(recent, n - self._count)) if n > self._count else []
+                    consistent = len(known) == n and n >= self._count
+                except (RuntimeError, TypeError):  # changed meanwhile, or not reversible: take it in whole
+                    consistent = False
+                if not consistent:
+                    snapshot = dict(known.items())  # one C-level copy
+                    new, n = list(snapshot.items()), len(snapshot)
+                    self._mapped, self._odd, self._heads = {}, False, ()
+                added = [(k, v) for k, v in new if len(k) >= _SHORTEST and k != v]
+                if added:
+                    mapped = self._mapped
+                    mapped.update(added)  # in place (a copy costs every id a call): ids are only added, never changed
+                    self._odd = self._odd or any(_WHOLE_TOKEN.fullmatch(k) is None for k, _ in added)
+                    self._heads = tuple(sorted({*self._heads, *(_head(k) for k, _ in added)}))
+                    self._pattern = _alternation(mapped) if self._odd else _ANY_TOKEN
+                self._count = n
+            return self._pattern, self._heads, self._mapped
 
     def rewrite(self, model_input: Mapping[str, Any], known: Mapping[str, str]) -> Mapping[str, Any]:
         """``model_input`` with every mapped id in its text replaced (the same object when none was)."""
-        _, pattern, heads, mapped = self._current(known)
+        pattern, heads, mapped = self._take_in(known)
         if pattern is None:
             return model_input
+
+        def replace(m: re.Match[str]) -> str:
+            found = m.group()
+            return mapped.get(found, found)
 
         def text(s: str) -> str:
             if not any(h in s for h in heads):
                 return s
-            new = pattern.sub(lambda m: mapped[m.group()], s)
+            new = pattern.sub(replace, s)
             return s if new == s else new
 
+        if not _may_hold(model_input, heads):
+            return model_input
         out = _walk(model_input, text)
         return out if isinstance(out, Mapping) else model_input
+
+
+def _alternation(mapped: Mapping[str, str]) -> re.Pattern[str]:
+    ids = sorted(mapped, key=len, reverse=True)
+    body = "|".join(re.escape(k) for k in ids)
+    return re.compile(f"(?<![{_TOKEN}])(?:{body})(?![{_TOKEN}])")
+
+
+def _may_hold(model_input: Mapping[str, Any], heads: tuple[str, ...]) -> bool:
+    """Whether any string of ``model_input`` may hold a head: one C serialization instead of a walk of every string.
+
+    A head holds no character JSON escapes, so a string holding it holds it in the
+    serialization too; what orjson cannot write (a lone surrogate) is walked.
+    """
+    if any(not h.isprintable() or '"' in h or "\\" in h for h in heads):
+        return True
+    try:
+        serialized = orjson.dumps(model_input)
+    except (TypeError, orjson.JSONEncodeError):
+        return True
+    return any(h.encode() in serialized for h in heads)
 
 
 def neutralize_echoed_ids(model_input: Mapping[str, Any], ids: CallIds, rule: EchoedIds | None = None) -> Mapping[str, Any]:

@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 __all__ = [
     "PLACEHOLDER",
     "EnvSubstitution",
@@ -387,6 +389,11 @@ def replay_substitution(environment: RunEnvironment | None, trace: Any) -> EnvSu
 
 def placeholder_names(value: Any) -> set[str]:
     """The placeholder names used anywhere in ``value``'s strings."""
+    try:  # most payloads hold none: one C serialization tells, instead of a walk of every string
+        if b"<env:" not in orjson.dumps(value):
+            return set()
+    except (TypeError, orjson.JSONEncodeError):
+        pass  # what orjson cannot write (a lone surrogate, an integer past 64 bits) is walked
     found: set[str] = set()
 
     def collect(text: str) -> str:

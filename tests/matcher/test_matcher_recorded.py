@@ -25,11 +25,14 @@ def diverged(outcome: Any) -> Divergence:
 
 
 def test_pairs_inputs_with_outputs() -> None:
-    calls = RecordedCalls(weather_trace()).calls
+    recorded = RecordedCalls(weather_trace())
+    calls = recorded.calls
     assert [(c.number, c.input_step, c.output_step, c.tool_steps_before) for c in calls] == [(0, 0, 1, 0), (1, 4, 5, 2)]
     assert calls[1].output == {"type": "final_answer", "text": "It is raining in Paris, 12°C."}
     assert calls[1].timestamp == 1_006
-    assert calls[0].digest == request_digest(first_request())
+    assert recorded.digest_of(0) == request_digest(first_request())
+    assert recorded.calls[0].digest == request_digest(first_request())  # digested now; call 1 not yet
+    assert recorded.calls[1].digest == ""
 
 
 def test_identical_requests_are_served_in_order() -> None:
@@ -250,6 +253,7 @@ def test_matching_never_walks_the_recorded_calls(monkeypatch: pytest.MonkeyPatch
 
     n = 2_000
     rc = RecordedCalls(calls_trace([plain_request(f"q{i}") for i in range(n)]))
+    rc.digest_of(n - 1)  # every recorded call digested (each once, as matching reaches it: tests/matcher/test_lazy_index.py)
     rc._calls = Watched(rc._calls)
     digests = []
     original = rc._digester.digest  # the memoized request digest (matcher.digests)

@@ -137,3 +137,31 @@ def test_a_strict_replay_matches_the_served_id_the_agent_echoes(tmp_path: Path) 
     second = session.on_request(_second(served))  # the agent echoes the id it was served, in text too
     assert isinstance(second, Answer) and second.status == 200, second.body
     assert json.loads(second.body)["content"][0]["text"] == "Done."
+
+
+def test_the_quick_check_never_skips_an_echoed_id() -> None:
+    from blackbox_mitm.session.echoed_ids import EchoedIds
+
+    known = {"toolu_01MOPRgsCrnLw1OqnBwDeiuS": "call-0", 'we"ird_id_12345': "call-1"}
+    rule = EchoedIds()
+    plain = {"messages": [{"role": "user", "content": [{"type": "text", "text": "nothing to see"}]}]}
+    assert rule.rewrite(plain, known) is plain
+    echoed = {"messages": [{"content": "line\\n<tool-use-id>toolu_01MOPRgsCrnLw1OqnBwDeiuS</tool-use-id>\\t"}], "n": 2**70}
+    assert rule.rewrite(echoed, known)["messages"][0]["content"] == "line\\n<tool-use-id>call-0</tool-use-id>\\t"
+    quoted = {"systemPrompt": 'see we"ird_id_12345 here', "s": "\ud800"}
+    assert rule.rewrite(quoted, known)["systemPrompt"] == "see call-1 here"
+
+
+def test_ids_mapped_later_are_taken_in_and_an_odd_id_uses_the_alternation() -> None:
+    from blackbox_mitm.session.echoed_ids import EchoedIds
+
+    known: dict[str, str] = {"toolu_first_0001": "call-0"}
+    rule = EchoedIds()
+    text = {"systemPrompt": "toolu_first_0001 toolu_second_002 xtoolu_first_0001 toolu_first_00012"}
+    assert rule.rewrite(text, known)["systemPrompt"] == "call-0 toolu_second_002 xtoolu_first_0001 toolu_first_00012"
+    known["toolu_second_002"] = "call-1"
+    assert rule.rewrite(text, known)["systemPrompt"] == "call-0 call-1 xtoolu_first_0001 toolu_first_00012"
+    known["id:with.dots"] = "call-2"  # not a whole token: the ids' alternation takes over
+    odd = {"systemPrompt": "see id:with.dots and toolu_second_002."}
+    assert rule.rewrite(odd, known)["systemPrompt"] == "see call-2 and call-1."
+    assert EchoedIds().rewrite(odd, known)["systemPrompt"] == "see call-2 and call-1."

@@ -1,0 +1,103 @@
+"""The per-API benchmark's agent: an official SDK sending distinct calls to one API (section 10).
+
+``--api``:
+
+* ``responses`` — the openai SDK's ``responses.create`` (a JSON Response);
+* ``responses-sse`` — the same with ``stream=True``, every event read (``response.completed`` last);
+* ``anthropic`` — the anthropic SDK's ``messages.create`` (a JSON message).
+
+Run as its own process, as an agent would be: the SDK's default base URL with
+``HTTPS_PROXY`` and the CA bundle from the environment, or ``--base-url`` for the
+direct floor. Phases, over consecutive call numbers: ``--warmup`` calls (not
+timed), ``seq``: ``--n`` calls one after another, ``conc``: ``--n`` calls by
+``--concurrency`` threads sharing the client. Every call asks a different
+question and every answer is checked (the fake APIs answer ``Echo: <question>``);
+a wrong or failed call exits non-zero. Prints one JSON object: per phase, its
+wall time and call count.
+
+    python benchmarks/api_client.py --api responses-sse --warmup 8 --n 300 --concurrency 8 [--base-url http://127.0.0.1:PORT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+API_KEY = "sk-bench-not-a-real-key-0000000000"
+APIS = ("responses", "responses-sse", "anthropic")
+
+
+def question(i: int) -> str:
+    return f"Question {i}: what is {i} + {i}?"
+
+
+def _check(i: int, text: str) -> None:
+    if text != f"Echo: {question(i)}":
+        raise RuntimeError(f"call {i}: unexpected answer {text!r}")
+
+
+def caller(api: str, base_url: str | None) -> Callable[[int], None]:
+    """One call of ``api`` by number, through one client shared by every thread."""
+    if api == "anthropic":
+        import anthropic
+
+        claude = anthropic.Anthropic(api_key=API_KEY, base_url=base_url, max_retries=0, timeout=60)
+
+        def call_anthropic(i: int) -> None:
+            message = claude.messages.create(
+                model="claude-sonnet-4-5", max_tokens=256, system="Answer briefly.", messages=[{"role": "user", "content": question(i)}]
+            )
+            _check(i, "".join(block.text for block in message.content if block.type == "text"))
+
+        return call_anthropic
+    import openai
+
+    client = openai.OpenAI(api_key=API_KEY, base_url=base_url, max_retries=0, timeout=60)
+    if api == "responses":
+        return lambda i: _check(i, client.responses.create(model="gpt-4.1", input=question(i), instructions="Answer briefly.").output_text)
+
+    def call_stream(i: int) -> None:
+        final: Any = None
+        for event in client.responses.create(model="gpt-4.1", input=question(i), instructions="Answer briefly.", stream=True):
+            if event.type == "response.completed":
+                final = event.response
+        if final is None:
+            raise RuntimeError(f"call {i}: the stream ended without response.completed")
+        _check(i, final.output_text)
+
+    return call_stream
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--api", choices=APIS, default="responses")
+    parser.add_argument("--warmup", type=int, default=8)
+    parser.add_argument("--n", type=int, default=100)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--base-url", default=None)
+    args = parser.parse_args(argv)
+    call = caller(args.api, args.base_url)
+    first = 0
+    with ThreadPoolExecutor(args.concurrency) as pool:
+        list(pool.map(call, range(args.warmup)))
+        first += args.warmup
+        phases = {}
+        t0 = time.perf_counter()
+        for i in range(first, first + args.n):
+            call(i)
+        phases["seq"] = {"wall_s": time.perf_counter() - t0, "calls": args.n}
+        first += args.n
+        t0 = time.perf_counter()
+        list(pool.map(call, range(first, first + args.n)))
+        phases["conc"] = {"wall_s": time.perf_counter() - t0, "calls": args.n}
+    print(json.dumps({"phases": phases}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

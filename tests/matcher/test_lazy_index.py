@@ -1,0 +1,60 @@
+"""The recorded calls are digested as matching reaches them: the same answers as digesting every call up front."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from matcher_runs import calls_trace, plain_request
+
+from blackbox_mitm.matcher import Divergence, Exhausted, RecordedCalls, Served, request_digest
+
+
+def _digested(recorded: RecordedCalls) -> int:
+    return sum(1 for call in recorded.calls if call.digest)
+
+
+def test_a_new_replay_has_digested_nothing_and_an_in_order_replay_one_call_per_request() -> None:
+    inputs = [plain_request(f"question {i}") for i in range(50)]
+    recorded = RecordedCalls(calls_trace(inputs))
+    assert _digested(recorded) == 0
+    for i, model_input in enumerate(inputs[:10]):
+        outcome = recorded.match(model_input)
+        assert isinstance(outcome, Served) and outcome.call.number == i
+        assert _digested(recorded) == i + 1
+
+
+def test_a_request_matching_a_later_call_digests_up_to_it_and_a_divergence_all() -> None:
+    inputs = [plain_request(f"question {i}") for i in range(20)]
+    recorded = RecordedCalls(calls_trace(inputs))
+    outcome = recorded.match(inputs[7])
+    assert isinstance(outcome, Served) and outcome.call.number == 7 and outcome.out_of_order
+    assert _digested(recorded) == 8
+    divergence = recorded.match(plain_request("never recorded"))
+    assert isinstance(divergence, Divergence)
+    assert divergence.expected_digest == request_digest(inputs[0])
+    assert _digested(recorded) == 20
+    assert all(call.digest == request_digest(inputs[call.number]) for call in recorded.calls)
+
+
+@pytest.mark.parametrize("mode", ["strict", "sequence"])
+def test_any_order_of_requests_gets_what_an_index_of_every_call_gives(mode: str) -> None:
+    rng = random.Random(28)
+    for _ in range(30):
+        texts = [f"q{rng.randrange(6)}" for _ in range(12)]  # repeats: identical calls are handed out in recorded order
+        inputs = [plain_request(t) for t in texts]
+        lazy = RecordedCalls(calls_trace(inputs))
+        eager = RecordedCalls(calls_trace(inputs))
+        for n in range(len(inputs)):
+            eager.digest_of(n)  # every call digested up front: the index as it was built before
+        requests = [plain_request(f"q{rng.randrange(7)}") for _ in range(14)]
+        for request in requests:
+            a, b = lazy.match(request, mode=mode), eager.match(request, mode=mode)
+            assert type(a) is type(b)
+            if isinstance(a, Served) and isinstance(b, Served):
+                assert (a.call.number, a.out_of_order, a.matched) == (b.call.number, b.out_of_order, b.matched)
+            elif isinstance(a, Divergence) and isinstance(b, Divergence):
+                assert (a.step, a.expected_digest, a.got_digest) == (b.step, b.expected_digest, b.got_digest)
+            else:
+                assert isinstance(a, Exhausted)
+        assert lazy.status() == eager.status()
