@@ -18,6 +18,12 @@ served. An id the run never mapped (an id in a file the agent read, an example
 in source code) is left alone: it is the user's data, not this run's protocol;
 so is one shorter than 8 characters (a bare ``1`` could be any word).
 
+Agents also quote ids the codecs never map: Claude Code's billing line at the head of its system
+prompt names the previous answer's request id and message id (``cc_prev_req=req_011…;``,
+``cc_prev_msg=msg_01…;``). Those labelled values are replaced by ``<provider-id>`` at record and at
+replay alike (``LABELLED``); the comparison already leaves them out (the ``claude-code.billing``
+mask), so this only keeps the provider's ids out of the cassette.
+
 Cheap when there is nothing to do: no mapped id, or no string holding the
 start of one, costs one serialization of the payload and a substring test on it
 (a walk of every string only when one may hold an id); the payload is copied only
@@ -36,7 +42,12 @@ import orjson
 
 from blackbox_mitm.codecs.base import CallIds
 
-__all__ = ["EchoedIds", "neutralize_echoed_ids"]
+__all__ = ["LABELLED", "PROVIDER_ID", "EchoedIds", "neutralize_echoed_ids"]
+
+PROVIDER_ID = "<provider-id>"
+# Labels an agent writes a provider's own id after, in its system prompt: Claude Code's billing line.
+LABELLED = re.compile(r"(?<![A-Za-z0-9_])(cc_prev_(?:req|msg)=)(?!<provider-id>)[A-Za-z0-9_-]{8,}")
+_LABEL_HEAD = "cc_prev_"
 
 _TOKEN = "A-Za-z0-9_-"  # what a provider id is made of: a match must not continue a longer token
 _SHORTEST = 8  # an "id" shorter than this (a bare "1") could be any word of the text: never replaced
@@ -90,6 +101,9 @@ class EchoedIds:
 
     def rewrite(self, model_input: Mapping[str, Any], known: Mapping[str, str]) -> Mapping[str, Any]:
         """``model_input`` with every mapped id in its text replaced (the same object when none was)."""
+        return _labelled(self._mapped_ids(model_input, known))
+
+    def _mapped_ids(self, model_input: Mapping[str, Any], known: Mapping[str, str]) -> Mapping[str, Any]:
         pattern, heads, mapped = self._take_in(known)
         if pattern is None:
             return model_input
@@ -108,6 +122,15 @@ class EchoedIds:
             return model_input
         out = _walk(model_input, text)
         return out if isinstance(out, Mapping) else model_input
+
+
+def _labelled(model_input: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``model_input`` with the provider ids its system prompt quotes after a label (``LABELLED``) as ``<provider-id>``."""
+    system = model_input.get("systemPrompt")
+    if system is None or _LABEL_HEAD not in (system if isinstance(system, str) else orjson.dumps(system).decode()):
+        return model_input
+    new = _walk(system, lambda s: LABELLED.sub(lambda m: m.group(1) + PROVIDER_ID, s) if _LABEL_HEAD in s else s)
+    return model_input if new is system else {**model_input, "systemPrompt": new}
 
 
 def _alternation(mapped: Mapping[str, str]) -> re.Pattern[str]:

@@ -165,3 +165,21 @@ def test_ids_mapped_later_are_taken_in_and_an_odd_id_uses_the_alternation() -> N
     odd = {"systemPrompt": "see id:with.dots and toolu_second_002."}
     assert rule.rewrite(odd, known)["systemPrompt"] == "see call-2 and call-1."
     assert EchoedIds().rewrite(odd, known)["systemPrompt"] == "see call-2 and call-1."
+
+
+def test_the_provider_ids_claude_codes_billing_line_quotes_never_enter_the_cassette() -> None:
+    from blackbox_mitm.session.echoed_ids import EchoedIds
+
+    head = "x-anthropic-billing-header: cc_version=2.1.332.95a; cch=3f2a; cc_prev_req=req_011CVabcdefghijklmnop; "
+    system = head + "cc_prompt_id=9c1e; cc_turn_index=2; cc_prev_msg=msg_01XYZabcdefghijkl; cc_prev_prompt_index=1;\nYou are Claude Code."
+    model_input = {"systemPrompt": system, "messages": [{"role": "user", "content": "cc_prev_req=req_0123456789abc in a file"}]}
+    out = EchoedIds().rewrite(model_input, {})
+    assert out["systemPrompt"] == system.replace("req_011CVabcdefghijklmnop", "<provider-id>").replace(
+        "msg_01XYZabcdefghijkl", "<provider-id>"
+    )
+    assert out["messages"] is model_input["messages"]  # only the system prompt's billing line: a user's text is theirs
+    assert EchoedIds().rewrite(out, {}) is out  # the same at replay: nothing left to replace
+    plain = {"systemPrompt": "You are a helpful assistant.", "messages": []}
+    assert EchoedIds().rewrite(plain, {}) is plain
+    listed = {"systemPrompt": [{"type": "text", "text": head}], "messages": []}
+    assert "req_011" not in str(EchoedIds().rewrite(listed, {}))
