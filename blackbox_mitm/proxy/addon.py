@@ -13,18 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from mitmproxy import ctx, exceptions, http
-from mitmproxy.net.http import status_codes
 
 from blackbox_mitm.cassette.trace import now_ms
 from blackbox_mitm.codecs import codec_for, default_hosts, error_codec_for, host_matches, host_spec, stream_content_type
 from blackbox_mitm.errors import BlackboxError
 from blackbox_mitm.proxy.exchanges import URL_KEY, ExchangeTransport, offline_refusal
-from blackbox_mitm.proxy.headers import lower_headers
+from blackbox_mitm.proxy.flows import destination, lower_headers, make_response
 from blackbox_mitm.proxy.offline import OfflineGuard
 from blackbox_mitm.proxy.pacing import StreamPacer
 from blackbox_mitm.proxy.websocket import WebSocketTransport, is_upgrade
@@ -223,7 +221,7 @@ class BlackboxAddon:
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         # Before map_remote rewrites the destination in its request hook.
-        flow.metadata[_HOST_KEY], flow.metadata[URL_KEY] = _destination(flow.request)
+        flow.metadata[_HOST_KEY], flow.metadata[URL_KEY] = destination(flow.request)
 
     def _session_of(self, flow: http.HTTPFlow) -> Session | None:
         """The session a flow belongs to: the one run, or the run its client named (None: answered here)."""
@@ -285,7 +283,7 @@ class BlackboxAddon:
             if action.delay_ms > 0 or (action.stream and self.stream_delay_ms > 0):
                 self._pace(flow, action)  # a held answer's end waits its turn in the pacer
             else:
-                flow.response = _make_response(action)
+                flow.response = make_response(action)
                 if action.hold is not None and not action.hold.now():
                     flow.metadata[_HOLD_KEY] = action.hold  # sent once released: the response hook waits for it
                 if action.replayed:
@@ -386,7 +384,7 @@ class BlackboxAddon:
                 return
         answer = await asyncio.to_thread(session.on_response, ticket, status, body, response_ms=now_ms())
         if answer is not None:
-            flow.response = _make_response(answer)
+            flow.response = make_response(answer)
 
     def error(self, flow: http.HTTPFlow) -> None:
         self._exchanges.error(flow)
@@ -431,102 +429,3 @@ class BlackboxAddon:
 
     def _note(self, line: str) -> None:
         log.info("blackbox: %s", line)
-
-
-_DESTINATIONS: dict[tuple[Any, ...], tuple[str, str]] = {}
-_DESTINATIONS_KEPT = 1024
-
-
-def _destination(request: http.Request) -> tuple[str, str]:
-    """``(pretty_host lower-cased, pretty_url)`` of a request, as mitmproxy's properties give them.
-
-    Both parse the ``Host`` header (an IDNA check of the name) on every call, a large share
-    of a replayed call's cost; what they depend on besides the path is the same for every
-    request of a connection, so the host and the URL without its path are kept per key.
-    """
-    data = request.data
-    if data.method == b"CONNECT":
-        return request.pretty_host.lower(), request.pretty_url
-    key = (
-        data.http_version,
-        data.authority,
-        data.scheme,
-        data.host,
-        data.port,
-        tuple(value for name, value in data.headers.fields if name.lower() == b"host"),
-    )
-    path = request.path
-    suffix = path if path != "*" else ""
-    found = _DESTINATIONS.get(key)
-    if found is None:
-        url = request.pretty_url
-        if not url.endswith(suffix):  # pragma: no cover - pretty_url always ends with the path
-            return request.pretty_host.lower(), url
-        found = (request.pretty_host.lower(), url[: len(url) - len(suffix)])
-        if len(_DESTINATIONS) >= _DESTINATIONS_KEPT:
-            _DESTINATIONS.clear()
-        _DESTINATIONS[key] = found
-    return found[0], found[1] + suffix
-
-
-def _lower_headers(headers: http.Headers) -> dict[str, str]:
-    """Header names lower-cased, repeated fields joined — one pass over the raw fields.
-
-    (``Headers.items()`` looks every name up again: quadratic in the header count,
-    a measurable share of a replayed call; see docs/benchmarks.md.)
-    """
-    out: dict[str, str] = {}
-    for raw_key, raw_value in headers.fields:
-        key = raw_key.decode("utf-8", "surrogateescape").lower()
-        value = raw_value.decode("utf-8", "surrogateescape")
-        out[key] = f"{out[key]}, {value}" if key in out else value
-    return out
-
-
-# Headers whose presence makes ``Response.make`` re-encode the body or keep its length unset: the slow path.
-_ENCODING_HEADERS = frozenset({"content-encoding", "transfer-encoding"})
-
-
-def _make_response(answer: Answer) -> http.Response:
-    """The answer as a response: what ``http.Response.make`` builds, built directly.
-
-    ``Response.make`` type-checks every field of the new ``ResponseData`` (mitmproxy's
-    ``check_option_type``, in ``MessageData.__post_init__``) and sets the length through
-    ``set_content``: together the largest single cost of a replayed call (docs/benchmarks.md).
-    The fields are ours and well typed, so the data is made without the checks; an answer
-    with a content- or transfer-encoding (the body would be re-encoded) takes ``make``.
-    """
-    body = answer.body
-    if type(body) is not bytes:
-        return http.Response.make(answer.status, body, answer.headers)
-    fields: list[tuple[bytes, bytes]] = []
-    length = str(len(body)).encode()
-    has_length = False
-    for name, value in answer.headers.items():
-        lowered = name.lower()
-        if lowered in _ENCODING_HEADERS:
-            return http.Response.make(answer.status, body, answer.headers)
-        if lowered == "content-length":
-            if has_length:
-                continue  # make() keeps one content-length: the first one's place
-            has_length = True
-            fields.append((name.encode("utf-8", "surrogateescape"), length))
-            continue
-        fields.append((name.encode("utf-8", "surrogateescape"), value.encode("utf-8", "surrogateescape")))
-    if not has_length:
-        fields.append((b"content-length", length))
-    now = time.time()
-    data = object.__new__(http.ResponseData)
-    vars(data).update(
-        http_version=b"HTTP/1.1",
-        headers=http.Headers(fields),
-        content=body,
-        trailers=None,
-        timestamp_start=now,
-        timestamp_end=now,
-        status_code=answer.status,
-        reason=status_codes.RESPONSES.get(answer.status, "").encode(),
-    )
-    response = object.__new__(http.Response)
-    response.data = data
-    return response

@@ -37,7 +37,7 @@ from mitmproxy import ctx, http
 
 from blackbox_mitm.codecs.base import Codec, SseEvent
 from blackbox_mitm.codecs.websocket_base import CALL, LOCAL, WebSocketCodec, websocket_of
-from blackbox_mitm.proxy.headers import lower_headers
+from blackbox_mitm.proxy.flows import lower_headers
 from blackbox_mitm.proxy.ws_replay import SocketServer, SocketTarget
 from blackbox_mitm.session.engine import Answer, ModelRequest, Session, Ticket
 

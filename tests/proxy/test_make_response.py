@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from mitmproxy import http
 
-from blackbox_mitm.proxy.addon import _destination, _make_response
+from blackbox_mitm.proxy.flows import destination as _destination
+from blackbox_mitm.proxy.flows import make_response as _make_response
 from blackbox_mitm.session.engine import Answer
 
 
