@@ -75,7 +75,7 @@ def record_session(
     journal = Journal(path, trace, overwrite=overwrite, fsync=fsync, compact=compact)  # refuses an existing cassette
     recorder = RunRecorder(trace, journal, privacy=privacy)
     # images, documents, audio: once each, beside the cassette (spooled, so a killed recording keeps them)
-    recorder.media = MediaBook(secrets=privacy.secrets, spool=spool_path(path), fsync=fsync)
+    recorder.media = MediaBook(spool=spool_path(path), fsync=fsync)
     if exchanges != "none":
         recorder.exchanges = ExchangeBook(
             policy=exchanges,

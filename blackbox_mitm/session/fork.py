@@ -231,7 +231,7 @@ def fork_session(
         child.environment = privacy.redactor.payload(privacy.env.metadata())
     journal = Journal(out, child, overwrite=overwrite, fsync=fsync)
     recorder = RunRecorder(child, journal, privacy=privacy)
-    recorder.media = MediaBook(secrets=privacy.secrets, seed=parent_media, spool=spool_path(out), fsync=fsync)
+    recorder.media = MediaBook(seed=parent_media, spool=spool_path(out), fsync=fsync)
     run = RunPlan(
         prefix=RecordedCalls(parent, upto=_served_upto(plan), rules=rules, explain=explainer(parent, privacy.env)),
         tail=_tail(tail, script, ids),

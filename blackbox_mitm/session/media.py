@@ -70,14 +70,18 @@ class MediaBook:
             spool.write_bytes(b"")  # a new recording holds the cassette's journal: anything there is a dead run's
             self._write_spool(self.items)  # a fork's copied items too: the child's copied steps name them
 
-    def add(self, found: Mapping[str, tuple[str, bytes]]) -> None:
-        """Keep each item once (a digest already kept, or refused, costs nothing more); new ones go to the spool first."""
+    def add(self, found: Mapping[str, tuple[str, bytes]], *, secrets: Iterable[str] = ()) -> None:
+        """Keep each item once (a digest already kept, or refused, costs nothing more); new ones go to the spool first.
+
+        ``secrets``: the credentials the run has used so far (the recorder's), besides the book's own.
+        """
+        known = self.secrets.union(s for s in secrets if s)
         with self._lock:
             new: dict[str, dict[str, Any]] = {}
             for digest, (media_type, data) in found.items():
                 if digest in self.items or digest in self.not_kept:
                     continue
-                why = self._why_not(media_type, data)
+                why = self._why_not(media_type, data, known)
                 if why is not None:
                     self.not_kept[digest] = {"sha256": digest, "mediaType": media_type, "size": len(data), "why": why}
                     log.info("blackbox: the %s %s… (%d bytes) is not kept: %s", media_type, digest[:12], len(data), why)
@@ -101,10 +105,10 @@ class MediaBook:
         if self.spool is not None:
             self.spool.unlink(missing_ok=True)
 
-    def _why_not(self, media_type: str, data: bytes) -> str | None:
+    def _why_not(self, media_type: str, data: bytes, secrets: set[str]) -> str | None:
         if self.kept_bytes + len(data) > self.max_bytes:
             return f"the run's media reached the {self.max_bytes:,}-byte cap (BLACKBOX_MEDIA_MAX_BYTES raises it)"
-        if media_type.startswith(_TEXT_TYPES) and any(s.encode() in data for s in self.secrets):
+        if media_type.startswith(_TEXT_TYPES) and any(s.encode() in data for s in secrets):
             return "it holds a credential the run used"
         return None
 

@@ -233,8 +233,7 @@ class RunRecorder:
             staged.append(("model_output", written, response_ms if response_ms is not None else now_ms()))
             self._refuse_secrets(staged)
             if self.media is not None and request.media:  # spooled before the steps that name it are journaled
-                self.media.secrets |= self.privacy.secrets
-                self.media.add(request.media)  # once per digest, however often the history re-sends it
+                self.media.add(request.media, secrets=self.privacy.secrets)  # once per digest, however often re-sent
             before = len(self.trace.steps)
             try:
                 steps = [self.trace.append(kind, payload, timestamp=ts) for kind, payload, ts in staged]
