@@ -13,6 +13,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# The suite behaves the same on a developer's machine and in a CI job: `blackbox test --update` (and some agent
+# programs) act differently when CI is set, so it is unset here and a test that wants it sets it itself.
+for _ci_variable in ("CI", "CONTINUOUS_INTEGRATION", "GITHUB_ACTIONS", "GITLAB_CI", "BUILDKITE"):
+    os.environ.pop(_ci_variable, None)
 EXAMPLES = ROOT / "examples"
 sys.path.insert(0, str(EXAMPLES))
 
