@@ -424,7 +424,6 @@ def _refusal_cases() -> dict[str, Any]:
         ),
         "gemini.builtin_tool": (request(tools=[{"codeExecution": {}}]), "tools[0].codeExecution"),
         "gemini.cached_content": (request(cachedContent="cachedContents/abc"), "cachedContent"),
-        "gemini.output_modality": (request(generationConfig={"responseModalities": ["AUDIO"]}), "generationConfig.responseModalities"),
         "gemini.prompt_blocked": (
             lambda: codec.decode_response(blocked, CallIds(), _decode()),
             'promptFeedback.blockReason: (it was "PROHIBITED_CONTENT")',
