@@ -144,7 +144,7 @@ def merge_audio_delta(message: dict[str, Any], delta: Any) -> None:
     if isinstance(delta.get("transcript"), str):
         audio["transcript"] += delta["transcript"]
     if isinstance(delta.get("data"), str):
-        audio["_data"] += base64.b64decode(delta["data"])
+        audio["_data"] += base64.b64decode(delta["data"], validate=True)
     if delta.get("expires_at") is not None:
         audio["expires_at"] = delta["expires_at"]
 
