@@ -72,7 +72,9 @@ def test_an_audio_answer_is_the_transcript_and_an_audio_part_by_digest() -> None
     assert NATIVE not in json.dumps(out) and "chatcmpl-AbC123" not in json.dumps(out)
 
 
-@pytest.mark.parametrize(("fmt", "media_type"), [("pcm16", "audio/pcm"), ("mp3", "audio/mpeg"), ("opus", "audio/opus"), ("flac", "audio/flac")])
+@pytest.mark.parametrize(
+    ("fmt", "media_type"), [("pcm16", "audio/pcm"), ("mp3", "audio/mpeg"), ("opus", "audio/opus"), ("flac", "audio/flac")]
+)
 def test_the_media_type_comes_from_the_requested_format(fmt: str, media_type: str) -> None:
     ids = CallIds()
     out, _ = _decode(ids, _request(ids, fmt=fmt))
@@ -110,7 +112,10 @@ def test_a_history_that_refers_to_the_audio_matches_at_record_and_at_replay() ->
         served = openai_chat.encode_response(out, request=_request(replaying), ids=replaying, created_ms=CREATED * 1000)
     replayed = _request(replaying, history(served["choices"][0]["message"]["audio"]["id"])).model_input
     assert recorded == replayed
-    assert recorded["messages"][1] == {"role": "assistant", "content": [{"type": "audio", "mediaType": "audio/wav", "sha256": SHA, "size": len(AUDIO)}]}
+    assert recorded["messages"][1] == {
+        "role": "assistant",
+        "content": [{"type": "audio", "mediaType": "audio/wav", "sha256": SHA, "size": len(AUDIO)}],
+    }
     assert NATIVE not in json.dumps(recorded)
 
 
@@ -122,7 +127,11 @@ def test_an_audio_id_no_answer_of_the_run_carried_is_refused_by_name() -> None:
 
 @pytest.mark.parametrize(
     ("audio", "field"),
-    [({"data": 5}, "choices[0].message.audio"), ({"data": "@@@"}, "choices[0].message.audio.data"), ({"transcript": 1}, "choices[0].message.audio.transcript")],
+    [
+        ({"data": 5}, "choices[0].message.audio"),
+        ({"data": "@@@"}, "choices[0].message.audio.data"),
+        ({"transcript": 1}, "choices[0].message.audio.transcript"),
+    ],
 )
 def test_unreadable_audio_is_a_clear_error_naming_the_field(audio: dict[str, Any], field: str) -> None:
     ids = CallIds()
@@ -197,4 +206,6 @@ def test_audio_beside_tool_calls_keeps_both() -> None:
     with resolving({SHA: AUDIO}):
         served = openai_chat.encode_response(out, request=_request(ids), ids=CallIds(), created_ms=0)["choices"][0]
     assert served["finish_reason"] == "tool_calls" and served["message"]["content"] is None
-    assert base64.b64decode(served["message"]["audio"]["data"]) == AUDIO and served["message"]["tool_calls"][0]["function"]["name"] == "lookup"
+    assert (
+        base64.b64decode(served["message"]["audio"]["data"]) == AUDIO and served["message"]["tool_calls"][0]["function"]["name"] == "lookup"
+    )

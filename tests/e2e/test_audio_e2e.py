@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import os
 import sys
 from pathlib import Path
@@ -104,7 +105,7 @@ def _chat_events(transcript: str, data: bytes) -> list[Any]:
         chunk({"role": "assistant", "content": None, "refusal": None}),
         chunk({"audio": {"id": NATIVE, "transcript": transcript[:4]}}),
         chunk({"audio": {"transcript": transcript[4:]}}),
-        *[chunk({"audio": {"data": _b64(data[a:b])}}) for a, b in zip(cuts, cuts[1:], strict=False)],
+        *[chunk({"audio": {"data": _b64(data[a:b])}}) for a, b in itertools.pairwise(cuts)],
         chunk({"audio": {"expires_at": CREATED + 3600}}),
         chunk({}, "stop"),
         "[DONE]",

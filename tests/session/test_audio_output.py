@@ -39,7 +39,12 @@ def _chat_body(audio_id: str | None) -> bytes:
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Say hello."}]
     if audio_id is not None:
         messages += [{"role": "assistant", "content": None, "audio": {"id": audio_id}}, {"role": "user", "content": "Again."}]
-    body = {"model": "gpt-4o-audio-preview", "modalities": ["text", "audio"], "audio": {"voice": "alloy", "format": "wav"}, "messages": messages}
+    body = {
+        "model": "gpt-4o-audio-preview",
+        "modalities": ["text", "audio"],
+        "audio": {"voice": "alloy", "format": "wav"},
+        "messages": messages,
+    }
     return json.dumps(body).encode()
 
 
@@ -47,7 +52,9 @@ def _chat_answer(transcript: str) -> bytes:
     audio = {"id": NATIVE, "data": base64.b64encode(WAV).decode(), "expires_at": 1_764_003_600, "transcript": transcript}
     message = {"role": "assistant", "content": None, "refusal": None, "audio": audio, "annotations": []}
     choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}
-    return orjson.dumps({"id": "chatcmpl-Zz9", "object": "chat.completion", "created": 1_764_000_000, "model": "gpt-4o-audio-preview", "choices": [choice]})
+    return orjson.dumps(
+        {"id": "chatcmpl-Zz9", "object": "chat.completion", "created": 1_764_000_000, "model": "gpt-4o-audio-preview", "choices": [choice]}
+    )
 
 
 def _forward(session: Any, path: str, body: bytes, answer: bytes | list[SseEvent]) -> None:
@@ -83,11 +90,19 @@ def test_a_chat_audio_answer_and_a_turn_that_refers_to_it_record_and_replay(tmp_
 
 def _tts_body() -> bytes:
     config = {"responseModalities": ["AUDIO"], "speechConfig": {"voiceConfig": {"prebuiltVoiceConfig": {"voiceName": "Kore"}}}}
-    return json.dumps({"contents": [{"role": "user", "parts": [{"text": "Say cheerfully: have a nice day"}]}], "generationConfig": config}).encode()
+    return json.dumps(
+        {"contents": [{"role": "user", "parts": [{"text": "Say cheerfully: have a nice day"}]}], "generationConfig": config}
+    ).encode()
 
 
 def _tts_chunk(data: bytes, finish: str | None) -> dict[str, Any]:
-    candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"inlineData": {"mimeType": "audio/L16;codec=pcm;rate=24000", "data": base64.b64encode(data).decode()}}]}, "index": 0}
+    candidate: dict[str, Any] = {
+        "content": {
+            "role": "model",
+            "parts": [{"inlineData": {"mimeType": "audio/L16;codec=pcm;rate=24000", "data": base64.b64encode(data).decode()}}],
+        },
+        "index": 0,
+    }
     if finish:
         candidate["finishReason"] = finish
     return {"candidates": [candidate], "usageMetadata": {"promptTokenCount": 9, "candidatesTokenCount": 40, "totalTokenCount": 49}}
@@ -100,7 +115,9 @@ def test_a_gemini_speech_answer_records_and_replays_byte_identical(tmp_path: Pat
     halves = [PCM[:1000], PCM[1000:]]
     session = record_session(cassette)
     if stream:  # TTS streams its audio as several inlineData chunks
-        _forward(session, path, _tts_body(), [SseEvent(None, json.dumps(_tts_chunk(h, "STOP" if k else None))) for k, h in enumerate(halves)])
+        _forward(
+            session, path, _tts_body(), [SseEvent(None, json.dumps(_tts_chunk(h, "STOP" if k else None))) for k, h in enumerate(halves)]
+        )
     else:
         _forward(session, path, _tts_body(), orjson.dumps(_tts_chunk(PCM, "STOP")))
     assert session.recorder is not None

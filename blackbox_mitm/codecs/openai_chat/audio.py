@@ -44,6 +44,7 @@ __all__ = [
 
 AUDIO_FRAGMENT = 8192  # base64 characters per streamed ``delta.audio.data`` piece (a multiple of 4: each piece decodes alone)
 SERVED_PREFIX = "audio_bb"
+DEFAULT_LIFETIME = 3600  # seconds: OpenAI's stated lifetime of an audio answer, for one recorded without expires_at
 _FORMATS = {"wav": "audio/wav", "mp3": "audio/mpeg", "flac": "audio/flac", "opus": "audio/opus", "aac": "audio/aac", "pcm16": "audio/pcm"}
 
 
@@ -118,7 +119,7 @@ def served_audio(part: Mapping[str, Any], ids: CallIds, created_ms: int) -> dict
     _known(ids)[served] = _history_part(part)
     out: dict[str, Any] = {"id": served, "data": base64.b64encode(bytes_for(part)).decode("ascii")}
     expires_in = part.get("expiresIn")
-    out["expires_at"] = created_ms // 1000 + (expires_in if _is_int(expires_in) else 3600)
+    out["expires_at"] = created_ms // 1000 + (expires_in if isinstance(expires_in, int) else DEFAULT_LIFETIME)
     out["transcript"] = str(part.get("transcript", ""))
     return out
 

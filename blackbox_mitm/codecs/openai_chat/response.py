@@ -129,7 +129,7 @@ def _answer(resp: Any, ids: CallIds, request: DecodedRequest) -> ModelOutput:
         out = {"type": "final_answer", "text": content or ""}
     if audio is not None:  # the transcript is the text; the content keeps the parts (docs/cassette.md)
         out["text"] = (content or "") + audio["transcript"]
-        out["content"] = [*([{"type": "text", "text": content}] if content else []), audio]  # type: ignore[list-item]
+        out["content"] = [*([{"type": "text", "text": content}] if content else []), audio]
     if finish == "length":
         out["stop"] = STOP_LENGTH
     return out
