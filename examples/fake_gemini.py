@@ -22,6 +22,7 @@ Script: a list of answers, one consumed per model call::
     {"block": "SAFETY"}                           # a blocked prompt (promptFeedback.blockReason)
     {"status": 429, "message": "..."}             # that error, Google-shaped
     {"text": "...", "image": {"mimeType", "data"}}  # an image model's answer: text, then an inlineData part
+    {"audio": [{"mimeType", "data"}, ...]}        # a speech model's answer: inlineData parts (streamed one per chunk)
     {"raw": {...}}                                # this exact JSON body
 
 A ``responder(body) -> answer | None`` may answer first (None: the script answers).
@@ -109,6 +110,8 @@ def _parts(answer: Json) -> list[Json]:
         parts.append({"text": answer["text"]})
     if answer.get("image"):  # an image model's answer: {"mimeType", "data" (base64)}
         parts.append({"inlineData": dict(answer["image"])})
+    for piece in answer.get("audio") or []:  # a speech model's answer: [{"mimeType", "data"}], one inlineData part (and chunk) each
+        parts.append({"inlineData": dict(piece)})
     for call in answer.get("function_calls") or []:
         fc: Json = {"name": call["name"], "args": call.get("args", {})}
         if call.get("id"):

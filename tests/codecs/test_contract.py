@@ -390,7 +390,7 @@ LAYOUT: dict[str, tuple[str, ...]] = {
 
 
 # A part of one API alone, beside the shared layout: the Responses API's compaction items (Codex's compaction).
-OWN_PARTS: dict[str, set[str]] = {"openai-responses": {"compaction.py"}}
+OWN_PARTS: dict[str, set[str]] = {"openai-responses": {"compaction.py"}, "openai": {"audio.py"}}
 
 
 @pytest.mark.parametrize("name", list(_CODECS))

@@ -424,7 +424,6 @@ def _refusal_cases() -> dict[str, Any]:
         ),
         "gemini.builtin_tool": (request(tools=[{"codeExecution": {}}]), "tools[0].codeExecution"),
         "gemini.cached_content": (request(cachedContent="cachedContents/abc"), "cachedContent"),
-        "gemini.output_modality": (request(generationConfig={"responseModalities": ["AUDIO"]}), "generationConfig.responseModalities"),
         "gemini.prompt_blocked": (
             lambda: codec.decode_response(blocked, CallIds(), _decode()),
             'promptFeedback.blockReason: (it was "PROHIBITED_CONTENT")',
@@ -576,3 +575,36 @@ def test_inline_data_and_file_data_are_content_addressed_parts() -> None:
     ]
     with pytest.raises(BlackboxUnsupportedError, match="not base64"):
         _decode(contents=[{"role": "user", "parts": [{"inlineData": {"mimeType": "image/png", "data": "@@@"}}]}])
+
+
+def test_speech_output_is_recorded_with_its_voice_compared() -> None:
+    """responseModalities AUDIO and speechConfig: compared params; the answer's audio parts are media, served back as sent."""
+    import base64
+    import hashlib
+
+    from blackbox_mitm.cassette.media import collecting, resolving
+
+    voice = {"voiceConfig": {"prebuiltVoiceConfig": {"voiceName": "Kore"}}}
+    decoded = _decode(generationConfig={"responseModalities": ["AUDIO"], "speechConfig": voice})
+    assert decoded.model_input["params"]["modalities"] == ["AUDIO"] and decoded.model_input["params"]["speechConfig"] == voice
+    other = _decode(
+        generationConfig={"responseModalities": ["AUDIO"], "speechConfig": {"voiceConfig": {"prebuiltVoiceConfig": {"voiceName": "Puck"}}}}
+    )
+    assert other.model_input != decoded.model_input  # another voice is another request
+    pcm, mime = bytes(range(200)), "audio/L16;codec=pcm;rate=24000"
+    answer = {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": [{"inlineData": {"mimeType": mime, "data": base64.b64encode(pcm).decode()}}]},
+                "finishReason": "STOP",
+            }
+        ]
+    }
+    with collecting() as media:
+        out = codec.decode_response(json.dumps(answer).encode(), CallIds(), decoded)
+    digest = hashlib.sha256(pcm).hexdigest()
+    assert out["content"] == [{"type": "audio", "mediaType": mime, "sha256": digest, "size": len(pcm)}] and out["text"] == ""
+    assert media == {digest: (mime, pcm)}
+    with resolving({digest: pcm}):
+        served = codec.encode_response(out, request=decoded, ids=CallIds(), created_ms=0)
+    assert served["candidates"][0]["content"]["parts"] == [{"inlineData": {"mimeType": mime, "data": base64.b64encode(pcm).decode()}}]

@@ -121,7 +121,8 @@ PARAMS: tuple[tuple[str, str], ...] = (
     ("generationConfig.logprobs", "topLogprobs"),
     ("toolConfig.functionCallingConfig", "toolChoice"),
     ("safetySettings", "safetySettings"),
-    ("generationConfig.responseModalities", "modalities"),  # TEXT and IMAGE: an image answer is kept in the run's media
+    ("generationConfig.responseModalities", "modalities"),  # TEXT, IMAGE, AUDIO: an image or speech answer is kept in the run's media
+    ("generationConfig.speechConfig", "speechConfig"),  # the voice (compared): speech comes back as inlineData audio parts
     ("generationConfig.imageConfig", "imageConfig"),
 )
 
@@ -146,7 +147,6 @@ REFUSALS = RefusalTable(PROVIDER, (
     Refusal("gemini.non_text", PROVIDER, "request", "non-text parts (inlineData, fileData, executableCode, ...) in contents, systemInstruction or a functionResponse", "non-text content is not supported yet: only text is recorded"),
     Refusal("gemini.builtin_tool", PROVIDER, "request", "built-in tools other than Google Search and URL context (codeExecution, fileSearch, googleMaps, computerUse, ...)", "not recorded: their calls and results come as parts Blackbox does not record yet (executableCode, codeExecutionResult) or run outside the answer"),
     Refusal("gemini.cached_content", PROVIDER, "request", "cachedContent (a prompt cached on the server)", "server-side state: the cached part of the prompt is not in the request, so it could be neither compared nor replayed"),
-    Refusal("gemini.output_modality", PROVIDER, "request", "non-text output other than images (responseModalities AUDIO, speechConfig)", "only text and image output is recorded"),
     Refusal("gemini.prompt_blocked", PROVIDER, "response", "a response whose prompt was blocked (promptFeedback.blockReason)", "it holds no answer a replay could give back"),
     Refusal("gemini.candidates", PROVIDER, "response", "a response with more than one candidate", "several candidates per request are not supported: a replay returns one"),
     Refusal("gemini.finish_reason", PROVIDER, "response", "a finishReason other than STOP or MAX_TOKENS (SAFETY, RECITATION, BLOCKLIST, PROHIBITED_CONTENT, SPII, MALFORMED_FUNCTION_CALL, OTHER, ...), or none", "a replay gives STOP or MAX_TOKENS, so it would replay as a normal stop"),

@@ -58,12 +58,6 @@ def _decode_params(data: dict[str, Any]) -> dict[str, Any]:
     count = config.get("candidateCount")
     if isinstance(count, int) and count > 1:
         REFUSALS.refuse("gemini.candidate_count", "generationConfig.candidateCount", count)
-    modalities = config.get("responseModalities")
-    if isinstance(modalities, list) and any(str(m).upper() not in ("TEXT", "IMAGE") for m in modalities):
-        REFUSALS.refuse("gemini.output_modality", "generationConfig.responseModalities", modalities)
-    for key in ("speechConfig",):  # images come back as inlineData parts (kept in the run's media); speech is not recorded
-        if config.get(key) is not None:
-            REFUSALS.refuse("gemini.output_modality", f"generationConfig.{key}")
     params: dict[str, Any] = {}
     for wire, neutral in PARAMS:
         value: Any = data

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from blackbox_mitm.cassette.media import bytes_for
@@ -52,6 +53,26 @@ _ERROR_STATUS = {
 def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> ModelOutput:
     """A GenerateContentResponse (or the object ``aggregate_stream`` built) -> the neutral ``model_output``."""
     data = dict(body) if isinstance(body, Mapping) else load_object(body, "response", PROVIDER)
+    candidate = _candidate(data)
+    reason = candidate.get("finishReason")
+    content = candidate.get("content") or {}
+    read = _read_parts(content.get("parts") if isinstance(content, dict) else None)
+    out = neutral_output("".join(read.texts), _assign_calls(read.calls, ids, request), reason == "MAX_TOKENS")
+    if any(p["type"] != "text" for p in read.content):
+        out["content"] = joined_parts(read.content)  # Blackbox's extension: an answer with media (docs/cassette.md)
+    counts = _tokens_of_usage(data.get("usageMetadata"))
+    if counts is not None:
+        out["tokens"] = counts
+    if read.reasoning:
+        out["reasoning"] = read.reasoning
+    found = grounding.grounding_of(candidate)
+    if found is not None:
+        out["grounding"] = found
+    return out
+
+
+def _candidate(data: dict[str, Any]) -> dict[str, Any]:
+    """The response's one candidate, once what would not replay as it came is refused."""
     feedback = data.get("promptFeedback")
     if isinstance(feedback, dict) and feedback.get("blockReason"):
         REFUSALS.refuse("gemini.prompt_blocked", "promptFeedback.blockReason", feedback["blockReason"])
@@ -60,44 +81,57 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
         REFUSALS.malformed("candidates", "a response without candidates")
     if len(candidates) > 1:
         REFUSALS.refuse("gemini.candidates", "candidates")
-    candidate = candidates[0]
+    candidate: dict[str, Any] = candidates[0]
     reason = candidate.get("finishReason")
     if reason not in ("STOP", "MAX_TOKENS"):
         REFUSALS.refuse("gemini.finish_reason", "candidates[0].finishReason", reason)
     if candidate.get("logprobsResult"):
         REFUSALS.refuse("gemini.response_metadata", "candidates[0].logprobsResult")
-    content = candidate.get("content") or {}
-    parts = content.get("parts") if isinstance(content, dict) else None
-    texts: list[str] = []
-    calls: list[tuple[str | None, str, Any]] = []
-    reasoning: list[ReasoningPart] = []
-    content_parts: list[Any] = []  # text and media in order, kept only when there is media (cassette/media.py)
+    return candidate
+
+
+@dataclass
+class _Parts:
+    """What a candidate's parts hold, in order: text, (native id, name, args) calls, thoughts, text and media."""
+
+    texts: list[str] = field(default_factory=list)
+    calls: list[tuple[str | None, str, Any]] = field(default_factory=list)
+    reasoning: list[ReasoningPart] = field(default_factory=list)
+    content: list[Any] = field(default_factory=list)  # text and media in order, kept only when there is media
+
+
+def _read_parts(parts: Any) -> _Parts:
+    read = _Parts()
     for j, part in enumerate(parts or []):
         where = f"candidates[0].content.parts[{j}]"
         kind = part_kind(part, where)
         thought = _reasoning_part(part, kind)
         if thought is not None:
-            reasoning.append(thought)
+            read.reasoning.append(thought)
         if kind is None or part.get("thought") is True:
             continue
         if kind == "text":
-            if part["text"] and calls:
+            if part["text"] and read.calls:
                 REFUSALS.refuse("gemini.text_after_call", where)
-            texts.append(part["text"])
-            content_parts.append({"type": "text", "text": part["text"]})
-        elif kind in ("inlineData", "fileData"):
-            if calls:
+            read.texts.append(part["text"])
+            read.content.append({"type": "text", "text": part["text"]})
+        elif kind in ("inlineData", "fileData"):  # an image or speech answer: the bytes go to the run's media
+            if read.calls:
                 REFUSALS.refuse("gemini.text_after_call", where)
-            content_parts.append(_media_of(part[kind], kind, f"{where}.{kind}"))
+            read.content.append(_media_of(part[kind], kind, f"{where}.{kind}"))
         elif kind == "functionCall":
             call = part["functionCall"]
             if not isinstance(call, dict) or not isinstance(call.get("name"), str):
                 REFUSALS.malformed(f"{where}.functionCall", "a functionCall without a name")
             native = call.get("id")
-            calls.append((native if isinstance(native, str) and native else None, call["name"], call.get("args") or {}))
+            read.calls.append((native if isinstance(native, str) and native else None, call["name"], call.get("args") or {}))
         else:
             REFUSALS.refuse("gemini.non_text_response", f"{where}.{kind}")
-    # call-N ids are handed out only once nothing is refused, in the order the model emitted them.
+    return read
+
+
+def _assign_calls(calls: list[tuple[str | None, str, Any]], ids: CallIds, request: DecodedRequest) -> list[ToolCall]:
+    """call-N ids, handed out only once nothing is refused, in the order the model emitted them."""
     at = len(request.model_input.get("messages", []))
     positions = call_positions(ids, first_text(request.model_input.get("messages", [])))
     out_calls: list[ToolCall] = []
@@ -105,18 +139,7 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
         call_id = ids.assign(native, name)
         positions[f"{at}:{k}:{name}"] = call_id
         out_calls.append({"toolCallId": call_id, "toolName": name, "toolInput": args})
-    out = neutral_output("".join(texts), out_calls, reason == "MAX_TOKENS")
-    if any(p["type"] != "text" for p in content_parts):
-        out["content"] = joined_parts(content_parts)  # Blackbox's extension: an answer with media (docs/cassette.md)
-    counts = _tokens_of_usage(data.get("usageMetadata"))
-    if counts is not None:
-        out["tokens"] = counts
-    if reasoning:
-        out["reasoning"] = reasoning
-    found = grounding.grounding_of(candidate)
-    if found is not None:
-        out["grounding"] = found
-    return out
+    return out_calls
 
 
 def _reasoning_part(part: dict[str, Any], kind: str | None) -> ReasoningPart | None:

@@ -31,6 +31,9 @@ holds its facts and which requests it answers, ``request`` reads requests,
   ``annotations: []``, zero usage with zeroed details, no ``system_fingerprint``
   nor ``service_tier``. Streams send text in fragments of ``FRAGMENT`` code
   points and ``"usage": null`` on every chunk only when usage was asked for.
+* Audio output (``modalities: ["text", "audio"]``, ``audio: {voice, format}``):
+  ``audio.py`` (the transcript is the answer's text, the bytes are in the run's
+  media, the provider's ``audio_…`` id is mapped and served as our own).
 * ``aggregate_stream`` merges deltas the way the SDK's accumulator does, so a
   recorded stream is refused exactly when the same answer sent whole would be.
 """
@@ -120,6 +123,7 @@ PARAMS: tuple[tuple[str, str], ...] = (
     ("verbosity", "verbosity"),
     ("prediction", "prediction"),
     ("modalities", "modalities"),
+    ("audio", "audio"),  # audio output's voice and format (compared); the answer's audio is kept in the run's media
 )
 
 
@@ -131,8 +135,7 @@ REFUSALS = RefusalTable(PROVIDER, (
     Refusal("openai.custom_tool_call", "openai", "response", "a custom tool call in a response or the history", "custom tools are not supported yet: use function tools"),
     Refusal("openai.n", "openai", "request", "several choices per request (n > 1)", "several choices per request are not supported: a replay returns one"),
     Refusal("openai.choices", "openai", "response", "a response with more than one choice", "several choices per request are not supported: a replay returns one"),
-    Refusal("openai.audio", "openai", "request", "the audio request field", "audio output is not recorded"),
-    Refusal("openai.audio_response", "openai", "response", "audio in a response or in the history", "audio output is not recorded"),
+    Refusal("openai.audio_unknown_id", "openai", "request", "an assistant message's audio id (messages[i].audio.id) that no answer of this run carried", "a provider's audio id never enters the cassette: Blackbox knows only the audio ids of the answers it recorded or served in this run"),
     Refusal("openai.functions", "openai", "request", "the legacy functions / function_call request fields", "use tools"),
     Refusal("openai.function_call_message", "openai", "response", "a function_call in a response or the history", "use tools"),
     Refusal("openai.message_name", "openai", "request", "a message name (messages[i].name)", "not recorded; two requests differing only in name would match"),

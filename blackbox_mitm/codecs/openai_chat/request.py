@@ -8,6 +8,7 @@ from blackbox_mitm.cassette.payloads import Message, MessagePart, ModelInput, To
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.codecs.common.jsonio import dumps, load_object, loads_or_none
 from blackbox_mitm.codecs.openai_chat import EMPTY_SCHEMA, NAME, PARAMS, PROVIDER, REFUSALS, SYSTEM_JOINER
+from blackbox_mitm.codecs.openai_chat.audio import history_audio
 from blackbox_mitm.codecs.openai_chat.fields import content_of, function_call, given, refusal_text, text_of
 
 __all__ = ["decode_request", "rewrite_tool_result"]
@@ -33,7 +34,7 @@ def decode_request(body: bytes, ids: CallIds, *, path: str = "", query: str = ""
 
 
 def _decode_params(req: dict[str, Any]) -> dict[str, Any]:
-    for key, row_id in (("audio", "openai.audio"), ("functions", "openai.functions"), ("function_call", "openai.functions")):
+    for key, row_id in (("functions", "openai.functions"), ("function_call", "openai.functions")):
         if given(req, key):
             REFUSALS.refuse(row_id, key)
     if given(req, "web_search_options"):
@@ -121,18 +122,18 @@ def _decode_messages(raw: Any, ids: CallIds) -> tuple[str | None, list[Message]]
 def _assistant_turn(msg: dict[str, Any], path: str, ids: CallIds, names: dict[str, str]) -> Message:
     if refusal_text(msg.get("refusal")) is not None:
         REFUSALS.refuse("openai.refusal_history", f"{path}.refusal")
-    if given(msg, "audio"):
-        REFUSALS.refuse("openai.audio_response", f"{path}.audio")
     if given(msg, "function_call"):
         REFUSALS.refuse("openai.function_call_message", f"{path}.function_call")
     text = text_of(msg.get("content"), f"{path}.content", assistant=True)
     calls = msg.get("tool_calls")
-    if not calls:
+    audio: list[MessagePart] = [history_audio(msg["audio"], f"{path}.audio", ids)] if given(msg, "audio") else []  # type: ignore[list-item]
+    if not calls and not audio:
         return {"role": "assistant", "content": text}
-    if not isinstance(calls, list):
+    if calls and not isinstance(calls, list):
         REFUSALS.malformed(f"{path}.tool_calls", "tool_calls is not a list")
     parts: list[MessagePart] = [{"type": "text", "text": text}] if text else []
-    for j, call in enumerate(calls):
+    parts += audio
+    for j, call in enumerate(calls or []):
         native, name, tool_input = function_call(call, f"{path}.tool_calls[{j}]")
         if native is None:
             REFUSALS.malformed(f"{path}.tool_calls[{j}].id", "a tool call in the history has no id")

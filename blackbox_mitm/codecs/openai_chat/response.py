@@ -11,6 +11,7 @@ from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, Decode
 from blackbox_mitm.codecs.common.ids import answer_key, digest
 from blackbox_mitm.codecs.common.jsonio import dumps, loads
 from blackbox_mitm.codecs.openai_chat import PROVIDER, REFUSALS
+from blackbox_mitm.codecs.openai_chat.audio import answer_audio, served_audio, text_parts
 from blackbox_mitm.codecs.openai_chat.fields import filtered_at, function_call, given, refusal_text
 
 __all__ = [
@@ -38,7 +39,7 @@ _ERROR_TYPES = {
 def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> ModelOutput:
     """A chat.completion body (or the object ``aggregate_stream`` built) -> its neutral ``model_output``."""
     resp = dict(body) if isinstance(body, Mapping) else loads(body, "response", PROVIDER)
-    out = _answer(resp, ids)
+    out = _answer(resp, ids, request)
     counts = tokens_of_usage(resp.get("usage") if isinstance(resp, dict) else None)
     if counts is not None:
         out["tokens"] = counts
@@ -59,7 +60,8 @@ def tokens_of_usage(usage: Any) -> Tokens | None:
     )
 
 
-def _answer(resp: Any, ids: CallIds) -> ModelOutput:
+def _choice(resp: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the one choice, its message), once what would not replay as it came is refused."""
     choices = resp.get("choices") if isinstance(resp, dict) else None
     if not isinstance(choices, list) or not choices:
         REFUSALS.malformed("choices", "a response without choices")
@@ -74,8 +76,6 @@ def _answer(resp: Any, ids: CallIds) -> ModelOutput:
         REFUSALS.refuse("openai.logprobs_response", "choices[0].logprobs")
     if message.get("annotations"):
         REFUSALS.refuse("openai.logprobs_response", f"{at}.annotations")
-    if given(message, "audio"):
-        REFUSALS.refuse("openai.audio_response", f"{at}.audio")
     if given(message, "function_call"):
         REFUSALS.refuse("openai.function_call_message", f"{at}.function_call")
     finish = choice.get("finish_reason")
@@ -90,6 +90,12 @@ def _answer(resp: Any, ids: CallIds) -> ModelOutput:
     content = message.get("content")
     if content is not None and not isinstance(content, str):
         REFUSALS.malformed(f"{at}.content", "content is neither a string nor null")
+    return choice, message
+
+
+def _answer(resp: Any, ids: CallIds, request: DecodedRequest) -> ModelOutput:
+    choice, message = _choice(resp)
+    at, finish, content = "choices[0].message", choice.get("finish_reason"), message.get("content")
     raw_calls = message.get("tool_calls") or []
     if not isinstance(raw_calls, list):
         REFUSALS.malformed(f"{at}.tool_calls", "tool_calls is not a list")
@@ -99,11 +105,12 @@ def _answer(resp: Any, ids: CallIds) -> ModelOutput:
     if refusal is not None:
         if content:
             REFUSALS.refuse("openai.content_and_refusal", f"{at}.content")
-        if calls:
-            REFUSALS.refuse("openai.refusal_mixed", f"{at}.tool_calls")
+        if calls or given(message, "audio"):
+            REFUSALS.refuse("openai.refusal_mixed", f"{at}.tool_calls" if calls else f"{at}.audio")
         if finish != "stop":
             REFUSALS.refuse("openai.refusal_mixed", "choices[0].finish_reason", finish)
         return {"type": "final_answer", "text": refusal, "stop": STOP_REFUSAL}
+    audio = answer_audio(message["audio"], f"{at}.audio", ids, request, resp.get("created")) if given(message, "audio") else None
 
     if calls:
         if finish not in ("tool_calls", "length"):
@@ -115,11 +122,14 @@ def _answer(resp: Any, ids: CallIds) -> ModelOutput:
         if content is not None:  # "" too: some OpenAI-compatible servers send it beside tool calls, and get it back
             out["text"] = content
     else:
-        if content is None:
+        if content is None and audio is None:
             REFUSALS.refuse("openai.null_content", f"{at}.content")
         if finish not in ("stop", "length"):
             REFUSALS.refuse("openai.finish_reason", "choices[0].finish_reason", finish)
-        out = {"type": "final_answer", "text": content}
+        out = {"type": "final_answer", "text": content or ""}
+    if audio is not None:  # the transcript is the text; the content keeps the parts (docs/cassette.md)
+        out["text"] = (content or "") + audio["transcript"]
+        out["content"] = [*([{"type": "text", "text": content}] if content else []), audio]
     if finish == "length":
         out["stop"] = STOP_LENGTH
     return out
@@ -177,6 +187,10 @@ def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: 
     """A neutral model_output -> a chat.completion body with our ids, the request's model and the recorded usage (or zero)."""
     content, refusal, calls, finish = message_of(output, ids)
     message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal, "annotations": []}
+    audio, spoken_text = text_parts(output)
+    if audio is not None:  # the content holds only what the model wrote beside the audio (usually nothing: null)
+        message["content"] = spoken_text
+        message["audio"] = served_audio(audio, ids, created_ms)
     if calls:
         message["tool_calls"] = calls
     return {

@@ -11,6 +11,7 @@ import orjson
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest, SseEvent, StreamIncomplete
 from blackbox_mitm.codecs.common.jsonio import dumps
 from blackbox_mitm.codecs.openai_chat import FRAGMENT
+from blackbox_mitm.codecs.openai_chat.audio import audio_deltas, finish_audio, merge_audio_delta, served_audio, text_parts
 from blackbox_mitm.codecs.openai_chat.fields import filtered_at
 from blackbox_mitm.codecs.openai_chat.response import completion_id, message_of, usage_of
 from blackbox_mitm.codecs.sse import format_sse
@@ -36,10 +37,15 @@ def encode_stream(output: Mapping[str, Any], *, request: DecodedRequest, ids: Ca
     def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
         return {**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}], **usage}
 
+    audio, spoken_text = text_parts(output)
+    if audio is not None:  # the content is only what the model wrote beside the audio; the transcript comes in delta.audio
+        content = spoken_text
     # "" in the first delta, not null, is what makes an accumulator's content a string.
     chunks = [chunk({"role": "assistant", "content": None if content is None else "", "refusal": None if refusal is None else ""})]
     chunks += [chunk({"content": piece}) for piece in _pieces(content or "")]
     chunks += [chunk({"refusal": piece}) for piece in _pieces(refusal or "")]
+    if audio is not None:
+        chunks += [chunk(delta) for delta in audio_deltas(served_audio(audio, ids, created_ms), FRAGMENT)]
     for k, call in enumerate(calls):
         fn = call["function"]
         # id, type and name exactly once: accumulators concatenate every string they see again.
@@ -75,9 +81,10 @@ def _merge_choice(state: dict[str, Any], choice: dict[str, Any]) -> None:
     for key in ("content", "refusal"):
         if isinstance(delta.get(key), str):
             message[key] = (message[key] or "") + delta[key]
-    for key in ("audio", "function_call"):  # kept only so that decode_response refuses them
-        if delta.get(key) is not None:
-            message.setdefault(key, delta[key])
+    if delta.get("audio") is not None:
+        merge_audio_delta(message, delta["audio"])
+    if delta.get("function_call") is not None:  # kept only so that decode_response refuses it
+        message.setdefault("function_call", delta["function_call"])
     if delta.get("annotations"):
         message.setdefault("annotations", []).extend(delta["annotations"])
     if filtered_at(choice.get("content_filter_results"), ""):  # Azure: the first flagging one is kept (decode_response refuses it)
@@ -150,7 +157,7 @@ def aggregate_stream(events: list[SseEvent]) -> dict[str, Any]:
             for choice in chunk.get("choices") or []:
                 index = choice.get("index", 0)
                 _merge_choice(states.setdefault(index, _new_choice(index)), choice)
-        except (AttributeError, TypeError) as exc:
+        except (AttributeError, TypeError, ValueError) as exc:  # ValueError: a delta.audio.data piece that is not base64
             raise StreamIncomplete(f"stream event {n} is malformed ({exc}): the call did not complete") from exc
     if not done:
         raise StreamIncomplete("the stream ended without data: [DONE]: the call did not complete")
@@ -160,6 +167,7 @@ def aggregate_stream(events: list[SseEvent]) -> dict[str, Any]:
     for index in sorted(states):
         state = states[index]
         message = state["message"]
+        finish_audio(message)
         if state["calls"]:
             message["tool_calls"] = [{**c, "type": c["type"] or "function"} for _, c in sorted(state["calls"].items())]
         choice = {"index": index, "message": message, "logprobs": state["logprobs"], "finish_reason": state["finish_reason"]}
