@@ -172,8 +172,7 @@ def verify_trace(trace: Trace, *, facts: ProviderFacts, source: bytes | None = N
         )
         problems.append(Problem(None, "version", f"format version is {trace.version!r}, not {CURRENT_TRACE_VERSION}; {what}", "version"))
     walker = _Walker(None, problems, facts)
-    for name in ("id", "parentId", "forkedFromStepId"):
-        value = getattr(trace, name)
+    for name, value in (("id", trace.id), ("parentId", trace.parentId), ("forkedFromStepId", trace.forkedFromStepId)):
         if isinstance(value, str):
             walker.structural_string(value, name)
     prev: str | None = None
