@@ -44,7 +44,7 @@ def child(path: Path, plain_bytes: int) -> dict[str, Any]:
     """One load + verify in this process: times and memory."""
     import blackbox_mitm.codecs  # noqa: F401  (registers the provider facts verify checks)
     from blackbox_mitm.cassette.load import load_trace_bytes
-    from blackbox_mitm.cassette.verify import verify_trace
+    from blackbox_mitm.codecs.verified import verify_trace
 
     base = _memory_bytes("VmRSS")
     t0 = time.perf_counter()

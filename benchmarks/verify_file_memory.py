@@ -38,7 +38,7 @@ def child(mode: str, path: Path) -> dict[str, Any]:
     from blackbox_mitm.cassette import compression
     from blackbox_mitm.cassette.jsonfile import read_file
     from blackbox_mitm.cassette.store import parse_document, trace_from_json
-    from blackbox_mitm.cassette.verify import verify_file, verify_trace
+    from blackbox_mitm.codecs.verified import verify_file, verify_trace
 
     base = _memory_bytes("VmRSS")
     if mode == "whole":

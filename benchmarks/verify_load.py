@@ -57,7 +57,7 @@ def child(mode: str, path: Path) -> dict[str, Any]:
 
     import blackbox_mitm.codecs  # noqa: F401  (registers the provider facts verify checks)
     from blackbox_mitm.cassette.load import load_trace
-    from blackbox_mitm.cassette.verify import verify_trace
+    from blackbox_mitm.codecs.verified import verify_trace
 
     base = _memory_bytes("VmRSS")
     out: dict[str, Any] = {"mode": mode, "file_bytes": path.stat().st_size}
@@ -212,7 +212,7 @@ def measure(ctx: Context) -> Section:
     )
     if ctx.profile and pyinstrument_available():
         from blackbox_mitm.cassette.load import load_trace
-        from blackbox_mitm.cassette.verify import verify_trace
+        from blackbox_mitm.codecs.verified import verify_trace
 
         trace, text = pyinstrument_top(lambda: load_trace(path, recover=False), lines=30)
         section.add("**Profile: `load_trace`** (pyinstrument):", "", "```", text, "```", "")

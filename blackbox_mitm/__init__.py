@@ -56,8 +56,8 @@ _HOMES = {
     "load_trace": "blackbox_mitm.cassette.load",
     "save_trace": "blackbox_mitm.cassette.store",
     "recover_journal": "blackbox_mitm.cassette.journal",
-    "load_verified": "blackbox_mitm.cassette.verify",
-    "verify_file": "blackbox_mitm.cassette.verify",
+    "load_verified": "blackbox_mitm.codecs.verified",
+    "verify_file": "blackbox_mitm.codecs.verified",
     "Tape": "blackbox_mitm.testing.tape",
     "replay_test": "blackbox_mitm.testing.tape",
 }
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     from blackbox_mitm.cassette.load import load_trace
     from blackbox_mitm.cassette.store import save_trace
     from blackbox_mitm.cassette.trace import Trace, TraceStep
-    from blackbox_mitm.cassette.verify import load_verified, verify_file
+    from blackbox_mitm.codecs.verified import load_verified, verify_file
     from blackbox_mitm.errors import (
         BlackboxError,
         BlackboxUnsupportedError,
@@ -85,8 +85,6 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'blackbox_mitm' has no attribute {name!r}")
-    if home == "blackbox_mitm.cassette.verify":
-        importlib.import_module("blackbox_mitm.codecs")  # registers the provider facts verify checks against
     value = getattr(importlib.import_module(home), name)
     globals()[name] = value
     return value

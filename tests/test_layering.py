@@ -12,6 +12,7 @@ import ast
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -257,3 +258,36 @@ def test_verify_checks_the_facts_it_is_given() -> None:
     mine = ProviderFacts(id_prefixes=("zz_",), response_keys=(), neutral_params=frozenset())
     assert [p.code for p in verify_trace(trace, facts=mine)] == ["provider_id"]
     assert [p.code for p in verify_trace(trace, facts=provider_facts())] == []
+
+
+def test_verify_without_facts_is_an_error_not_a_silent_global() -> None:
+    """No registry-wide default: verify below the codecs must be handed the facts; the facade above passes the registry's."""
+    import inspect
+
+    from blackbox_mitm.cassette import diff, facts, verify
+    from blackbox_mitm.cassette.trace import Trace
+    from blackbox_mitm.codecs import provider_facts, verified
+
+    trace = Trace.new()
+    trace.append("model_output", {"type": "final_answer", "text": "x"})
+    for fn in (verify.verify_trace, verify.verify_file, verify.load_verified, diff.diff_verified):
+        param = inspect.signature(fn).parameters["facts"]
+        assert param.kind is inspect.Parameter.KEYWORD_ONLY and param.default is inspect.Parameter.empty, fn.__name__
+    unchecked: Any = verify.verify_trace  # mypy refuses the call below; at run time it is a TypeError naming facts
+    with pytest.raises(TypeError, match="facts"):
+        unchecked(trace)
+    assert not {"register", "registered", "_registered"} & set(vars(facts)), "cassette.facts keeps no global registry"
+    assert verified.verify_trace(trace) == verify.verify_trace(trace, facts=provider_facts()) == []
+    assert provider_facts() is provider_facts()  # built once, on first use
+
+
+def test_importing_the_codecs_registers_nothing() -> None:
+    """No import-time side effect: a fresh interpreter importing the registry leaves cassette.facts as it was."""
+    code = (
+        "import blackbox_mitm.cassette.facts as f\n"
+        "before = set(vars(f))\n"
+        "import blackbox_mitm.codecs\n"
+        "print(sorted(set(vars(f)) - before), blackbox_mitm.codecs.provider_facts.cache_info().currsize)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["[]", "0"]

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from blackbox_mitm.cassette.canonical import canonical_bytes, js_number
+from blackbox_mitm.cassette.facts import ProviderFacts
 from blackbox_mitm.cassette.payloads import json_kind
 from blackbox_mitm.cassette.timeline import one_line, summarize_step
 from blackbox_mitm.cassette.trace import Trace, TraceStep
@@ -110,15 +111,16 @@ class VerifiedDiff:
     divergence: Divergence | None
 
 
-def diff_verified(a_path: str | os.PathLike[str], b_path: str | os.PathLike[str]) -> VerifiedDiff:
+def diff_verified(a_path: str | os.PathLike[str], b_path: str | os.PathLike[str], *, facts: ProviderFacts) -> VerifiedDiff:
     """Load and verify both cassettes, then find their first divergence.
 
     Raises ``UnverifiedCassetteError`` (a ``CassetteError``) naming the file and its
     first problem when either does not verify, and ``CassetteError`` when one
-    cannot be read. Never touches a journal beside either file.
+    cannot be read. Never touches a journal beside either file. ``facts``: what
+    ``verify_trace`` checks against (``codecs.verified.diff_verified`` passes the registry's).
     """
-    a = load_verified(a_path, recover=False)
-    b = load_verified(b_path, recover=False)
+    a = load_verified(a_path, facts=facts, recover=False)
+    b = load_verified(b_path, facts=facts, recover=False)
     return VerifiedDiff(a, b, first_divergence(a, b))
 
 

@@ -33,6 +33,7 @@ from typing import Any
 from blackbox_mitm.cassette import compression
 from blackbox_mitm.cassette.canonical import canonical_bytes
 from blackbox_mitm.cassette.jsonfile import decode_json, read_file
+from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.errors import CassetteError
 
 __all__ = [
@@ -85,10 +86,9 @@ def exchanges_ref(cassette: str | os.PathLike[str], document: Mapping[str, Any])
     return {"file": exchanges_path(cassette).name, "count": len(document.get("exchanges") or []), "sha256": document_digest(document)}
 
 
-def exchanges_ref_of(trace: Any) -> dict[str, Any] | None:
+def exchanges_ref_of(trace: Trace) -> dict[str, Any] | None:
     """The terminal event's ``exchanges`` (None: the run kept none, or predates them)."""
-    steps = getattr(trace, "steps", None) or []
-    last = steps[-1] if steps else None
+    last = trace.steps[-1] if trace.steps else None
     if last is None or last.type != "metadata" or not isinstance(last.payload, dict):
         return None
     ref = last.payload.get("exchanges")

@@ -2,8 +2,9 @@
 
 The cassette layer sits below the codecs, so it never imports them: the registry
 (``blackbox_mitm.codecs.provider_facts``) builds this value from every registered
-codec and registers it here when it is imported; ``verify_trace`` takes it as
-``facts=`` and otherwise uses the registered one. Plain Python, no provider names.
+codec, and ``verify_trace`` takes it as ``facts=`` (required: there is no global
+default). The layers above the codecs verify through ``codecs.verified``, which
+passes the registry's value. Plain Python, no provider names.
 """
 
 from __future__ import annotations
@@ -11,9 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from blackbox_mitm.errors import CassetteError
-
-__all__ = ["ProviderFacts", "register", "registered"]
+__all__ = ["ProviderFacts"]
 
 
 def _camel(name: str) -> str:
@@ -68,21 +67,3 @@ class ProviderFacts:
             re.compile(rb'"toolCallId":(?!"call-(?:0|[1-9][0-9]*)")'),  # a tool-call id not call-N
         )
         object.__setattr__(self, "suspect_structure", suspect)
-
-
-_registered: list[ProviderFacts] = []
-
-
-def register(facts: ProviderFacts) -> None:
-    """The facts ``verify`` uses when it is given none (the codec registry calls this when it is imported)."""
-    _registered[:] = [facts]
-
-
-def registered() -> ProviderFacts:
-    """The registered facts; a ``CassetteError`` saying what to do when no registry has registered any."""
-    if not _registered:
-        raise CassetteError(
-            "no provider facts to verify against: import blackbox_mitm.codecs (it registers them), "
-            "or pass facts=blackbox_mitm.codecs.provider_facts()"
-        )
-    return _registered[0]

@@ -79,7 +79,7 @@ def read_file(path: str | os.PathLike[str], *, what: str = "a cassette") -> byte
     """
     p = str(path)
     try:
-        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     except FileNotFoundError:
         raise CassetteError("no such file; check the path (record one with `blackbox record -o FILE -- CMD`)", path=p) from None
     except IsADirectoryError:
@@ -155,8 +155,7 @@ def _out_of_range() -> str:
 
 
 def _position(exc: orjson.JSONDecodeError) -> str | None:
-    pos = getattr(exc, "pos", None)
-    return f"byte {pos}" if isinstance(pos, int) else None
+    return f"byte {exc.pos}" if isinstance(exc.pos, int) else None  # json.JSONDecodeError's, set by orjson
 
 
 def _no_constant(name: str) -> Any:

@@ -39,6 +39,7 @@ from blackbox_mitm.cassette import compression
 from blackbox_mitm.cassette.canonical import canonical_bytes
 from blackbox_mitm.cassette.jsonfile import decode_json, read_file
 from blackbox_mitm.cassette.media_bytes import MissingMedia, bytes_for, collecting, note_bytes, resolving
+from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.errors import CassetteError
 
 __all__ = [
@@ -108,10 +109,9 @@ def media_ref(cassette: str | os.PathLike[str], document: Mapping[str, Any]) -> 
     return {"file": media_path(cassette).name, "count": len(document.get("media") or {}), "sha256": document_digest(document)}
 
 
-def media_ref_of(trace: Any) -> dict[str, Any] | None:
+def media_ref_of(trace: Trace) -> dict[str, Any] | None:
     """The terminal event's ``media`` (None: the run kept none, or predates media)."""
-    steps = getattr(trace, "steps", None) or []
-    last = steps[-1] if steps else None
+    last = trace.steps[-1] if trace.steps else None
     if last is None or last.type != "metadata" or not isinstance(last.payload, dict):
         return None
     ref = last.payload.get("media")
@@ -127,7 +127,7 @@ def write_media(cassette: str | os.PathLike[str], document: Mapping[str, Any]) -
     return write_atomic(path, compression.encode(path, data), overwrite=True)
 
 
-def load_media(cassette: str | os.PathLike[str], trace: Any) -> dict[str, Any] | None:
+def load_media(cassette: str | os.PathLike[str], trace: Trace) -> dict[str, Any] | None:
     """The media document the trace's terminal event seals, checked (None: it seals none); ``CassetteError`` otherwise."""
     ref = media_ref_of(trace)
     if ref is None:
@@ -138,7 +138,7 @@ def load_media(cassette: str | os.PathLike[str], trace: Any) -> dict[str, Any] |
     return document
 
 
-def verify_media(cassette: str | os.PathLike[str], trace: Any) -> list[str]:
+def verify_media(cassette: str | os.PathLike[str], trace: Trace) -> list[str]:
     """Every problem with the media file the terminal event names (empty: it verifies, or there is none)."""
     ref = media_ref_of(trace)
     if ref is None:
@@ -207,7 +207,7 @@ def spooled_line(digest: str, entry: Mapping[str, Any]) -> bytes:
     return encode_json({"sha256": digest, **entry}) + b"\n"
 
 
-def recover_media(cassette: str | os.PathLike[str], trace: Any) -> dict[str, Any] | None:
+def recover_media(cassette: str | os.PathLike[str], trace: Trace) -> dict[str, Any] | None:
     """The media file of an interrupted recording, from its spool: written beside the cassette; its seal (None: no spool).
 
     Only complete lines whose bytes have their digest are kept (a line cut off by the kill is dropped); a digest

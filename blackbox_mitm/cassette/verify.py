@@ -1,7 +1,10 @@
 """Verify a cassette: its format version, its hash chain, and the spec's provider-neutrality rules.
 
 ``verify_trace`` returns every ``Problem`` it finds (empty when the cassette is
-valid); ``verify_file`` reads a file first. The checks:
+valid); ``verify_file`` reads a file first. Each takes the providers' facts as
+``facts=`` (a ``ProviderFacts`` the codec registry builds; this layer sits below
+the codecs and never imports them): callers above the codecs use
+``codecs.verified``, which passes the registry's. The checks:
 
 * **format**: ``version`` is 2 (v1 cannot be read: re-record); the run has
   steps (``empty``: every recording ends with a terminal event, so a run without
@@ -56,7 +59,7 @@ from typing import Any
 
 from blackbox_mitm.cassette import compression
 from blackbox_mitm.cassette.canonical import canonical_bytes, step_hash_from_canonical_payload
-from blackbox_mitm.cassette.facts import ProviderFacts, registered
+from blackbox_mitm.cassette.facts import ProviderFacts
 from blackbox_mitm.cassette.jsonfile import count_quotes, find_duplicate_key, read_file
 from blackbox_mitm.cassette.load import load_trace_bytes
 from blackbox_mitm.cassette.neutrality import FIELDS, STRUCT, scan
@@ -91,7 +94,7 @@ class VerifyResult:
         return not self.problems
 
 
-def load_verified(path: str | os.PathLike[str], *, recover: bool = True, facts: ProviderFacts | None = None) -> Trace:
+def load_verified(path: str | os.PathLike[str], *, facts: ProviderFacts, recover: bool = True) -> Trace:
     """Load a cassette and refuse it (``UnverifiedCassetteError``) unless it verifies: hash chain, ids, neutrality.
 
     ``recover=False`` never touches a journal beside it (a read-only look).
@@ -105,7 +108,7 @@ def load_verified(path: str | os.PathLike[str], *, recover: bool = True, facts: 
     return trace
 
 
-def verify_file(path: str | os.PathLike[str], *, facts: ProviderFacts | None = None) -> VerifyResult:
+def verify_file(path: str | os.PathLike[str], *, facts: ProviderFacts) -> VerifyResult:
     """Read and verify one cassette file. Never modifies anything (a journal beside it is left alone).
 
     Raises ``CassetteError`` when the file cannot be read or is not JSON at all; a
@@ -145,14 +148,13 @@ def exchange_problems(path: str | os.PathLike[str], trace: Trace) -> list[Proble
     return [Problem(last, "exchanges", reason, "payload.exchanges") for reason in verify_exchanges(path, ref)] + media
 
 
-def verify_trace(trace: Trace, *, source: bytes | None = None, facts: ProviderFacts | None = None) -> list[Problem]:
+def verify_trace(trace: Trace, *, facts: ProviderFacts, source: bytes | None = None) -> list[Problem]:
     """Every problem in ``trace``, in step order; an empty list means the cassette is valid.
 
     ``source``: the file's bytes ``trace`` was parsed from, to rule out repeated keys.
-    ``facts``: the providers' ids and fields to check against (``codecs.provider_facts()``;
-    by default the ones the codec registry registered, ``cassette.facts``).
+    ``facts``: the providers' ids and fields to check against, the value the codec
+    registry builds (``codecs.provider_facts()``; ``codecs.verified`` passes it).
     """
-    facts = registered() if facts is None else facts
     problems: list[Problem] = []
     if not trace.steps:
         problems.append(
@@ -170,8 +172,7 @@ def verify_trace(trace: Trace, *, source: bytes | None = None, facts: ProviderFa
         )
         problems.append(Problem(None, "version", f"format version is {trace.version!r}, not {CURRENT_TRACE_VERSION}; {what}", "version"))
     walker = _Walker(None, problems, facts)
-    for name in ("id", "parentId", "forkedFromStepId"):
-        value = getattr(trace, name)
+    for name, value in (("id", trace.id), ("parentId", trace.parentId), ("forkedFromStepId", trace.forkedFromStepId)):
         if isinstance(value, str):
             walker.structural_string(value, name)
     prev: str | None = None

@@ -53,7 +53,6 @@ class _LazyGroup(BlackboxGroup):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in COMMANDS:
-            importlib.import_module("blackbox_mitm.codecs")  # registers the provider facts verify checks (cassette.facts)
             module, attr = COMMANDS[cmd_name]
             self.add_command(getattr(importlib.import_module(f"blackbox_mitm.cli.{module}"), attr), cmd_name)
         return self.commands.get(cmd_name)

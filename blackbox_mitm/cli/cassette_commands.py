@@ -15,16 +15,15 @@ from typing import Any
 
 import click
 
-from blackbox_mitm.cassette.diff import diff_verified
 from blackbox_mitm.cassette.journal import journal_path, recover_journal
 from blackbox_mitm.cassette.load import load_trace
 from blackbox_mitm.cassette.render import render_diff, render_verify, steps_text
 from blackbox_mitm.cassette.timeline import build_timeline, render_timeline, summarize_step
 from blackbox_mitm.cassette.trace import Trace
-from blackbox_mitm.cassette.verify import verify_file
 from blackbox_mitm.cli.base import UsageProblem, command
 from blackbox_mitm.cli.compare_options import CompareOptions
 from blackbox_mitm.cli.paths import OutputFile, check_output_path
+from blackbox_mitm.codecs.verified import diff_verified, verify_file
 from blackbox_mitm.errors import CassetteError
 
 _FILE = click.Path(dir_okay=False, path_type=Path)

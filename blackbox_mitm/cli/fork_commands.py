@@ -103,7 +103,7 @@ def fork(
         -o runs/sunny.json -- python agent.py "What's the weather in Paris?"
     """
     from blackbox_mitm.cassette.media import load_media
-    from blackbox_mitm.cassette.verify import load_verified
+    from blackbox_mitm.codecs.verified import load_verified
     from blackbox_mitm.matcher import render_report
     from blackbox_mitm.proxy.lifecycle import ProxySettings, proxy_run
     from blackbox_mitm.session.fork import discard_reason, fork_session, plan_fork

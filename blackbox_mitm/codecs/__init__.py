@@ -4,7 +4,9 @@ One package per provider API, each satisfying ``base.Codec`` and laid out the
 same way (``docs/adding-a-provider.md``); ``common`` holds what they share.
 ``REGISTERED`` is the registry: adding a provider is one package and one line there. Every other
 part of the package asks the registry for provider facts (hosts, credential
-headers, key variables, id prefixes, request controls). Plain Python: no
+headers, key variables, id prefixes, request controls); ``provider_facts()`` is
+the value ``cassette.verify`` checks against, and ``codecs.verified`` verifies
+with it. Importing this package registers nothing anywhere. Plain Python: no
 mitmproxy import.
 
 ``codec_for`` is the one place a request's codec is chosen: by its path, unless
@@ -20,7 +22,6 @@ import re
 from collections.abc import Iterable, Mapping
 
 from blackbox_mitm.cassette.facts import ProviderFacts
-from blackbox_mitm.cassette.facts import register as register_facts
 from blackbox_mitm.codecs import anthropic_messages, bedrock, bedrock_converse, gemini, openai_chat, openai_responses, vertex_anthropic
 from blackbox_mitm.codecs.base import (
     CallIds,
@@ -247,8 +248,13 @@ def neutral_params() -> frozenset[str]:
     return frozenset({"stream", *(neutral for c in REGISTERED for _, neutral in c.PARAMS)})
 
 
+@functools.cache
 def provider_facts() -> ProviderFacts:
-    """What ``cassette.verify`` checks cassettes against: every registered codec's ids, response fields and controls."""
+    """What ``cassette.verify`` checks cassettes against: every registered codec's ids, response fields and controls.
+
+    Built once, on first use (the registry is a constant; nothing is built or registered at import):
+    ``codecs.verified`` passes it to ``verify_trace`` for every caller above the codecs.
+    """
     return ProviderFacts(
         id_prefixes=id_prefixes(),
         response_keys=response_keys(),
@@ -260,6 +266,3 @@ def provider_facts() -> ProviderFacts:
 def all_refusals() -> tuple[Refusal, ...]:
     """Every registered codec's refusal rows, in registry order (the limitations table)."""
     return tuple(r for c in REGISTERED for r in c.REFUSALS)
-
-
-register_facts(provider_facts())  # verify's default (it sits below the codecs and never imports them)

@@ -22,7 +22,7 @@ from blackbox_mitm.cassette.journal import journal_path
 from blackbox_mitm.cassette.payloads import is_terminal
 from blackbox_mitm.cassette.store import write_atomic
 from blackbox_mitm.cassette.trace import Trace
-from blackbox_mitm.cassette.verify import load_verified
+from blackbox_mitm.codecs.verified import load_verified
 from blackbox_mitm.errors import CassetteError, CassetteExistsError, GoldenError, NoSuiteError
 from blackbox_mitm.matcher.recorded import recorded_calls_of
 

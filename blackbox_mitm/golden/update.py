@@ -36,7 +36,7 @@ from blackbox_mitm.cassette import compression
 from blackbox_mitm.cassette.diff import first_divergence
 from blackbox_mitm.cassette.render import render_diff
 from blackbox_mitm.cassette.trace import Trace
-from blackbox_mitm.cassette.verify import load_verified
+from blackbox_mitm.codecs.verified import load_verified
 from blackbox_mitm.errors import CassetteError
 from blackbox_mitm.golden.process import run_process
 from blackbox_mitm.golden.runner import DEFAULT_TIMEOUT, GoldenResult, substitute

@@ -1,7 +1,7 @@
 """What one file of a named folder is, read once: a cassette (verified, summarized), a replay report, or neither.
 
 ``read_entry`` reads and verifies a cassette the way ``blackbox verify`` does
-(``cassette.verify.verify_file``: never touches a journal beside it) and
+(``codecs.verified.verify_file``: never touches a journal beside it) and
 summarizes it the way ``blackbox show``'s header does (``build_timeline``). A
 small plain ``.json`` file that holds a replay status (``model_calls`` and
 ``divergences``, what ``blackbox replay --report`` writes) is a report. The
@@ -19,7 +19,8 @@ import orjson
 
 from blackbox_mitm.cassette.timeline import build_timeline
 from blackbox_mitm.cassette.trace import Trace
-from blackbox_mitm.cassette.verify import Problem, verify_file
+from blackbox_mitm.cassette.verify import Problem
+from blackbox_mitm.codecs.verified import verify_file
 from blackbox_mitm.errors import BlackboxError
 from blackbox_mitm.mcp_server.folders import Entry, Folders
 

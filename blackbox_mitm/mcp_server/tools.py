@@ -5,7 +5,7 @@ text the model gets: the server's own line (counts, what was done, how to page
 on; no name read from the folders, not even a file's) and one untrusted-data block (``untrusted.fence``) with everything read from
 the files. They call the functions the commands call — ``build_timeline`` /
 ``render_timeline``, ``session.lineage.list_forks`` / ``render_forks``,
-``cassette.diff.diff_verified`` and ``cassette.render``, ``verify_file``,
+``codecs.verified.diff_verified`` and ``cassette.render``, ``verify_file``,
 ``matcher.render_report`` — and nothing here writes, records, replays, forks or
 opens a socket. A cassette that does not verify is said to, and its steps are
 not served (``verify_run`` lists its problems). A refusal raises ``ToolRefused``.
@@ -19,11 +19,11 @@ from typing import Any
 
 import orjson
 
-from blackbox_mitm.cassette.diff import diff_verified
 from blackbox_mitm.cassette.render import render_diff, render_verify
 from blackbox_mitm.cassette.timeline import build_timeline, render_timeline
 from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.cassette.verify import VerifyResult
+from blackbox_mitm.codecs.verified import diff_verified
 from blackbox_mitm.errors import BlackboxError, CassetteError
 from blackbox_mitm.mcp_server.folders import Entry, Folders, RunNameRefused
 from blackbox_mitm.mcp_server.runs import CASSETTE, REPORT, UNREADABLE, FileFacts, facts, load_entry

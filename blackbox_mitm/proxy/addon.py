@@ -19,10 +19,11 @@ from typing import Any
 from mitmproxy import ctx, exceptions, http
 
 from blackbox_mitm.cassette.trace import now_ms
-from blackbox_mitm.codecs import codec_for, default_hosts, error_codec_for, host_matches, host_spec, stream_content_type
+from blackbox_mitm.codecs import codec_for, error_codec_for, host_matches, stream_content_type
 from blackbox_mitm.errors import BlackboxError
 from blackbox_mitm.proxy.exchanges import URL_KEY, ExchangeTransport, offline_refusal
 from blackbox_mitm.proxy.flows import destination, lower_headers, make_response
+from blackbox_mitm.proxy.hosts import DEFAULT_HOSTS, HostTable, host_table
 from blackbox_mitm.proxy.offline import OfflineGuard
 from blackbox_mitm.proxy.pacing import StreamPacer
 from blackbox_mitm.proxy.websocket import WebSocketTransport, is_upgrade
@@ -35,7 +36,6 @@ __all__ = ["DEFAULT_HOSTS", "BlackboxAddon"]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_HOSTS = default_hosts()
 MODES = ("record", "replay")
 MATCH_MODES = ("strict", "sequence")
 _HOST_KEY = "blackbox.host"
@@ -73,8 +73,10 @@ class BlackboxAddon:
         self._owns_session = session is None and router is None
         self._client_runs: dict[str, str | None] = {}  # client connection id -> the run its CONNECT named
         self._on_done = on_done
-        self.hosts: set[str] = set(DEFAULT_HOSTS)
+        self.hosts: set[str] = set()
         self.host_codecs: dict[str, str] = {}  # hosts named with the codec they speak (codecs.codec_for's ``named``)
+        self._hosts_option: tuple[str, ...] = DEFAULT_HOSTS  # blackbox_hosts, as given (its default until configured)
+        self._use(host_table(self._hosts_option, base=()))
         self.offline = True
         self.stream_delay_ms = 0
         self._pacer: StreamPacer | None = None
@@ -87,12 +89,18 @@ class BlackboxAddon:
         self._exchanges = ExchangeTransport(self.local_upstreams)  # every other HTTP exchange, kept and served (proxy/exchanges.py)
 
     def use_hosts(self, specs: Iterable[str]) -> list[str]:
-        """Intercept the providers' hosts and ``specs`` (``HOST`` or ``HOST=CODEC``); the hosts, in order."""
-        named = [host_spec(h) for h in specs if h.strip()]
-        every = list(dict.fromkeys([*DEFAULT_HOSTS, *(host for host, _ in named)]))
-        self.hosts = set(every)
-        self.host_codecs = {host: codec for host, codec in named if codec is not None}
-        return every
+        """Intercept the providers' hosts and ``specs`` (``HOST`` or ``HOST=CODEC``); the hosts, in order.
+
+        The CLI's way in (``proxy_for``, ``router_proxy``): ``specs`` are the project config's and the flags'.
+        """
+        table = host_table(specs)
+        self._use(table)
+        return list(table.hosts)
+
+    def _use(self, table: HostTable) -> None:
+        """Intercept ``table``'s hosts (the one place ``hosts`` / ``host_codecs`` are set, from ``proxy.hosts``)."""
+        self.hosts = set(table.hosts)
+        self.host_codecs = dict(table.codecs)
 
     # -- options ----------------------------------------------------------------------
 
@@ -140,13 +148,13 @@ class BlackboxAddon:
             raise exceptions.OptionsError("blackbox_stream_delay_ms must be 0 or more")
         if "blackbox_hosts" in updated:
             try:
-                named = [host_spec(h) for h in opts.blackbox_hosts if h.strip()]
+                table = host_table(opts.blackbox_hosts, base=())  # the option's default lists the providers' hosts
             except BlackboxError as exc:
                 raise exceptions.OptionsError(f"blackbox_hosts: {exc}") from exc
-            if not named:
+            if not table.hosts:
                 raise exceptions.OptionsError("blackbox_hosts must name at least one provider host")
-            self.hosts = {host for host, _ in named}
-            self.host_codecs = {host: codec for host, codec in named if codec is not None}
+            self._hosts_option = tuple(opts.blackbox_hosts)
+            self._use(table)
         if "blackbox_offline" in updated:
             self.offline = bool(opts.blackbox_offline)
         if "blackbox_stream_delay_ms" in updated:
@@ -179,8 +187,8 @@ class BlackboxAddon:
                 order_gap=opts.blackbox_order_gap or None,
                 exchanges=opts.blackbox_exchanges or None,
             )
-            self.hosts |= set(settings.host_names)
-            self.host_codecs = {**settings.host_codecs, **self.host_codecs}  # blackbox_hosts' own codecs first
+            # The config's hosts join blackbox_hosts', whose own codecs win (the later spec's codec wins).
+            self._use(host_table([*settings.host_specs, *self._hosts_option], base=()))
             if opts.blackbox_mode == "record":
                 self.session = record_session(
                     opts.blackbox_cassette,

@@ -21,8 +21,8 @@ from blackbox_mitm.cassette.journal import Journal
 from blackbox_mitm.cassette.media import load_media, spool_path
 from blackbox_mitm.cassette.store import write_atomic
 from blackbox_mitm.cassette.trace import Trace, new_trace_id
-from blackbox_mitm.cassette.verify import load_verified
 from blackbox_mitm.codecs import id_prefixes
+from blackbox_mitm.codecs.verified import load_verified
 from blackbox_mitm.errors import CassetteError
 from blackbox_mitm.matcher import RecordedCalls, verdict
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.matcher.difference import QUOTE_CONTEXT, Difference
 from blackbox_mitm.session.environment import EnvSubstitution, environment_of, placeholder_names
 
@@ -108,7 +109,7 @@ def _live_value_note(quote: str, at: int, recorded: Mapping[str, Any] | None, li
     return None
 
 
-def explainer(trace: Any, live: EnvSubstitution | None) -> Callable[[Difference], Difference] | None:
+def explainer(trace: Trace, live: EnvSubstitution | None) -> Callable[[Difference], Difference] | None:
     """The note-adder for a replay of ``trace``: None when neither side has an environment to speak of."""
     recorded = environment_of(trace)
     if live is None and recorded is None and not any(placeholder_names(s.payload) for s in trace.steps if s.type == "model_input"):

@@ -39,6 +39,8 @@ from typing import Any
 
 import orjson
 
+from blackbox_mitm.cassette.trace import Trace
+
 __all__ = [
     "PLACEHOLDER",
     "EnvSubstitution",
@@ -364,13 +366,12 @@ def _walk(value: Any, rewrite: Any) -> Any:
     return value
 
 
-def environment_of(trace: Any) -> dict[str, Any] | None:
+def environment_of(trace: Trace) -> dict[str, Any] | None:
     """The recorded environment: the trace's ``environment`` field (None: recorded without substitution)."""
-    env = getattr(trace, "environment", None)
-    return env if isinstance(env, dict) else None
+    return trace.environment if isinstance(trace.environment, dict) else None
 
 
-def replay_substitution(environment: RunEnvironment | None, trace: Any) -> EnvSubstitution | None:
+def replay_substitution(environment: RunEnvironment | None, trace: Trace) -> EnvSubstitution | None:
     """The live ``environment``'s substitution for replaying ``trace``; None when off.
 
     The names replaced are the recording's (its ``environment``); a cassette

@@ -118,7 +118,7 @@ class Tape:
 
     def rewind(self, status: dict[str, Any]) -> None:
         """End the replay the agent left and serve the tape again, live from where it parted (``update=True``)."""
-        from blackbox_mitm.cassette.verify import load_verified
+        from blackbox_mitm.codecs.verified import load_verified
         from blackbox_mitm.golden.update import rewind_point
         from blackbox_mitm.session.fork import discard_reason, fork_session, plan_fork
 

@@ -30,7 +30,7 @@ import orjson
 from blackbox_mitm.cassette.payloads import tool_calls_of
 from blackbox_mitm.cassette.timeline import build_timeline
 from blackbox_mitm.cassette.trace import Trace, TraceStep
-from blackbox_mitm.cassette.verify import verify_trace
+from blackbox_mitm.codecs.verified import verify_trace
 
 __all__ = ["Pool", "RunData", "model_calls", "run_data"]
 

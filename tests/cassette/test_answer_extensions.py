@@ -10,7 +10,7 @@ from cassette_builders import save
 
 from blackbox_mitm.cassette import Trace
 from blackbox_mitm.cassette.timeline import build_timeline, render_timeline
-from blackbox_mitm.cassette.verify import verify_trace
+from blackbox_mitm.codecs.verified import verify_trace
 from blackbox_mitm.session.lineage import list_forks, render_forks
 
 T0 = 1_732_981_200_000
@@ -101,9 +101,9 @@ def test_a_node_written_cassette_with_the_extensions_verifies_and_matches_the_co
     """make_js_extensions.js writes media, tokens, thinking and strict from the docs alone: the chain holds, verify
     passes, and an Anthropic request reading the same PNG decodes to the very model_input it recorded."""
     from blackbox_mitm.cassette import load_trace
-    from blackbox_mitm.cassette.verify import verify_file
     from blackbox_mitm.codecs import anthropic_messages
     from blackbox_mitm.codecs.base import CallIds
+    from blackbox_mitm.codecs.verified import verify_file
     from blackbox_mitm.matcher.outcomes import Served
     from blackbox_mitm.matcher.recorded import RecordedCalls
 

@@ -20,7 +20,7 @@ from blackbox_mitm.cassette.compression import CompressedCassetteError, decode, 
 from blackbox_mitm.cassette.convert import convert
 from blackbox_mitm.cassette.stepwise import load_stepwise
 from blackbox_mitm.cassette.store import parse_trace
-from blackbox_mitm.cassette.verify import load_verified, verify_file, verify_trace
+from blackbox_mitm.codecs.verified import load_verified, verify_file, verify_trace
 from blackbox_mitm.errors import CassetteError, CassetteExistsError
 
 SUFFIXES = (".gz", ".zst")

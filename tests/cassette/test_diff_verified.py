@@ -11,9 +11,9 @@ import pytest
 from cassette_builders import CASSETTES, edit_file, save, weather_trace
 from click.testing import CliRunner, Result
 
-from blackbox_mitm.cassette.diff import diff_verified
 from blackbox_mitm.cassette.verify import UnverifiedCassetteError
 from blackbox_mitm.cli import main
+from blackbox_mitm.codecs.verified import diff_verified
 from blackbox_mitm.errors import CassetteError
 
 

@@ -12,7 +12,7 @@ import pytest
 from blackbox_mitm.cassette import save_trace
 from blackbox_mitm.cassette.exchanges import exchanges_path, exchanges_ref, load_exchanges, write_exchanges
 from blackbox_mitm.cassette.trace import Trace
-from blackbox_mitm.cassette.verify import load_verified, verify_file
+from blackbox_mitm.codecs.verified import load_verified, verify_file
 from blackbox_mitm.errors import CassetteError
 from blackbox_mitm.session.exchanges import ExchangeBook
 

@@ -20,9 +20,9 @@ from click.testing import CliRunner
 from conftest import blackbox
 
 from blackbox_mitm.cassette import load_trace
-from blackbox_mitm.cassette.verify import load_verified, verify_file
 from blackbox_mitm.cli import main
 from blackbox_mitm.codecs import CallIds, openai_chat
+from blackbox_mitm.codecs.verified import load_verified, verify_file
 from blackbox_mitm.matcher import Divergence, RecordedCalls, Served
 
 QUESTION = "What is the capital of France?"

@@ -8,7 +8,7 @@ import pytest
 from cassette_builders import weather_trace
 
 from blackbox_mitm.cassette import Journal, Trace, journal_path, load_trace, recover_journal
-from blackbox_mitm.cassette.verify import verify_trace
+from blackbox_mitm.codecs.verified import verify_trace
 from blackbox_mitm.errors import CassetteError
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.cassette.media import load_media, media_path
-from blackbox_mitm.cassette.verify import verify_file
+from blackbox_mitm.codecs.verified import verify_file
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cassettes"
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg==")

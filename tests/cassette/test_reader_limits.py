@@ -21,8 +21,9 @@ from click.testing import CliRunner, Result
 
 from blackbox_mitm.cassette import journal_path, load_trace, recover_journal
 from blackbox_mitm.cassette.jsonfile import MAX_DEPTH
-from blackbox_mitm.cassette.verify import UnverifiedCassetteError, load_verified, verify_file
+from blackbox_mitm.cassette.verify import UnverifiedCassetteError
 from blackbox_mitm.cli import main
+from blackbox_mitm.codecs.verified import load_verified, verify_file
 from blackbox_mitm.errors import CassetteError
 
 DEEP = 10_000

@@ -6,7 +6,7 @@ import pytest
 from cassette_builders import weather_trace
 
 from blackbox_mitm.cassette import Trace
-from blackbox_mitm.cassette.verify import verify_trace
+from blackbox_mitm.codecs.verified import verify_trace
 
 ACCESS_KEY = "AKIAZ7QK3MXP4TBN2WLE"  # shapes of real credentials; never real ones
 SESSION_KEY = "ASIAW4RT8YU2IO6PL3KJ"

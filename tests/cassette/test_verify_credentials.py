@@ -9,7 +9,8 @@ import pytest
 from cassette_builders import weather_trace
 
 from blackbox_mitm.cassette import Trace
-from blackbox_mitm.cassette.verify import Problem, verify_trace
+from blackbox_mitm.cassette.verify import Problem
+from blackbox_mitm.codecs.verified import verify_trace
 
 KEY = "Zk3vT9bLm2Rk7pWz4Nd8HsYc1JfGa6Ue"  # 32 characters of a key's randomness
 BASIC = base64.b64encode(b"deploy-bot:hunter2-but-longer").decode()

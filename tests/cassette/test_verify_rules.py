@@ -10,7 +10,8 @@ from cassette_builders import CASSETTES, edit_file, save, weather_trace, write_j
 
 from blackbox_mitm.cassette import Trace
 from blackbox_mitm.cassette import verify as verify_module
-from blackbox_mitm.cassette.verify import Problem, verify_file, verify_trace
+from blackbox_mitm.cassette.verify import Problem
+from blackbox_mitm.codecs.verified import verify_file, verify_trace
 from blackbox_mitm.errors import CassetteError
 
 ANTHROPIC_KEY = "sk-ant-api03-Xq3vT9bLm2Rk7pWz4Nd8HsYc1JfGa6Ue0OiPl5KtBnMr-Qw2Ev7Zx9CyDu3Sa1Fh4Jk6Lm8Np0Rt"

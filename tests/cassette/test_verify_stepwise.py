@@ -21,7 +21,7 @@ from blackbox_mitm.cassette import compression, stepwise
 from blackbox_mitm.cassette.jsonfile import read_file
 from blackbox_mitm.cassette.store import parse_document, save_trace, trace_from_json
 from blackbox_mitm.cassette.trace import Trace
-from blackbox_mitm.cassette.verify import verify_file, verify_trace
+from blackbox_mitm.codecs.verified import verify_file, verify_trace
 
 
 def whole_document(path: Path) -> list[str]:

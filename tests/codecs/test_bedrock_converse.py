@@ -121,3 +121,16 @@ def test_a_stream_that_throttles_is_an_incomplete_call() -> None:
     error = EventStreamParser().feed(converse.encode_stream_error("slow down"))
     with pytest.raises(StreamIncomplete, match="validationException"):
         converse.aggregate_stream([*events[:-2], *error])
+
+
+def test_the_aws_transport_facts_are_stated_once_for_both_bedrock_codecs() -> None:
+    """InvokeModel and Converse share one runtime host and one signing: common/aws.py states those facts, both name them."""
+    from blackbox_mitm.codecs import bedrock
+    from blackbox_mitm.codecs.common import aws, eventstream
+
+    shared = ("DEFAULT_HOSTS", "CREDENTIAL_HEADERS", "CREDENTIAL_QUERY", "KEY_ENV_VARS", "STREAM_CONTENT_TYPE")
+    for name in shared:
+        assert getattr(bedrock, name) is getattr(converse, name) is getattr(aws, name), name
+    assert bedrock.TOKEN_HOSTS is aws.TOKEN_HOSTS and aws.STREAM_CONTENT_TYPE == eventstream.CONTENT_TYPE
+    assert "authorization" in aws.CREDENTIAL_HEADERS and aws.KEY_ENV_VARS[0] == "AWS_BEARER_TOKEN_BEDROCK"
+    assert converse.encode_stream_error("no") == bedrock.encode_stream_error("no")

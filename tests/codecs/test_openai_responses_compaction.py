@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from blackbox_mitm.cassette import Trace
-from blackbox_mitm.cassette.verify import verify_trace
 from blackbox_mitm.codecs import openai_responses
 from blackbox_mitm.codecs.base import CallIds
 from blackbox_mitm.codecs.sse import parse_sse
+from blackbox_mitm.codecs.verified import verify_trace
 from blackbox_mitm.errors import BlackboxUnsupportedError
 
 CREATED_MS = 1_764_580_000_123

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from blackbox_mitm.cassette.trace import Trace
-from blackbox_mitm.cassette.verify import verify_trace
 from blackbox_mitm.codecs import Codec, codec_named, parse_stream, stream_content_type
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
+from blackbox_mitm.codecs.verified import verify_trace
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CREATED_MS = 1_750_000_000_123

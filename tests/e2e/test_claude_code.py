@@ -40,7 +40,7 @@ from conftest import ROOT, remote_args
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import load_trace
-from blackbox_mitm.cassette.verify import verify_file, verify_trace
+from blackbox_mitm.codecs.verified import verify_file, verify_trace
 from blackbox_mitm.matcher.recorded import recorded_calls_of
 from blackbox_mitm.session.release import ReleaseOrder, overlaps
 

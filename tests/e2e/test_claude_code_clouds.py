@@ -22,7 +22,7 @@ from conftest import ROOT
 from fake_clouds import FakeClouds
 
 from blackbox_mitm.cassette import load_trace
-from blackbox_mitm.cassette.verify import verify_trace
+from blackbox_mitm.codecs.verified import verify_trace
 
 pytestmark = pytest.mark.e2e
 

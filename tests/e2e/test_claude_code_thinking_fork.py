@@ -24,7 +24,7 @@ from fake_provider import FakeProvider
 from test_claude_code import CLAUDE, record, run
 
 from blackbox_mitm.cassette import load_trace
-from blackbox_mitm.cassette.verify import verify_trace
+from blackbox_mitm.codecs.verified import verify_trace
 
 pytestmark = pytest.mark.e2e
 

@@ -24,7 +24,7 @@ from conftest import ROOT, remote_args
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import load_trace
-from blackbox_mitm.cassette.verify import verify_trace
+from blackbox_mitm.codecs.verified import verify_trace
 from blackbox_mitm.matcher.masks import BUILT_IN_MASKS
 from blackbox_mitm.proxy.clock import find_libfaketime
 

@@ -27,7 +27,7 @@ from conftest import EXAMPLES, ROOT
 from fake_responses_ws import FakeResponsesWs
 
 from blackbox_mitm.cassette import load_trace
-from blackbox_mitm.cassette.verify import verify_trace
+from blackbox_mitm.codecs.verified import verify_trace
 
 pytestmark = pytest.mark.e2e
 

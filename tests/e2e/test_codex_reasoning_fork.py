@@ -20,7 +20,7 @@ from fake_responses_ws import FakeResponsesWs, missing_reasoning
 from test_codex import KEY, SCRIPT, Codex, _blackbox, _to_the_fake
 
 from blackbox_mitm.cassette import load_trace
-from blackbox_mitm.cassette.verify import verify_trace
+from blackbox_mitm.codecs.verified import verify_trace
 
 pytestmark = pytest.mark.e2e
 

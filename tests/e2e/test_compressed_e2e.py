@@ -18,7 +18,7 @@ from conftest import EXAMPLES, blackbox, remote_args
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import load_trace
-from blackbox_mitm.cassette.verify import verify_file
+from blackbox_mitm.codecs.verified import verify_file
 
 pytestmark = pytest.mark.e2e
 

@@ -14,7 +14,7 @@ from conftest import EXAMPLES, ROOT, blackbox, remote_args
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import journal_path, load_trace
-from blackbox_mitm.cassette.verify import verify_trace
+from blackbox_mitm.codecs.verified import verify_trace
 
 pytestmark = pytest.mark.e2e
 

@@ -26,7 +26,7 @@ from fake_gemini import FakeGemini
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.cassette.media import load_media, media_path
-from blackbox_mitm.cassette.verify import verify_trace
+from blackbox_mitm.codecs.verified import verify_trace
 
 pytestmark = pytest.mark.e2e
 

@@ -22,7 +22,7 @@ from conftest import ROOT, remote_args
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import journal_path, load_trace
-from blackbox_mitm.cassette.verify import load_verified
+from blackbox_mitm.codecs.verified import load_verified
 from blackbox_mitm.proxy.environment import client_env
 
 pytestmark = pytest.mark.e2e

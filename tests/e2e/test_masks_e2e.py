@@ -19,7 +19,7 @@ from conftest import EXAMPLES, remote_args
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import load_trace
-from blackbox_mitm.cassette.verify import verify_trace
+from blackbox_mitm.codecs.verified import verify_trace
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.e2e

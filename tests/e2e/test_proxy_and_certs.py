@@ -14,8 +14,8 @@ from conftest import EXAMPLES, ROOT, blackbox, free_port, remote_args, wait_for_
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import load_trace
-from blackbox_mitm.cassette.verify import verify_trace
 from blackbox_mitm.cli import main
+from blackbox_mitm.codecs.verified import verify_trace
 from blackbox_mitm.proxy.environment import client_env
 
 pytestmark = pytest.mark.e2e

@@ -22,7 +22,7 @@ from conftest import map_remote_for
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import load_trace
-from blackbox_mitm.cassette.verify import verify_trace
+from blackbox_mitm.codecs.verified import verify_trace
 from blackbox_mitm.proxy.addon import BlackboxAddon
 from blackbox_mitm.proxy.environment import ca_bundle
 from blackbox_mitm.proxy.runner import ProxyRunner

@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT, blackbox
 
 from blackbox_mitm.cassette import journal_path, load_trace
-from blackbox_mitm.cassette.verify import verify_trace
+from blackbox_mitm.codecs.verified import verify_trace
 
 pytestmark = pytest.mark.e2e
 

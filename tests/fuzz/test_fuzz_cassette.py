@@ -20,7 +20,7 @@ from blackbox_mitm.cassette import Trace, dump_trace, parse_trace
 from blackbox_mitm.cassette.diff import first_divergence
 from blackbox_mitm.cassette.jsonfile import decode_json
 from blackbox_mitm.cassette.timeline import build_timeline, render_timeline
-from blackbox_mitm.cassette.verify import verify_file, verify_trace
+from blackbox_mitm.codecs.verified import verify_file, verify_trace
 from blackbox_mitm.errors import CassetteError
 
 OURS = dump_trace(weather_trace())

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from blackbox_mitm.cassette import Journal, Trace, journal_path, load_trace, recover_journal
 from blackbox_mitm.cassette.recovery import read_journal
-from blackbox_mitm.cassette.verify import verify_trace
+from blackbox_mitm.codecs.verified import verify_trace
 from blackbox_mitm.errors import CassetteError
 
 

@@ -21,7 +21,7 @@ import pytest
 from conftest import EXAMPLES, ROOT, free_port, remote_args, wait_for_port
 from fake_provider import FakeProvider
 
-from blackbox_mitm.cassette.verify import load_verified
+from blackbox_mitm.codecs.verified import load_verified
 from blackbox_mitm.proxy.environment import client_env
 
 pytestmark = pytest.mark.e2e

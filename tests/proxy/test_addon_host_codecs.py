@@ -7,6 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 from mitmproxy import exceptions, http
+from mitmproxy.addons.script import load_script
 from mitmproxy.test import taddons, tflow, tutils
 
 from blackbox_mitm.proxy.addon import DEFAULT_HOSTS, BlackboxAddon
@@ -65,3 +66,40 @@ def test_use_hosts_gives_the_intercepted_hosts_and_codecs() -> None:
     every = addon.use_hosts(["gw.example=gemini", "plain.example", " "])
     assert every[: len(DEFAULT_HOSTS)] == list(DEFAULT_HOSTS) and every[-2:] == ["gw.example", "plain.example"]
     assert addon.hosts == set(every) and addon.host_codecs == {"gw.example": "gemini"}
+
+
+def test_the_cli_and_mitmdumps_options_build_the_same_host_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One table, two ways in: `blackbox record --host ...` (proxy_for -> use_hosts) and
+    `mitmdump -s addon/blackbox_addon.py --set blackbox_hosts=...` (configure), each with the project config's hosts."""
+    from blackbox_mitm.config import effective_settings
+    from blackbox_mitm.proxy.wrap import proxy_for
+    from blackbox_mitm.session.build import record_session
+
+    config = tmp_path / "blackbox.toml"
+    config.write_text('[hosts]\n"llm.corp.example" = "anthropic"\n"gw.example" = "openai"\n')
+    monkeypatch.setenv("BLACKBOX_CONFIG", str(config))
+    flags = ["GW.example=gemini", "plain.example"]  # the flag's codec wins over the config's, in both
+
+    cli = proxy_for(record_session(tmp_path / "cli.json"), hosts=effective_settings(hosts=flags).host_specs).addon  # not started
+    script = load_script(str(Path(__file__).resolve().parents[2] / "addon" / "blackbox_addon.py"))  # as mitmdump -s does
+    assert script is not None
+    (dump,) = script.addons
+    assert isinstance(dump, BlackboxAddon)
+    with taddons.context(dump) as tctx:
+        tctx.configure(dump, blackbox_hosts=[*DEFAULT_HOSTS, *flags])
+        tctx.configure(dump, blackbox_mode="record", blackbox_cassette=str(tmp_path / "dump.json"))
+        assert (dump.hosts, dump.host_codecs) == (cli.hosts, cli.host_codecs)
+        assert dump.hosts == {*DEFAULT_HOSTS, "llm.corp.example", "gw.example", "plain.example"}
+        assert dump.host_codecs == {"llm.corp.example": "anthropic", "gw.example": "gemini"}
+        dump.done()
+
+
+def test_host_table_puts_the_base_first_and_the_later_codec_wins() -> None:
+    from blackbox_mitm.errors import ConfigError
+    from blackbox_mitm.proxy.hosts import host_table
+
+    table = host_table(["a.example=openai", "B.example", "a.example=gemini", ""], base=("z.example", "b.example"))
+    assert table.hosts == ("z.example", "b.example", "a.example") and table.codecs == {"a.example": "gemini"}
+    assert host_table([]).hosts == DEFAULT_HOSTS and host_table([], base=()).hosts == ()
+    with pytest.raises(ConfigError, match="unknown codec 'vllm'"):
+        host_table(["gw=vllm"])

@@ -9,8 +9,8 @@ from typing import Any
 import orjson
 
 from blackbox_mitm.cassette import load_trace
-from blackbox_mitm.cassette.verify import verify_trace
 from blackbox_mitm.codecs.base import CallIds
+from blackbox_mitm.codecs.verified import verify_trace
 from blackbox_mitm.session.build import record_session, replay_session
 from blackbox_mitm.session.echoed_ids import EchoedIds, neutralize_echoed_ids
 from blackbox_mitm.session.engine import Answer, Forward, ModelRequest

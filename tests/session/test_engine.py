@@ -14,8 +14,8 @@ import pytest
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.cassette.journal import Journal
-from blackbox_mitm.cassette.verify import verify_trace
 from blackbox_mitm.codecs import openai_chat
+from blackbox_mitm.codecs.verified import verify_trace
 from blackbox_mitm.session.build import record_session, replay_session
 from blackbox_mitm.session.engine import Answer, Forward, ModelRequest, Session
 from blackbox_mitm.session.recorder import secrets_from_environ, secrets_from_request

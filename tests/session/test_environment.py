@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import orjson
 
 from blackbox_mitm.cassette import load_trace
-from blackbox_mitm.cassette.verify import verify_trace
+from blackbox_mitm.codecs.verified import verify_trace
 from blackbox_mitm.matcher.compare_runs import masked_divergence
 from blackbox_mitm.matcher.masks import NO_RULES
 from blackbox_mitm.session.build import record_session, replay_session

@@ -17,8 +17,8 @@ import pytest
 
 from blackbox_mitm.cassette import compression, load_trace
 from blackbox_mitm.cassette.media import load_media, media_path, media_ref_of
-from blackbox_mitm.cassette.verify import verify_file
 from blackbox_mitm.codecs.base import SseEvent
+from blackbox_mitm.codecs.verified import verify_file
 from blackbox_mitm.session.build import record_session, replay_session
 from blackbox_mitm.session.engine import Answer, Forward, ModelRequest, Session
 from blackbox_mitm.session.media import MediaBook, media_max_bytes
@@ -270,7 +270,7 @@ def _responses_answer(rid: str, text: str) -> bytes:
 def test_a_fork_keeps_its_parents_media_and_sends_a_chained_image_upstream_with_its_bytes(tmp_path: Path) -> None:
     """Rewind after the first call: the replayed prefix served our own response id; the live call chains on it
     (previous_response_id), so Blackbox rebuilds the history upstream, and the screenshot goes with its bytes."""
-    from blackbox_mitm.cassette.verify import load_verified
+    from blackbox_mitm.codecs.verified import load_verified
     from blackbox_mitm.session.fork import fork_session, plan_fork
 
     parent = tmp_path / "parent.json"

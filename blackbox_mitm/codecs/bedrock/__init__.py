@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import re
 
+from blackbox_mitm.codecs.common import aws
 from blackbox_mitm.codecs.common.refusals import Refusal, RefusalTable
 
 __all__ = [
@@ -66,25 +67,15 @@ __all__ = [
 
 NAME = "bedrock"
 PROVIDER = "bedrock"
-DEFAULT_HOSTS: tuple[str, ...] = ("bedrock-runtime.*.amazonaws.com", "bedrock-runtime-fips.*.amazonaws.com")
-CREDENTIAL_HEADERS: tuple[str, ...] = ("authorization", "x-amz-security-token", "x-amz-date", "x-amz-content-sha256")
-CREDENTIAL_QUERY: tuple[str, ...] = ("x-amz-signature", "x-amz-credential", "x-amz-security-token")
-# The first is the one a replay sets a placeholder in: with a Bedrock API key, the SDKs sign nothing and ask no
-# credential endpoint (boto3, AnthropicBedrock, Claude Code all read it).
-KEY_ENV_VARS: tuple[str, ...] = ("AWS_BEARER_TOKEN_BEDROCK", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+DEFAULT_HOSTS = aws.DEFAULT_HOSTS  # the AWS transport's facts, shared with bedrock_converse (common/aws.py)
+CREDENTIAL_HEADERS = aws.CREDENTIAL_HEADERS
+CREDENTIAL_QUERY = aws.CREDENTIAL_QUERY
+KEY_ENV_VARS = aws.KEY_ENV_VARS
 ID_PREFIXES: tuple[str, ...] = ("toolu_", "msg_")
 RESPONSE_KEYS: tuple[str, ...] = ("amazon-bedrock-invocationMetrics", "invocationMetrics", "inputTokenCount", "outputTokenCount")
 PARAMS: tuple[tuple[str, str], ...] = ()  # the Anthropic codec's (the body is a Messages body)
-STREAM_CONTENT_TYPE = "application/vnd.amazon.eventstream"
-# Where AWS SDKs get credentials: never kept as exchanges (their answers are credentials), refused offline.
-TOKEN_HOSTS: tuple[str, ...] = (
-    "sts.amazonaws.com",
-    "sts.*.amazonaws.com",
-    "portal.sso.*.amazonaws.com",
-    "oidc.*.amazonaws.com",
-    "169.254.169.254",  # the instance metadata service (EC2, ECS, and Azure's too)
-    "169.254.170.2",  # ECS task credentials
-)
+STREAM_CONTENT_TYPE = aws.STREAM_CONTENT_TYPE
+TOKEN_HOSTS = aws.TOKEN_HOSTS
 PATH = re.compile(r"^(?:/[^?#]*)?/model/(?P<model>[^/]+)/(?P<op>invoke|invoke-with-response-stream)/?$")
 BEDROCK_ONLY = ("anthropic_version", "anthropic_beta")
 

@@ -36,6 +36,7 @@ Synthesized answers: ``toolUseId`` is ``tooluse_bb<N>``, usage is the recorded t
 
 from __future__ import annotations
 
+from blackbox_mitm.codecs.common import aws
 from blackbox_mitm.codecs.common.refusals import Refusal, RefusalTable
 
 __all__ = [
@@ -67,13 +68,13 @@ __all__ = [
 
 NAME = "bedrock-converse"
 PROVIDER = "bedrock-converse"
-DEFAULT_HOSTS: tuple[str, ...] = ("bedrock-runtime.*.amazonaws.com", "bedrock-runtime-fips.*.amazonaws.com")
-CREDENTIAL_HEADERS: tuple[str, ...] = ("authorization", "x-amz-security-token", "x-amz-date", "x-amz-content-sha256")
-CREDENTIAL_QUERY: tuple[str, ...] = ("x-amz-signature", "x-amz-credential", "x-amz-security-token")
-KEY_ENV_VARS: tuple[str, ...] = ("AWS_BEARER_TOKEN_BEDROCK", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+DEFAULT_HOSTS = aws.DEFAULT_HOSTS  # the AWS transport's facts, shared with bedrock (common/aws.py)
+CREDENTIAL_HEADERS = aws.CREDENTIAL_HEADERS
+CREDENTIAL_QUERY = aws.CREDENTIAL_QUERY
+KEY_ENV_VARS = aws.KEY_ENV_VARS
 ID_PREFIXES: tuple[str, ...] = ("tooluse_",)
 RESPONSE_KEYS: tuple[str, ...] = ("stopReason", "inputTokens", "outputTokens", "totalTokens", "latencyMs", "toolUseId")
-STREAM_CONTENT_TYPE = "application/vnd.amazon.eventstream"
+STREAM_CONTENT_TYPE = aws.STREAM_CONTENT_TYPE
 INFERENCE = ("maxTokens", "temperature", "topP", "stopSequences")
 PARAMS: tuple[tuple[str, str], ...] = (
     *((name, name) for name in INFERENCE),

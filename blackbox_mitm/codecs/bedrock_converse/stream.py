@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest, SseEvent, StreamIncomplete, StreamParser
+from blackbox_mitm.codecs.bedrock import stream as bedrock_stream
 from blackbox_mitm.codecs.bedrock_converse.response import content_of, stop_reason_of, usage_of
 from blackbox_mitm.codecs.common.eventstream import EXCEPTION_PREFIX, EventStreamParser, frame_events
 from blackbox_mitm.codecs.common.jsonio import dumps
@@ -45,8 +46,8 @@ def _pieces(text: str, size: int) -> list[str]:
 
 
 def encode_stream_error(message: str) -> bytes:
-    """A ``validationException`` message: boto3 raises it from the stream."""
-    return frame_events([SseEvent(EXCEPTION_PREFIX + "validationException", dumps({"message": message}, allow_nan=False))])
+    """A ``validationException`` message: boto3 raises it from the stream (the same frame InvokeModel's stream ends with)."""
+    return bedrock_stream.encode_stream_error(message)
 
 
 def is_stream_end(event: SseEvent) -> bool:

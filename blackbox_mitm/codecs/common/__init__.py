@@ -3,7 +3,9 @@
 ``jsonio`` reads and writes bodies (compact, raw UTF-8, never invalid UTF-8);
 ``refusals`` holds ``Refusal`` and ``RefusalTable`` (each codec's ``REFUSALS``);
 ``ids`` makes the content-derived ids a synthesized answer carries. Plain Python,
-no provider facts: those live in each codec package.
+no provider's own facts: those live in each codec package. Two transports shared
+by more than one codec are here too: ``eventstream`` (AWS's binary event stream)
+and ``aws`` (the hosts, credential names and key variables both Bedrock codecs name as theirs).
 """
 
 from __future__ import annotations
