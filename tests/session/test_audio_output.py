@@ -19,8 +19,8 @@ import pytest
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.cassette.media import load_media, media_path
-from blackbox_mitm.cassette.verify import verify_file
 from blackbox_mitm.codecs.base import SseEvent
+from blackbox_mitm.codecs.verified import verify_file
 from blackbox_mitm.session.build import record_session, replay_session
 from blackbox_mitm.session.engine import Answer, Forward, ModelRequest
 
