@@ -74,8 +74,8 @@ Tasks, chosen by a marker in the prompt (``claude -p "… TASK …"``):
     Claude Code's defaults (tool search on): load WebFetch and WebSearch with one
     ``ToolSearch`` call (``select:WebFetch,WebSearch``, answered with two
     ``tool_reference`` blocks), then WebFetch ``https://docs.example.com/page.html``
-    (the web is a local stand-in; Claude Code's own sub-call about the page gets
-    the short text answer), then WebSearch (its sub-call is ``BB-SEARCH``'s
+    (the web is a local stand-in; Claude Code's own sub-call about the page is
+    answered with the page's line that answers the question), then WebSearch (its sub-call is ``BB-SEARCH``'s
     server-side search), then an answer naming the loaded tools and quoting both
     results.
 
@@ -272,13 +272,22 @@ def _task_tool_search(body: Json) -> Answer:
     return {"text": "Loaded: " + (", ".join(str(r) for r in refs) or "nothing") + "."}
 
 
+FETCH_QUESTION = "What is the answer on this page?"
+
+
+def _fetch_summary(first: str) -> Answer:
+    """WebFetch's own sub-call (the page as markdown, then the question): the page's line that answers it."""
+    line = next((x.strip() for x in first.splitlines() if "answer is" in x), "no answer on the page")
+    return {"text": f"The page says: {line}"}
+
+
 def _task_tool_search_web(body: Json) -> Answer:
     turns = _turns(body)
     if turns == 0:
         query = {"query": "select:WebFetch,WebSearch", "max_results": 2}
         return {"text": "Loading the web tools.", "tool_calls": [{"name": "ToolSearch", "arguments": query}]}
     if turns == 1:
-        fetch = {"url": FETCH_PAGE, "prompt": "What is the answer on this page?"}
+        fetch = {"url": FETCH_PAGE, "prompt": FETCH_QUESTION}
         return {"text": "Fetching the page.", "tool_calls": [{"name": "WebFetch", "arguments": fetch}]}
     if turns == 2:
         return {"text": "Now searching the web.", "tool_calls": [{"name": "WebSearch", "arguments": {"query": SEARCH_QUERY}}]}
@@ -440,6 +449,8 @@ def respond(kind: str, body: Json) -> Answer:
         return _task_compact(body)
     if "BB-COPY" in first:
         return _task_copy(body)
+    if first.lstrip().startswith("Web page content:") and FETCH_QUESTION in first:
+        return _fetch_summary(first)
     if "BB-TOOLSEARCH-WEB" in first:
         return _task_tool_search_web(body)
     if "BB-TOOLSEARCH" in first:

@@ -167,9 +167,14 @@ def test_gemini_cli_at_a_pdf_records_the_document_by_digest_and_replays_strictly
 # --- Claude Code: ToolSearch -> WebFetch and WebSearch ----------------------------------------
 
 
-def test_claude_code_tool_search_loads_web_fetch_and_web_search_and_the_session_replays_strictly(tmp_path: Path, confdir: Path) -> None:
+def test_claude_code_tool_search_loads_web_fetch_and_web_search_and_the_session_replays_strictly(
+    tmp_path: Path, confdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if not cc.CLAUDE.exists():
         pytest.fail(f"Claude Code is not installed at {cc.CLAUDE}; scripts/setup installs it")
+    # Claude Code 2.1.332 turns tool search on unless ENABLE_TOOL_SEARCH says otherwise (and the model is a
+    # claude-opus/sonnet/haiku 4.5 or later, as its default is): the user's defaults, so nothing is set.
+    monkeypatch.delenv("ENABLE_TOOL_SEARCH", raising=False)
     work = tmp_path / "work"
     work.mkdir()
     (tmp_path / "home").mkdir()
@@ -183,13 +188,15 @@ def test_claude_code_tool_search_loads_web_fetch_and_web_search_and_the_session_
     assert rec.returncode == 0, rec.stderr
     lines = rec.stdout.strip().splitlines()
     assert lines[0] == "Loaded: WebFetch, WebSearch.", rec.stdout
-    assert lines[1].startswith("Fetched: "), rec.stdout
+    assert lines[1] == "Fetched: The page says: The answer is 42.", rec.stdout  # the page, through WebFetch's sub-call
     assert lines[2].startswith("Searched: ") and SEARCH_RESULTS[0][1] in lines[2], rec.stdout
     assert ("GET", "/page.html") in fetched  # WebFetch read the page from the stand-in, through the proxy
-    # Tool search was on: the first request defers WebFetch and WebSearch; ToolSearch loaded them.
-    first_tools = [t.get("name") for t in requests[0].get("tools") or []]
-    assert "ToolSearch" in first_tools
-    assert any(t.get("name") == "WebFetch" and t.get("defer_loading") for t in requests[0]["tools"])
+    # Tool search was on: the first request names WebFetch and WebSearch as deferred tools (no schema); the request
+    # after ToolSearch carries their definitions; WebSearch's sub-call offers the server-side web_search tool.
+    tools = [[t.get("name") for t in r.get("tools") or []] for r in requests]
+    assert "ToolSearch" in tools[0] and "WebFetch" not in tools[0] and "WebSearch" not in tools[0]
+    assert "deferred tools are now available via ToolSearch" in json.dumps(requests[0])
+    assert "WebFetch" in tools[1] and "WebSearch" in tools[1]
     assert any(t.get("type") == "web_search_20250305" for r in requests for t in r.get("tools") or [])
 
     trace = load_trace(cassette)
