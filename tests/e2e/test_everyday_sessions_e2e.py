@@ -172,8 +172,8 @@ def test_claude_code_tool_search_loads_web_fetch_and_web_search_and_the_session_
 ) -> None:
     if not cc.CLAUDE.exists():
         pytest.fail(f"Claude Code is not installed at {cc.CLAUDE}; scripts/setup installs it")
-    # Claude Code 2.1.332 turns tool search on unless ENABLE_TOOL_SEARCH says otherwise (and the model is a
-    # claude-opus/sonnet/haiku 4.5 or later, as its default is): the user's defaults, so nothing is set.
+    # Claude Code 2.1.332 turns tool search on unless ENABLE_TOOL_SEARCH (false, auto:100) or
+    # CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS turns it off, for any model but Claude 3's: a user's defaults, nothing set.
     monkeypatch.delenv("ENABLE_TOOL_SEARCH", raising=False)
     work = tmp_path / "work"
     work.mkdir()
