@@ -42,11 +42,11 @@ from blackbox_mitm.cassette.extensions import MediaPart, media_part
 from blackbox_mitm.cassette.media_bytes import bytes_for
 
 __all__ = [
+    "RESULT_INLINE_MAX",
     "AnswerPart",
     "Container",
     "ServerToolCallPart",
     "ServerToolResultPart",
-    "RESULT_INLINE_MAX",
     "answer_parts_of",
     "builtin_tool",
     "result_of",
@@ -98,7 +98,12 @@ def result_part(call_id: str, kind: str, result: Any) -> ServerToolResultPart:
     data = canonical_bytes(result)
     if len(data) <= RESULT_INLINE_MAX:
         return {"type": "server_tool_result", "toolCallId": call_id, "kind": kind, "result": result}
-    return {"type": "server_tool_result", "toolCallId": call_id, "kind": kind, "resultMedia": media_part("document", RESULT_MEDIA_TYPE, data)}
+    return {
+        "type": "server_tool_result",
+        "toolCallId": call_id,
+        "kind": kind,
+        "resultMedia": media_part("document", RESULT_MEDIA_TYPE, data),
+    }
 
 
 def result_of(part: Mapping[str, Any]) -> Any:

@@ -151,7 +151,9 @@ def test_gemini_cli_at_a_pdf_records_the_document_by_digest_and_replays_strictly
     assert verify_trace(trace) == []
     digest = hashlib.sha256(PDF).hexdigest()
     documents = [p for p in _parts(trace) if p.get("type") == "document"]
-    assert documents and all(d == {"type": "document", "mediaType": "application/pdf", "sha256": digest, "size": len(PDF)} for d in documents)
+    assert documents and all(
+        d == {"type": "document", "mediaType": "application/pdf", "sha256": digest, "size": len(PDF)} for d in documents
+    )
     assert base64.b64encode(PDF) not in cassette.read_bytes()
     document = load_media(cassette, trace)
     assert document is not None and list(document["media"]) == [digest]

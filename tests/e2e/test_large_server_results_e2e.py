@@ -86,11 +86,17 @@ def test_a_large_web_fetch_result_is_stored_once_in_the_media_file_and_replays_s
     named = [
         p
         for s in trace.steps
-        for p in (s.payload.get("parts") or [] if s.type == "model_output" else [q for m in s.payload.get("messages", []) for q in m["content"] if isinstance(m["content"], list)])
+        for p in (
+            s.payload.get("parts") or []
+            if s.type == "model_output"
+            else [q for m in s.payload.get("messages", []) for q in m["content"] if isinstance(m["content"], list)]
+        )
         if p.get("type") == "server_tool_result"
     ]
     assert len(named) == 2  # the answer, and the history that sent it back
-    assert all(p["resultMedia"] == {"type": "document", "mediaType": "application/json", "sha256": digest, "size": len(data)} for p in named)
+    assert all(
+        p["resultMedia"] == {"type": "document", "mediaType": "application/json", "sha256": digest, "size": len(data)} for p in named
+    )
     raw = cassette.read_bytes()
     assert PAGE[:300].encode() not in raw and len(raw) < len(data) // 4  # the cassette names it; it does not hold it
     assert media_path(cassette).read_bytes().count(base64.b64encode(data)) == 1  # stored once, however often it is sent
