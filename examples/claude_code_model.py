@@ -70,6 +70,15 @@ Tasks, chosen by a marker in the prompt (``claude -p "… TASK …"``):
     Load WebFetch through Claude Code's ``ToolSearch`` tool (its result is
     ``tool_reference`` blocks), then say which tools the result named.
 
+``BB-TOOLSEARCH-WEB``
+    Claude Code's defaults (tool search on): load WebFetch and WebSearch with one
+    ``ToolSearch`` call (``select:WebFetch,WebSearch``, answered with two
+    ``tool_reference`` blocks), then WebFetch ``https://docs.example.com/page.html``
+    (the web is a local stand-in; Claude Code's own sub-call about the page is
+    answered with the page's line that answers the question), then WebSearch (its sub-call is ``BB-SEARCH``'s
+    server-side search), then an answer naming the loaded tools and quoting both
+    results.
+
 ``BB-SEARCH``
     A WebSearch (with tool search off, so the tool is offered directly): Claude
     Code asks the model again with Anthropic's server-side ``web_search_20250305``
@@ -263,6 +272,34 @@ def _task_tool_search(body: Json) -> Answer:
     return {"text": "Loaded: " + (", ".join(str(r) for r in refs) or "nothing") + "."}
 
 
+FETCH_QUESTION = "What is the answer on this page?"
+
+
+def _fetch_summary(first: str) -> Answer:
+    """WebFetch's own sub-call (the page as markdown, then the question): the page's line that answers it."""
+    line = next((x.strip() for x in first.splitlines() if "answer is" in x), "no answer on the page")
+    return {"text": f"The page says: {line}"}
+
+
+def _task_tool_search_web(body: Json) -> Answer:
+    turns = _turns(body)
+    if turns == 0:
+        query = {"query": "select:WebFetch,WebSearch", "max_results": 2}
+        return {"text": "Loading the web tools.", "tool_calls": [{"name": "ToolSearch", "arguments": query}]}
+    if turns == 1:
+        fetch = {"url": FETCH_PAGE, "prompt": FETCH_QUESTION}
+        return {"text": "Fetching the page.", "tool_calls": [{"name": "WebFetch", "arguments": fetch}]}
+    if turns == 2:
+        return {"text": "Now searching the web.", "tool_calls": [{"name": "WebSearch", "arguments": {"query": SEARCH_QUERY}}]}
+    loaded: list[str] = []
+    for m in body.get("messages", []):
+        for b in _blocks(m.get("content")) if isinstance(m, dict) and m.get("role") == "user" else []:
+            content = b.get("content") if b.get("type") == "tool_result" else None
+            loaded += [str(r.get("tool_name")) for r in content or [] if isinstance(r, dict) and r.get("type") == "tool_reference"]
+    fetched, searched = (" ".join(r.split()) for r in _all_results(body)[-2:])
+    return {"text": f"Loaded: {', '.join(loaded)}.\nFetched: {fetched}\nSearched: {searched}"}
+
+
 def _task_agents(body: Json, background: bool, together: int = 0, behind: bool = False) -> Answer:
     results = _last_results(body)
     texts = _user_texts(body)
@@ -412,6 +449,10 @@ def respond(kind: str, body: Json) -> Answer:
         return _task_compact(body)
     if "BB-COPY" in first:
         return _task_copy(body)
+    if first.lstrip().startswith("Web page content:") and FETCH_QUESTION in first:
+        return _fetch_summary(first)
+    if "BB-TOOLSEARCH-WEB" in first:
+        return _task_tool_search_web(body)
     if "BB-TOOLSEARCH" in first:
         return _task_tool_search(body)
     if "BB-IMAGE" in first:

@@ -13,6 +13,12 @@ the cassette keeps them and a replay gives them back; nothing runs again.
   the provider's id mapped like a client tool call's), ``toolName``, ``toolInput``.
 * ``server_tool_result``: ``toolCallId``, ``kind`` (the provider's block type, such
   as ``web_search_tool_result``) and ``result`` (the provider's content, as data).
+  A result whose canonical JSON is over ``RESULT_INLINE_MAX`` bytes (a web fetch of
+  a long page) has ``resultMedia`` instead: a ``document`` media part
+  (``application/json``, the SHA-256 and size of that canonical JSON), whose bytes
+  are kept once in the run's media file like an image's (``cassette/media.py``),
+  however often the history sends the result back. ``result_part`` makes either
+  form and ``result_of`` gives the content back.
 * An answer that holds them keeps its blocks in order in ``parts`` (text parts may
   carry the provider's ``citations`` or ``annotations``, a ``tool_use`` part points
   at its call in ``calls`` by ``toolCallId``); ``text`` and ``calls`` still hold all
@@ -27,16 +33,29 @@ is the payload, and hash, it was before the extension existed.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, TypedDict
 
+from blackbox_mitm.cassette.canonical import canonical_bytes
+from blackbox_mitm.cassette.extensions import MediaPart, media_part
+from blackbox_mitm.cassette.media_bytes import bytes_for
+
 __all__ = [
+    "RESULT_INLINE_MAX",
     "AnswerPart",
     "Container",
     "ServerToolCallPart",
     "ServerToolResultPart",
     "answer_parts_of",
     "builtin_tool",
+    "result_of",
+    "result_part",
 ]
+
+#: A server tool's result larger than this (its canonical JSON, in bytes) is kept in the run's media file.
+RESULT_INLINE_MAX = 64 * 1024
+RESULT_MEDIA_TYPE = "application/json"
 
 
 class ServerToolCallPart(TypedDict):
@@ -50,7 +69,8 @@ class ServerToolResultPart(TypedDict):
     type: Literal["server_tool_result"]
     toolCallId: str
     kind: str  # the provider's block type: web_search_tool_result, code_execution_tool_result, ...
-    result: Any  # the provider's content, as data
+    result: NotRequired[Any]  # the provider's content, as data
+    resultMedia: NotRequired[MediaPart]  # instead of result, when it is large: its canonical JSON in the media file
 
 
 class Container(TypedDict):
@@ -71,3 +91,24 @@ def answer_parts_of(output: Any) -> list[dict[str, Any]]:
     """The ordered parts a model_output keeps (empty when the answer has no server-side tools)."""
     parts = output.get("parts") if isinstance(output, dict) else None
     return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
+
+
+def result_part(call_id: str, kind: str, result: Any) -> ServerToolResultPart:
+    """The neutral part of a server tool's result: inline, or over ``RESULT_INLINE_MAX`` by digest (bytes noted)."""
+    data = canonical_bytes(result)
+    if len(data) <= RESULT_INLINE_MAX:
+        return {"type": "server_tool_result", "toolCallId": call_id, "kind": kind, "result": result}
+    return {
+        "type": "server_tool_result",
+        "toolCallId": call_id,
+        "kind": kind,
+        "resultMedia": media_part("document", RESULT_MEDIA_TYPE, data),
+    }
+
+
+def result_of(part: Mapping[str, Any]) -> Any:
+    """A server tool result's content: inline, or read back from the run's media (``MissingMedia`` when not kept)."""
+    ref = part.get("resultMedia")
+    if isinstance(ref, Mapping):
+        return json.loads(bytes_for(ref))
+    return part.get("result")

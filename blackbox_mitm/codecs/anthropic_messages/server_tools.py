@@ -27,6 +27,7 @@ from blackbox_mitm.cassette.payloads import (
     builtin_tool,
     tool_calls_of,
 )
+from blackbox_mitm.cassette.server_parts import result_of, result_part
 from blackbox_mitm.codecs.anthropic_messages import PROVIDER, REFUSALS, THINKING
 from blackbox_mitm.codecs.base import CallIds
 from blackbox_mitm.codecs.common.ids import digest
@@ -70,7 +71,7 @@ def _check_call(block: dict[str, Any], where: str) -> None:
 
 
 def _result_part(block: dict[str, Any], where: str, call_id: str) -> ServerToolResultPart:
-    return {"type": "server_tool_result", "toolCallId": call_id, "kind": str(block["type"]), "result": block.get("content")}
+    return result_part(call_id, str(block["type"]), block.get("content"))
 
 
 def _check_result(block: dict[str, Any], where: str) -> str:
@@ -156,7 +157,7 @@ def answer_blocks(output: Mapping[str, Any], ids: CallIds) -> list[dict[str, Any
             blocks.append({"type": "server_tool_use", "id": served, "name": part.get("toolName"), "input": part.get("toolInput")})
         elif kind == "server_tool_result":
             served = ids.served_id(call_id, SERVED_PREFIX)
-            blocks.append({"type": str(part.get("kind")), "tool_use_id": served, "content": part.get("result")})
+            blocks.append({"type": str(part.get("kind")), "tool_use_id": served, "content": result_of(part)})
     return blocks
 
 
