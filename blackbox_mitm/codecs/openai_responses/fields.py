@@ -1,6 +1,7 @@
 """What the Responses request and answer sides share: tools, the rules of the transcript, and the run's response store.
 
-The transcript itself (items -> neutral messages) is built at the bottom of ``request.py``, by these rules.
+The transcript itself (items -> neutral messages) is built at the bottom of ``request.py``, by these rules;
+``response_head`` is the head of every Response served, plain or streamed, with the request's settings echoed.
 
 The rules, so that the same conversation gives the same ``model_input`` whether
 it was sent whole, continued with ``previous_response_id``, over HTTP or over a
@@ -55,6 +56,7 @@ __all__ = [
     "given",
     "is_custom",
     "remember",
+    "response_head",
 ]
 
 HOSTED_TOOLS = frozenset(
@@ -200,3 +202,49 @@ def chain_items(ids: CallIds, response_id: str) -> list[tuple[str, Any]] | None:
 
 def _broken(rid: str) -> NoReturn:  # pragma: no cover - entries are only written with known parents
     raise BlackboxUnsupportedError("previous_response_id", f"the chain of responses is broken at {rid}", provider=PROVIDER)
+
+
+# --- the request's settings, echoed in the Response ------------------------------------------
+
+# Request fields the API echoes in its Response object, and what it says when they were not sent.
+_ECHOED: tuple[tuple[str, Any], ...] = (
+    ("instructions", None),
+    ("max_output_tokens", None),
+    ("max_tool_calls", None),
+    ("parallel_tool_calls", True),
+    ("previous_response_id", None),
+    ("prompt_cache_key", None),
+    ("reasoning", {"effort": None, "summary": None}),
+    ("safety_identifier", None),
+    ("store", True),
+    ("temperature", 1.0),
+    ("text", {"format": {"type": "text"}, "verbosity": "medium"}),
+    ("tool_choice", "auto"),
+    ("tools", []),
+    ("top_logprobs", 0),
+    ("top_p", 1.0),
+    ("truncation", "disabled"),
+    ("user", None),
+    ("metadata", {}),
+)
+
+
+def response_head(request: DecodedRequest, response_id: str, created_ms: int, status: str) -> dict[str, Any]:
+    """A Response object's head, its output and usage still empty: our id, the status, the request's settings echoed."""
+    echo = request.echo if isinstance(request, ResponsesRequest) else {}
+    head: dict[str, Any] = {
+        "id": response_id,
+        "object": "response",
+        "created_at": created_ms // 1000,
+        "status": status,
+        "background": False,
+        "error": None,
+        "incomplete_details": None,
+        "model": request.model or "",
+        "output": [],
+    }
+    for key, default in _ECHOED:
+        value = echo.get(key)
+        head[key] = default if value is None else value
+    head["usage"] = None
+    return head
