@@ -16,15 +16,12 @@ PACKAGE = Path(__file__).resolve().parent.parent / "blackbox_mitm"
 LONGEST_FUNCTION = 50
 LARGEST_MODULE = 400
 
-_GEMINI = "owned by the gemini audio change"
-_PERFORMANCE = "owned by the performance engineer's change"
-_ADDON = "owned by the change another engineer is making to the proxy addon"
-
-# "path relative to blackbox_mitm[:qualified.function]" -> why it stays over the limit
+# "path relative to blackbox_mitm[:qualified.function]" -> why it stays over the limit (for now)
 ALLOWED: dict[str, str] = {
-    "codecs/gemini/response.py:decode_response": _GEMINI,
-    "session/recorder.py:RunRecorder.record_call": _PERFORMANCE,
-    "proxy/addon.py": _ADDON,
+    "codecs/gemini/response.py:decode_response": "owned by the gemini audio change",
+    "codecs/openai_chat/response.py:_answer": "owned by the audio change, which rewrites it (chat audio answers)",
+    "session/recorder.py:RunRecorder.record_call": "owned by the performance engineer's change to the recorder",
+    "proxy/addon.py": "owned by the change another engineer is making to the proxy addon",
 }
 
 
