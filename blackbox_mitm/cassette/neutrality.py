@@ -10,11 +10,11 @@ facts come in as a ``ProviderFacts`` value; no provider is named here.
 
 from __future__ import annotations
 
-import base64
 import functools
 import re
 from typing import Any
 
+from blackbox_mitm.cassette.credentials import CREDENTIAL_NAME, QUERY_KEY, SECRET, realistic, redact_secret, scheme_credential
 from blackbox_mitm.cassette.facts import ProviderFacts
 from blackbox_mitm.cassette.payloads import OUTPUT_TYPES, json_kind
 from blackbox_mitm.cassette.problems import Problem, key_path, quote
@@ -24,24 +24,6 @@ __all__ = ["FIELDS", "STRUCT", "Walker", "scan"]
 _OUTPUT_TYPES = OUTPUT_TYPES  # the ModelOutput shapes (cassette.payloads)
 _CALL_ID = re.compile(r"call-(?:0|[1-9][0-9]*)")
 
-
-# Names of credentials: environment variables (OPENAI_API_KEY, ANTHROPIC_AUTH_TOKEN),
-# headers (x-api-key, authorization) and fields (apiKey).
-_CREDENTIAL_NAME_RE = r"(?i:(?:[a-z0-9]+[_-])*api[_-]?key|(?:[a-z0-9]+[_-])*auth[_-]?token|(?:proxy[_-])?authorization)"
-# Shapes of real credentials; ``_realistic`` then asks for a key's randomness.
-_SECRET_RE = (
-    r"(?:sk-ant-[A-Za-z0-9_-]{32,}"
-    r"|sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{32,}"
-    r"|sk-[A-Za-z0-9]{32,}"
-    r"|AIza[0-9A-Za-z_-]{35}"
-    r"|gsk_[A-Za-z0-9]{40,}"
-    r"|(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"  # an AWS access key id (long-term, temporary)
-    r"|ya29\.[A-Za-z0-9_-]{20,}"  # a Google OAuth access token
-    r"|[Bb]earer +[A-Za-z0-9._~+/-]{24,}=*)"
-)
-
-_credential_name = re.compile(_CREDENTIAL_NAME_RE, re.ASCII)
-_secret = re.compile(r"(?<![A-Za-z0-9_-])" + _SECRET_RE)
 
 # The pre-scan of a payload's canonical JSON. Each test is necessary for something
 # the walk below can flag, so a payload that passes them all is clean and is not
@@ -78,58 +60,9 @@ def scan(payload_json: bytes, facts: ProviderFacts) -> tuple[bool, bool]:
         return True, True
     lowered = payload_json.lower()
     words = any(word in lowered for word in _CREDENTIAL_WORDS)
-    if (words or _QUERY_KEY.search(lowered)) and _scheme_credential(payload_json, lowered) is not None:
+    if (words or QUERY_KEY.search(lowered)) and scheme_credential(payload_json, lowered) is not None:
         return True, True
     return words or any(rx.search(payload_json) for rx in facts.suspect_structure), False
-
-
-# Credentials in the other schemes a request carries them in: an Authorization header's
-# ``Token`` or ``Basic`` value, an API-key header line (``x-goog-api-key: …``), and a
-# ``key=`` / ``api_key=`` query parameter. Searched in the lowercased bytes; the value
-# is then read from the original bytes at the same offsets and judged (``_scheme_value``).
-# ``_scan`` looks for them only in a payload that names a credential (``authorization``,
-# ``api-key``, ``api_key``: ``_CREDENTIAL_WORDS``) or holds a ``?key=`` / ``&key=``
-# query parameter (``_QUERY_KEY``, led by a literal: one fast pass).
-_SCHEMES: tuple[tuple[str, re.Pattern[bytes]], ...] = (
-    ("token", re.compile(rb"token +([a-z0-9._~+/-]{16,}=*)")),
-    ("basic", re.compile(rb"basic +([a-z0-9+/]{4,}={0,2})")),
-    ("api-key", re.compile(rb"api-key\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?([a-z0-9._~+/-]{16,})")),
-    ("key", re.compile(rb"key=([a-z0-9._~%+/-]{16,})")),
-)
-_QUERY_KEY = re.compile(rb"key=(?<=[?&]key=)[a-z0-9._~%+/-]{16}")
-_QUERY_LEADS = (b"?", b"&", b"?api_", b"&api_", b"?api-", b"&api-", b"?api", b"&api")
-_BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
-
-
-def _scheme_credential(data: bytes, lowered: bytes | None = None) -> str | None:
-    """A credential of another scheme in ``data`` (UTF-8), redacted for a message; None when there is none."""
-    lowered = data.lower() if lowered is None else lowered  # ASCII only: offsets stay the same
-    for scheme, pattern in _SCHEMES:
-        for m in pattern.finditer(lowered):
-            value = data[m.start(1) : m.end(1)].decode()
-            if _scheme_value(scheme, value, lowered[max(0, m.start() - 5) : m.start()]):
-                return f"{scheme} {value[:4]}… ({len(value)} characters)"
-    return None
-
-
-def _scheme_value(scheme: str, value: str, before: bytes) -> bool:
-    if scheme == "key":
-        return before.endswith(_QUERY_LEADS) and _realistic(value)
-    if scheme in ("token", "basic") and before[-1:].isalnum():
-        return False  # part of a longer word ("keytoken abc…")
-    return _basic_pair(value) if scheme == "basic" else _realistic(value)
-
-
-def _basic_pair(value: str) -> bool:
-    """A Basic credential: base64 of ``user:password``, both non-empty and printable."""
-    if not _BASE64.fullmatch(value) or len(value) % 4:
-        return False
-    try:
-        decoded = base64.b64decode(value, validate=True).decode("utf-8")
-    except ValueError:
-        return False
-    user, sep, password = decoded.partition(":")
-    return bool(sep and user and password and decoded.isprintable())
 
 
 # The payload's own structure, per step type: fields holding the user's data (DATA),
@@ -250,7 +183,7 @@ class Walker:
             return
         if key in self.facts.response_key_set:
             self.add("param", where, f"{quote(key)} is a provider response field, not a request control; it never enters a cassette")
-        elif _credential_name.fullmatch(key):
+        elif CREDENTIAL_NAME.fullmatch(key):
             self.add("credential_name", where, f"the key {quote(key)} names a credential; API keys never enter a cassette")
         else:
             self._secret(key, where)
@@ -328,7 +261,7 @@ class Walker:
                 where,
                 f"{quote(key)} is a provider response field; usage, stop reasons and envelopes never enter a cassette",
             )
-        elif _credential_name.fullmatch(key):
+        elif CREDENTIAL_NAME.fullmatch(key):
             self.add("credential_name", where, f"the key {quote(key)} names a credential; API keys never enter a cassette")
         else:
             self._secret(key, where)
@@ -338,7 +271,7 @@ class Walker:
             self.add(
                 "provider_id", where, f"{quote(value)} is a provider-native id; provider ids never enter a cassette (they become call-N)"
             )
-        elif _credential_name.fullmatch(value):
+        elif CREDENTIAL_NAME.fullmatch(value):
             self.add(
                 "credential_name", where, f"{quote(value)} names a credential; API keys and their variable names never enter a cassette"
             )
@@ -377,29 +310,17 @@ class Walker:
                     f"{quote(echoed.group(1))} in <tool-use-id> is a provider-native tool-call id the agent echoed; "
                     "provider ids never enter a cassette (the recorder writes call-N there): re-record",
                 )
-        for m in _secret.finditer(text):
-            if _realistic(m.group()):
+        for m in SECRET.finditer(text):
+            if realistic(m.group()):
                 self.add(
                     "credential",
                     where,
-                    f"holds what looks like a real credential ({_redact(m.group())}); remove it and re-record, or rotate the key",
+                    f"holds what looks like a real credential ({redact_secret(m.group())}); remove it and re-record, or rotate the key",
                 )
                 return
-        found = _scheme_credential(text.encode("utf-8", "surrogatepass"))
+        found = scheme_credential(text.encode("utf-8", "surrogatepass"))
         if found is not None:
             self.add("credential", where, f"holds what looks like a real credential ({found}); remove it and re-record, or rotate the key")
-
-
-def _realistic(secret: str) -> bool:
-    """A key's randomness: letters and digits, a long unbroken run, many distinct characters."""
-    body = re.sub(r"^(?:sk-(?:ant-|proj-|svcacct-|admin-)?|AIza|gsk_|[Bb]earer +)", "", secret)
-    longest = max((len(run) for run in re.findall(r"[A-Za-z0-9]+", body)), default=0)
-    return any(c.isdigit() for c in body) and any(c.isalpha() for c in body) and longest >= 16 and len(set(body)) >= 10
-
-
-def _redact(secret: str) -> str:
-    keep = 12 if secret.lower().startswith("bearer") else 10
-    return f"{secret[:keep]}… ({len(secret)} characters)"
 
 
 FIELDS = _FIELDS

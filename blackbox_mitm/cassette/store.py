@@ -120,6 +120,24 @@ def _fits_double(n: int) -> bool:
 def trace_from_json(data: Any, *, path: str = "<cassette>") -> Trace:
     if not isinstance(data, dict):
         raise CassetteError(f"expected a JSON object, found {json_kind(data)}; a cassette is one trace object", path=path, where="$")
+    version = _version(data, path)
+    trace_id = _need(data, "id", str, path, "$")
+    created = _need_number(data, "createdAt", path, "$")
+    parent = _opt(data, "parentId", str, path, "$")
+    forked = _opt(data, "forkedFromStepId", str, path, "$")
+    raw_steps = data.get("steps")
+    if not isinstance(raw_steps, list):
+        raise CassetteError(f"`steps` must be an array, found {json_kind(raw_steps)}", path=path, where="$.steps")
+    steps = [_step_from_json(s, i, path) for i, s in enumerate(raw_steps)]
+    env = data.get("environment")  # the run's environment (session.environment); a reader may ignore it
+    environment = env if isinstance(env, dict) else None
+    return Trace(
+        id=trace_id, createdAt=created, steps=steps, parentId=parent, forkedFromStepId=forked, version=version, environment=environment
+    )
+
+
+def _version(data: dict[str, Any], path: str) -> int:
+    """The trace's ``version``: the current one, or a clear error (missing, v1, another one)."""
     version = data.get("version")
     if "version" not in data:
         raise CassetteError(
@@ -139,57 +157,52 @@ def trace_from_json(data: Any, *, path: str = "<cassette>") -> Trace:
             path=path,
             where="$.version",
         )
-    trace_id = _need(data, "id", str, path, "$")
-    created = _need_number(data, "createdAt", path, "$")
-    parent = _opt(data, "parentId", str, path, "$")
-    forked = _opt(data, "forkedFromStepId", str, path, "$")
-    raw_steps = data.get("steps")
-    if not isinstance(raw_steps, list):
-        raise CassetteError(f"`steps` must be an array, found {json_kind(raw_steps)}", path=path, where="$.steps")
-    steps: list[TraceStep] = []
-    for i, s in enumerate(raw_steps):
-        where = f"$.steps[{i}]"
-        if not isinstance(s, dict):
-            raise CassetteError(f"a step must be an object, found {json_kind(s)}", path=path, where=where)
-        index = _need(s, "index", int, path, where)
-        if index != i:
-            raise CassetteError(
-                f"step index {index} is out of order (expected {i}); steps must be numbered 0, 1, 2, ... in file order",
-                path=path,
-                where=f"{where}.index",
-            )
-        step_type = _need(s, "type", str, path, where)
-        if step_type not in STEP_TYPES:
-            raise CassetteError(
-                f"unknown step type {step_type!r}; expected one of {', '.join(STEP_TYPES)} (a newer blackbox may have written it: upgrade, or re-record)",
-                path=path,
-                where=f"{where}.type",
-            )
-        if "payload" not in s:
-            raise CassetteError("the step has no `payload`", path=path, where=f"{where}.payload")
-        prev = s.get("prevHash", ...)
-        if prev is ... or not (prev is None or isinstance(prev, str)):
-            raise CassetteError(
-                f"`prevHash` must be a string or null, found {json_kind(prev) if prev is not ... else 'nothing'}",
-                path=path,
-                where=f"{where}.prevHash",
-            )
-        steps.append(
-            TraceStep(
-                id=_need(s, "id", str, path, where),
-                index=index,
-                type=step_type,
-                timestamp=_need_number(s, "timestamp", path, where),
-                payload=s["payload"],
-                prevHash=prev,
-                hash=_need(s, "hash", str, path, where),
-            )
+    checked: int = version  # as the file has it (2, or 2.0)
+    return checked
+
+
+def _step_from_json(s: Any, i: int, path: str) -> TraceStep:
+    """The ``i``-th step of the file, checked field by field (index, type, payload, prevHash, id, timestamp, hash)."""
+    where = f"$.steps[{i}]"
+    if not isinstance(s, dict):
+        raise CassetteError(f"a step must be an object, found {json_kind(s)}", path=path, where=where)
+    index = _need(s, "index", int, path, where)
+    if index != i:
+        raise CassetteError(
+            f"step index {index} is out of order (expected {i}); steps must be numbered 0, 1, 2, ... in file order",
+            path=path,
+            where=f"{where}.index",
         )
-    env = data.get("environment")  # the run's environment (session.environment); a reader may ignore it
-    environment = env if isinstance(env, dict) else None
-    return Trace(
-        id=trace_id, createdAt=created, steps=steps, parentId=parent, forkedFromStepId=forked, version=version, environment=environment
+    step_type = _need(s, "type", str, path, where)
+    if step_type not in STEP_TYPES:
+        raise CassetteError(
+            f"unknown step type {step_type!r}; expected one of {', '.join(STEP_TYPES)} (a newer blackbox may have written it: upgrade, or re-record)",
+            path=path,
+            where=f"{where}.type",
+        )
+    if "payload" not in s:
+        raise CassetteError("the step has no `payload`", path=path, where=f"{where}.payload")
+    prev = _prev_hash(s, path, where)
+    return TraceStep(
+        id=_need(s, "id", str, path, where),
+        index=index,
+        type=step_type,
+        timestamp=_need_number(s, "timestamp", path, where),
+        payload=s["payload"],
+        prevHash=prev,
+        hash=_need(s, "hash", str, path, where),
     )
+
+
+def _prev_hash(s: dict[str, Any], path: str, where: str) -> str | None:
+    prev = s.get("prevHash", ...)
+    if prev is ... or not (prev is None or isinstance(prev, str)):
+        raise CassetteError(
+            f"`prevHash` must be a string or null, found {json_kind(prev) if prev is not ... else 'nothing'}",
+            path=path,
+            where=f"{where}.prevHash",
+        )
+    return prev
 
 
 def dump_trace(trace: Trace, *, compact: bool = False) -> bytes:

@@ -25,7 +25,7 @@ __all__ = ["COMMANDS", "UsageProblem", "main"]
 COMMANDS: dict[str, tuple[str, str]] = {
     "record": ("run_commands", "record"),
     "replay": ("run_commands", "replay"),
-    "proxy": ("run_commands", "proxy"),
+    "proxy": ("proxy_commands", "proxy"),
     "certs": ("run_commands", "certs"),
     "fork": ("fork_commands", "fork"),
     "forks": ("fork_commands", "forks"),

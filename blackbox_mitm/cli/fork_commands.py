@@ -102,33 +102,18 @@ def fork(
     blackbox fork runs/weather.json --at 3 --tool-result '{"forecast": "sun", "celsius": 24}' \\
         -o runs/sunny.json -- python agent.py "What's the weather in Paris?"
     """
-    from blackbox_mitm.cassette.media import load_media
     from blackbox_mitm.codecs.verified import load_verified
     from blackbox_mitm.matcher import render_report
     from blackbox_mitm.proxy.lifecycle import ProxySettings, proxy_run
-    from blackbox_mitm.session.fork import discard_reason, fork_session, plan_fork
+    from blackbox_mitm.session.fork import discard_reason, plan_fork
 
     setup_logging(verbose)
     parent_trace = load_verified(parent)
     answers = _script(script, live)
     edits = {"tool_result": _json_arg(tool_result, "--tool-result"), "response": _json_arg(response, "--response")}
     plan = plan_fork(parent_trace, at=list(at), live_after=live_after, **edits)
-    tail = "script" if script else "upstream"
     found = compare.settings(hosts=hosts, match=default_or("match", match))  # the prefix is compared as a replay compares
-    session = fork_session(
-        plan,
-        output,
-        match=found.match.value,
-        tail=tail,
-        script=answers,
-        overwrite=overwrite,
-        rules=found.rules,
-        redactor=found.redactor,
-        pace=found.pace.value,
-        order_gap_ms=found.order_gap.value,
-        environment=found.environment,
-        parent_media=load_media(parent, parent_trace),  # the copied steps' images and documents, and what the prefix serves
-    )
+    session = _child_session(plan, output, found, answers, parent, overwrite=overwrite)
     settings = ProxySettings(hosts=found.host_specs, confdir=run.confdir, map_remote=map_remote, offline=False)
     with proxy_run(session, settings=settings, keep=discard_reason) as live_run:
         code = live_run.run_command(command, extra_env={"BLACKBOX_FORK_PARENT": parent_trace.id, "BLACKBOX_FORK_STEP": str(plan.cut)})
@@ -139,6 +124,27 @@ def fork(
         sys.exit(code or 1)
     _say_forked(parent_trace, plan, session, live_run.cassette, scripted=script is not None)
     sys.exit(code)
+
+
+def _child_session(plan: ForkPlan, output: Path, found: Any, script: list[Any] | None, parent: str, *, overwrite: bool) -> Session:
+    """The fork's session: the prefix compared as a replay compares (``found``), then the script's answers or upstream."""
+    from blackbox_mitm.cassette.media import load_media
+    from blackbox_mitm.session.fork import fork_session
+
+    return fork_session(
+        plan,
+        output,
+        match=found.match.value,
+        tail="script" if script is not None else "upstream",
+        script=script,
+        overwrite=overwrite,
+        rules=found.rules,
+        redactor=found.redactor,
+        pace=found.pace.value,
+        order_gap_ms=found.order_gap.value,
+        environment=found.environment,
+        parent_media=load_media(parent, plan.parent),  # the copied steps' images and documents, and what the prefix serves
+    )
 
 
 def _say_forked(parent: Trace, plan: ForkPlan, session: Session, path: Path | None, *, scripted: bool) -> None:

@@ -7,15 +7,16 @@ such goldens folder, a ``--run`` that names nothing, a bad option.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 import click
 import orjson
@@ -44,7 +45,10 @@ from blackbox_mitm.golden.suite import (
 )
 
 if TYPE_CHECKING:
+    from blackbox_mitm.golden.runner import GoldenResult
+    from blackbox_mitm.golden.settings import SuiteSettings
     from blackbox_mitm.golden.shared import ProxyServer, Serve
+    from blackbox_mitm.golden.suite import GoldenCase
     from blackbox_mitm.session.router import RunRouter
 
 _DIR = click.Path(file_okay=False, path_type=Path)
@@ -214,44 +218,75 @@ def test_command(
     \b
     blackbox test --junit reports/goldens.xml -- python agent.py --task "{input}"
     """
-    from blackbox_mitm.golden.settings import SuiteSettings
     from blackbox_mitm.golden.update import update_refusal
 
-    confdir = run.confdir
     compare.settings()  # exit 2 on a bad flag or project config, before anything runs
     refusal = update_refusal(update, os.environ)
     if refusal is not None:
         raise UsageProblem(refusal)
-    suite_settings = SuiteSettings(
+    suite_settings = _suite_settings(compare)
+    cases = _suite_cases(runs, goldens, shard)
+    say = functools.partial(click.echo, err=junit is None)  # with the XML on stdout, people read stderr
+    if not cases:
+        _empty_suite(junit, "the --run cassettes" if runs else str(goldens), allow_empty, say)
+    stream = sys.stderr if junit is None else sys.stdout
+    results, elapsed = _run_cases(cases, command, jobs, timeout, run.confdir, stream, not proxy_per_golden, suite_settings)
+    _emit(junit_bytes(results, duration=elapsed), junit)
+    all_passed = _summary(results, elapsed, junit, say)
+    if update is not None and not all_passed:
+        sys.exit(_update(results, command, timeout, run.confdir, map_remote, suite_settings, say))
+    sys.exit(0 if all_passed else 1)
+
+
+def _suite_settings(compare: CompareOptions) -> SuiteSettings:
+    """The comparison flags every golden's replay gets."""
+    from blackbox_mitm.golden.settings import SuiteSettings
+
+    return SuiteSettings(
         compare.masks, compare.no_default_masks, compare.redact, compare.pace, compare.order_gap, compare.no_env_substitution
     )
+
+
+def _suite_cases(runs: tuple[str, ...], goldens: Path, shard: str | None) -> list[GoldenCase]:
+    """The goldens to test: the --run ones or the folder's, only shard K of N with --shard."""
     cases = resolve_runs(runs, goldens) if runs else collect(goldens)
-    if shard is not None:
-        from blackbox_mitm.golden.shards import parse_shard, shard_cases
+    if shard is None:
+        return cases
+    from blackbox_mitm.golden.shards import parse_shard, shard_cases
 
-        k, n = parse_shard(shard)
-        cases = shard_cases(cases, k, n)
-    # With the XML on stdout, people read stderr.
-    say_err = junit is None
+    k, n = parse_shard(shard)
+    return shard_cases(cases, k, n)
 
-    def say(line: str) -> None:
-        click.echo(line, err=say_err)
 
-    if not cases:
-        _emit(junit_bytes([]), junit)
-        where = "the --run cassettes" if runs else str(goldens)
-        if allow_empty:
-            say(f"blackbox test: no goldens in {where}; passing because of --allow-empty")
-            sys.exit(0)
-        say(f"blackbox test: no goldens in {where} — a suite that tests nothing fails (pass --allow-empty to let it pass)")
-        sys.exit(1)
+def _empty_suite(junit: Path | None, where: str, allow_empty: bool, say: Callable[[str], None]) -> NoReturn:
+    """An empty report, then exit: 0 with --allow-empty, 1 otherwise (a suite that tests nothing fails)."""
+    _emit(junit_bytes([]), junit)
+    if allow_empty:
+        say(f"blackbox test: no goldens in {where}; passing because of --allow-empty")
+        sys.exit(0)
+    say(f"blackbox test: no goldens in {where} — a suite that tests nothing fails (pass --allow-empty to let it pass)")
+    sys.exit(1)
 
+
+def _run_cases(
+    cases: list[GoldenCase],
+    command: tuple[str, ...],
+    jobs: int,
+    timeout: float,
+    confdir: str | None,
+    stream: TextIO,
+    shared_proxy: bool,
+    settings: SuiteSettings,
+) -> tuple[list[GoldenResult], float]:
+    """Every golden's replay and the seconds they took, with progress on ``stream``.
+
+    An interrupt stops the commands still running and writes no report.
+    """
     from blackbox_mitm.proxy.environment import ca_bundle
 
     ca_bundle(confdir)  # once, before parallel replays could race to create the CA
     started = time.monotonic()
-    stream = sys.stderr if say_err else sys.stdout
-    serve = None if proxy_per_golden else _shared_proxy(confdir)
+    serve = _shared_proxy(confdir) if shared_proxy else None
     try:
         with _sigterm_as_exit(), Progress(len(cases), stream, live=_is_terminal(stream)) as progress:
             results = run_suite(
@@ -263,17 +298,12 @@ def test_command(
                 on_result=progress.finish,
                 on_start=progress.start,
                 serve=serve,
-                settings=suite_settings,
+                settings=settings,
             )
     except (KeyboardInterrupt, SystemExit):
         click.echo("blackbox test: interrupted; the commands still running were stopped and no report was written", err=True)
         raise
-    elapsed = time.monotonic() - started
-    _emit(junit_bytes(results, duration=elapsed), junit)
-    all_passed = _summary(results, elapsed, junit, say)
-    if update is not None and not all_passed:
-        sys.exit(_update(results, command, timeout, confdir, map_remote, suite_settings, say))
-    sys.exit(0 if all_passed else 1)
+    return results, time.monotonic() - started
 
 
 def _summary(results: Any, elapsed: float, junit: Path | None, say: Any) -> bool:

@@ -60,6 +60,21 @@ def run_suite(
 
         return _gather(len(cases), one, jobs, cancel, on_result)
 
+    return _run_shared(cases, command, serve, settings, started, jobs, cancel, on_result, common)
+
+
+def _run_shared(
+    cases: Sequence[GoldenCase],
+    command: Sequence[str],
+    serve: Serve,
+    settings: SuiteSettings | None,
+    started: Callable[[GoldenCase], None],
+    jobs: int,
+    cancel: threading.Event,
+    on_result: Callable[[GoldenResult], None] | None,
+    common: dict[str, Any],
+) -> list[GoldenResult]:
+    """Every golden through the one proxy ``serve`` starts: a run each, named in the proxy URL (``golden.shared``)."""
     names = run_names(cases)
     with tempfile.TemporaryDirectory(prefix="blackbox-goldens-") as tmp:
         router = GoldenRouter(

@@ -131,11 +131,7 @@ def update_golden(
     point = rewind_point(old, result.status)
     with tempfile.TemporaryDirectory(prefix="blackbox-update-") as tmp:
         out = Path(tmp) / f"{case.name}{SUFFIX}"
-        argv = [sys.executable, "-m", "blackbox_mitm", "fork", str(case.path), f"--live-after={point}", "-o", str(out)]
-        argv += ["--confdir", str(confdir if confdir is not None else default_confdir())]
-        argv += [f"--map-remote={spec}" for spec in map_remote]
-        argv += (settings or SuiteSettings()).replay_args(case.path)
-        argv += ["--", *substitute(command, case)]
+        argv = _fork_argv(case, point, out, command, confdir=confdir, map_remote=map_remote, settings=settings)
         try:
             proc = run_process(argv, env=_live_env(case, os.environ if base_env is None else base_env), timeout=timeout, cwd=cwd)
         except OSError as exc:
@@ -154,6 +150,24 @@ def update_golden(
     div = first_divergence(old, new)
     message = f"re-recorded, replayed up to step {point} and live after it; the old golden is kept as {kept}"
     return UpdateResult(case, "updated", message, kept, path, render_diff(str(kept), old, str(path), new, div, DIFF_TAIL))
+
+
+def _fork_argv(
+    case: GoldenCase,
+    point: int,
+    out: Path,
+    command: Sequence[str],
+    *,
+    confdir: str | os.PathLike[str] | None,
+    map_remote: Sequence[str],
+    settings: SuiteSettings | None,
+) -> list[str]:
+    """``blackbox fork GOLDEN --live-after=POINT -o OUT ... -- COMMAND``: the live re-run, compared as the suite compares."""
+    argv = [sys.executable, "-m", "blackbox_mitm", "fork", str(case.path), f"--live-after={point}", "-o", str(out)]
+    argv += ["--confdir", str(confdir if confdir is not None else default_confdir())]
+    argv += [f"--map-remote={spec}" for spec in map_remote]
+    argv += (settings or SuiteSettings()).replay_args(case.path)
+    return [*argv, "--", *substitute(command, case)]
 
 
 def _failure(trace: Trace) -> str | None:

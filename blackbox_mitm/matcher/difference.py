@@ -52,23 +52,34 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from blackbox_mitm.cassette.canonical import canonical_bytes
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules, placeholders_in
 from blackbox_mitm.matcher.normalize import compared_view
+from blackbox_mitm.matcher.quotes import (
+    ABSENT,
+    QUOTE_CHARS,
+    QUOTE_CONTEXT,
+    ROLE_CHARS,
+    Found,
+    compare,
+    content_text,
+    count,
+    cut,
+    cut_role,
+    escape_controls,
+    get_field,
+    json_text,
+    message_difference,
+    role_of,
+    text_of,
+)
 from blackbox_mitm.matcher.reorder import reordering
 
 __all__ = ["MESSAGE_FIELDS", "QUOTE_CHARS", "QUOTE_CONTEXT", "ROLE_CHARS", "Difference", "first_difference"]
 
-QUOTE_CHARS = 120
-QUOTE_CONTEXT = 40
-ROLE_CHARS = 32
-
 MESSAGE_FIELDS = ("role", "content", "tool_call_id", "tool_calls")
 
-_ABSENT: Any = object()
-_SCAN_CHUNK = 1024
-
-_Found = tuple[int | None, str | None, str | None]  # at_char, recorded text, got text
+# Who makes a Difference from what was found: (field, found, message index, role).
+_Make = Callable[[str, Found, int | None, str | None], "Difference"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,14 +188,14 @@ class Difference:
         ]
         if self.note:
             lines.append(f"  note: {self.note}")
-        lines.append(f"(the recording's request has {_count(self.recorded_messages, 'message')}, the agent's {self.got_messages})")
+        lines.append(f"(the recording's request has {count(self.recorded_messages, 'message')}, the agent's {self.got_messages})")
         return lines
 
     def _show(self, quote: str | None) -> str:
         if quote is None:
             return "(absent)"
         lead = "…" if self.at_char is not None and self.at_char > QUOTE_CONTEXT else ""
-        return '"' + lead + _escape_controls(quote) + '"'
+        return '"' + lead + escape_controls(quote) + '"'
 
 
 def first_difference(recorded: Mapping[str, Any], got: Mapping[str, Any], rules: CompareRules = NO_RULES) -> Difference | None:
@@ -223,54 +234,68 @@ def _first_difference(rec: dict[str, Any], new: dict[str, Any]) -> Difference | 
     rec_messages: list[Any] = rec["messages"]
     got_messages: list[Any] = new["messages"]
 
-    def make(field: str, found: _Found, index: int | None = None, role: str | None = None) -> Difference:
+    def make(field: str, found: Found, index: int | None, role: str | None) -> Difference:
         at, a, b = found
-        return Difference(field, index, role, at, _cut(a, at), _cut(b, at), len(rec_messages), len(got_messages))
+        return Difference(field, index, role, at, cut(a, at), cut(b, at), len(rec_messages), len(got_messages))
 
-    found = _compare(rec.get("model", _ABSENT), new.get("model", _ABSENT), _text)
+    found = compare(rec.get("model", ABSENT), new.get("model", ABSENT), text_of)
     if found:
-        return make("model", found)
-    found = _compare(rec.get("systemPrompt", _ABSENT), new.get("systemPrompt", _ABSENT), _text)
+        return make("model", found, None, None)
+    found = compare(rec.get("systemPrompt", ABSENT), new.get("systemPrompt", ABSENT), text_of)
     if found:
-        return make("system", found)
+        return make("system", found, None, None)
+    return (
+        _messages_difference(rec_messages, got_messages, make)
+        or _tools_difference(rec["tools"], new["tools"], make)
+        or _params_difference(rec, new, make)
+    )
 
+
+def _messages_difference(rec_messages: list[Any], got_messages: list[Any], make: _Make) -> Difference | None:
+    """The first message that differs (a field of it, or one side's missing), with what it reorders if it does."""
     for i in range(max(len(rec_messages), len(got_messages))):
-        a = rec_messages[i] if i < len(rec_messages) else _ABSENT
-        b = got_messages[i] if i < len(got_messages) else _ABSENT
-        role = _role_of(b if b is not _ABSENT else a)
-        if b is _ABSENT:
-            return make("missing", (None, _content_text(_get(a, "content")), None), i, role)
-        if a is _ABSENT:
-            return make("extra", (None, None, _content_text(_get(b, "content"))), i, role)
-        field_found = _message_difference(a, b)
+        a = rec_messages[i] if i < len(rec_messages) else ABSENT
+        b = got_messages[i] if i < len(got_messages) else ABSENT
+        role = role_of(b if b is not ABSENT else a)
+        if b is ABSENT:
+            return make("missing", (None, content_text(get_field(a, "content")), None), i, role)
+        if a is ABSENT:
+            return make("extra", (None, None, content_text(get_field(b, "content"))), i, role)
+        field_found = message_difference(a, b)
         if field_found:
             found_here = make(*field_found, i, role)
             moved = reordering(rec_messages, got_messages, i)
             return found_here if moved is None else replace(found_here, reordered=moved[0], reordered_items=moved[1])
+    return None
 
-    rec_tools: list[Any] = rec["tools"]
-    got_tools: list[Any] = new["tools"]
+
+def _tools_difference(rec_tools: list[Any], got_tools: list[Any], make: _Make) -> Difference | None:
+    """The first tool only one side has (by name), else the first that differs in place."""
     by_name = _tool_by_name(rec_tools, got_tools)
     if by_name is not None:
         i, tool, side = by_name
-        name = _cut_role(_get(tool, "name"))
-        return make("tools", (None, _json(tool), None) if side == "recorded" else (None, None, _json(tool)), i, name)
+        name = cut_role(get_field(tool, "name"))
+        return make("tools", (None, json_text(tool), None) if side == "recorded" else (None, None, json_text(tool)), i, name)
     for i in range(max(len(rec_tools), len(got_tools))):
-        a = rec_tools[i] if i < len(rec_tools) else _ABSENT
-        b = got_tools[i] if i < len(got_tools) else _ABSENT
-        found = _compare(a, b, _json)
+        a = rec_tools[i] if i < len(rec_tools) else ABSENT
+        b = got_tools[i] if i < len(got_tools) else ABSENT
+        found = compare(a, b, json_text)
         if found:
-            return make("tools", found, i, _cut_role(_get(b if b is not _ABSENT else a, "name")))
+            return make("tools", found, i, cut_role(get_field(b if b is not ABSENT else a, "name")))
+    return None
 
+
+def _params_difference(rec: dict[str, Any], new: dict[str, Any], make: _Make) -> Difference | None:
+    """The first request control that differs, by sorted name (the whole ``params`` when one is not an object)."""
     rec_params = rec.get("params", {})
     got_params = new.get("params", {})
     if not (isinstance(rec_params, Mapping) and isinstance(got_params, Mapping)):
-        found = _compare(rec.get("params", _ABSENT), new.get("params", _ABSENT), _json)
-        return make("params", found) if found else None
+        found = compare(rec.get("params", ABSENT), new.get("params", ABSENT), json_text)
+        return make("params", found, None, None) if found else None
     for name in sorted(set(rec_params) | set(got_params)):
-        found = _compare(rec_params.get(name, _ABSENT), got_params.get(name, _ABSENT), _json)
+        found = compare(rec_params.get(name, ABSENT), got_params.get(name, ABSENT), json_text)
         if found:
-            return make(f"params.{name}", found)
+            return make(f"params.{name}", found, None, None)
     return None
 
 
@@ -280,8 +305,8 @@ def _tool_by_name(rec_tools: list[Any], got_tools: list[Any]) -> tuple[int, Any,
     An MCP server gone or a tool added shifts every later tool; comparing by
     position would blame the neighbour, so a name only one side has is named first.
     """
-    rec_names = [_get(t, "name") for t in rec_tools]
-    got_names = [_get(t, "name") for t in got_tools]
+    rec_names = [get_field(t, "name") for t in rec_tools]
+    got_names = [get_field(t, "name") for t in got_tools]
     for i, name in enumerate(rec_names):
         if name not in got_names:
             return i, rec_tools[i], "recorded"
@@ -289,144 +314,3 @@ def _tool_by_name(rec_tools: list[Any], got_tools: list[Any]) -> tuple[int, Any,
         if name not in rec_names:
             return i, got_tools[i], "got"
     return None
-
-
-# --- comparing one message -----------------------------------------------------------------
-
-
-def _message_difference(a: Any, b: Any) -> tuple[str, _Found] | None:
-    if not (isinstance(a, Mapping) and isinstance(b, Mapping)):
-        found = _compare(a, b, _json)
-        return ("content", found) if found else None
-    found = _compare(a.get("role", _ABSENT), b.get("role", _ABSENT), _text)
-    if found:
-        return "role", found
-    ca, cb = a.get("content", _ABSENT), b.get("content", _ABSENT)
-    for field, view in (("content", _content_text), ("tool_call_id", _tool_call_ids), ("tool_calls", _tool_calls)):
-        ta = None if ca is _ABSENT else view(ca)
-        tb = None if cb is _ABSENT else view(cb)
-        if ta != tb:
-            return field, _texts_differ(ta, tb)
-    # The texts agree but the structure does not: quote the content itself.
-    found = _compare(ca, cb, _json)
-    return ("content", found) if found else None
-
-
-def _parts(content: Any) -> list[Mapping[str, Any]]:
-    if isinstance(content, list):
-        return [p for p in content if isinstance(p, Mapping)]
-    return []
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return _json(content)
-    lines = []
-    for part in _parts(content):
-        kind = part.get("type")
-        if kind == "text":
-            lines.append(_text(part.get("text")))
-        elif kind == "tool_result":
-            if "error" in part:
-                lines.append("error: " + _text(part.get("error")))
-            else:
-                lines.append(_text(part.get("result")))
-    return "\n".join(lines)
-
-
-def _tool_call_ids(content: Any) -> str:
-    return ",".join(_text(p.get("toolCallId")) for p in _parts(content) if p.get("type") in ("tool_use", "tool_result"))
-
-
-def _tool_calls(content: Any) -> str:
-    return "; ".join(f"{_text(p.get('toolName'))}({_json(p.get('toolInput'))})" for p in _parts(content) if p.get("type") == "tool_use")
-
-
-# --- texts, quotes ---------------------------------------------------------------------------
-
-
-def _json(value: Any) -> str:
-    return canonical_bytes(value).decode("utf-8")
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else _json(value)
-
-
-def _get(value: Any, key: str) -> Any:
-    return value.get(key) if isinstance(value, Mapping) else None
-
-
-def _role_of(message: Any) -> str | None:
-    return _cut_role(_get(message, "role"))
-
-
-def _cut_role(value: Any) -> str | None:
-    if value is None:
-        return None
-    return _text(value)[:ROLE_CHARS]
-
-
-def _compare(a: Any, b: Any, show: Callable[[Any], str]) -> _Found | None:
-    """Compare two values (either may be ``_ABSENT``) by ``show`` text, then by canonical JSON."""
-    if a is _ABSENT and b is _ABSENT:
-        return None
-    if a is _ABSENT or b is _ABSENT:
-        return None, None if a is _ABSENT else show(a), None if b is _ABSENT else show(b)
-    ta, tb = show(a), show(b)
-    if ta != tb:
-        return _texts_differ(ta, tb)
-    ja, jb = _json(a), _json(b)
-    if ja != jb:
-        return _texts_differ(ja, jb)
-    return None
-
-
-def _texts_differ(a: str | None, b: str | None) -> _Found:
-    if a is None or b is None:
-        return None, a, b
-    return _first_diff(a, b), a, b
-
-
-def _first_diff(a: str, b: str) -> int:
-    """Index of the first differing character (the shorter length when one is a prefix of the other)."""
-    n = min(len(a), len(b))
-    i = 0
-    # Whole chunks compare in C; only the chunk holding the difference is walked.
-    while i < n and a[i : i + _SCAN_CHUNK] == b[i : i + _SCAN_CHUNK]:
-        i += _SCAN_CHUNK
-    while i < n and a[i] == b[i]:
-        i += 1
-    return min(i, n)
-
-
-def _cut(text: str | None, at_char: int | None = None) -> str | None:
-    if text is None:
-        return None
-    start = 0 if at_char is None else max(0, at_char - QUOTE_CONTEXT)
-    return text[start : start + QUOTE_CHARS]
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
-def _escape_controls(text: str) -> str:
-    # One line per quote: control characters are written as escapes, everything else as is.
-    if text.isprintable():
-        return text
-    out = []
-    for ch in text:
-        if ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F or ch in "\u2028\u2029":
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    return "".join(out)

@@ -12,16 +12,25 @@ to them. ``blackbox masks`` lists both.
 
 Every profile mask is written for RE2 too (no lookarounds, no backreferences):
 it masks its label with its value, which is the same text on both sides.
+
+A profile also names the labels its agent writes a provider's own id after, in
+its system prompt (``Profile.labelled_ids``: Claude Code's billing line quotes
+``cc_prev_req=req_011…;`` and ``cc_prev_msg=msg_01…;``). ``LABELLED`` matches
+those labels' values in every profile; ``session.echoed_ids`` replaces each by
+``<provider-id>`` at record and at replay alike, so the ids never enter a cassette.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from blackbox_mitm.matcher.masks import CompareRules, Mask
 
-__all__ = ["PROFILES", "Profile", "background_profile", "profile_for", "with_profile"]
+__all__ = ["LABELLED", "LABELS", "PROFILES", "PROVIDER_ID", "Profile", "background_profile", "profile_for", "with_profile"]
+
+PROVIDER_ID = "<provider-id>"  # what a labelled provider id is written as
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +44,9 @@ class Profile:
     # Requests the agent makes on its own timer, which a run may or may not get to before it exits
     # ("METHOD https://host/path-prefix"): at replay one the recording lacks is refused, and is not a divergence.
     background: tuple[str, ...] = ()
+    # Labels the agent writes a provider's own id right after, in its system prompt ("cc_prev_req="):
+    # the id is written PROVIDER_ID at record and at replay (``LABELLED``, session/echoed_ids.py).
+    labelled_ids: tuple[str, ...] = ()
 
     def matches(self, user_agent: str) -> bool:
         return user_agent.strip().lower().startswith(self.user_agents)
@@ -67,6 +79,7 @@ PROFILES: tuple[Profile, ...] = (
             ),
         ),
         "Claude Code (User-Agent claude-cli/…)",
+        labelled_ids=("cc_prev_req=", "cc_prev_msg="),  # its billing line: the previous answer's request and message ids
     ),
     Profile(
         "codex",
@@ -93,6 +106,13 @@ PROFILES: tuple[Profile, ...] = (
         (),
         "opencode (User-Agent opencode/…): nothing beyond env substitution varied",
     ),
+)
+
+# Every profile's labels, and the pattern of a label followed by a provider id (8 or more token characters)
+# not yet replaced; group 1 is the label.
+LABELS: tuple[str, ...] = tuple(label for p in PROFILES for label in p.labelled_ids)
+LABELLED = re.compile(
+    r"(?<![A-Za-z0-9_])(" + "|".join(re.escape(label) for label in LABELS) + ")(?!" + re.escape(PROVIDER_ID) + r")[A-Za-z0-9_-]{8,}"
 )
 
 

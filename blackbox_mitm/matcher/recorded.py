@@ -54,7 +54,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from blackbox_mitm.cassette.payloads import ModelInput, tokens_of
-from blackbox_mitm.cassette.trace import Trace
+from blackbox_mitm.cassette.trace import Trace, TraceStep
 from blackbox_mitm.matcher.difference import Difference, first_difference
 from blackbox_mitm.matcher.digests import PieceDigester
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
@@ -90,12 +90,7 @@ def recorded_calls_of(
     ``digester`` (for ``rules``) makes the digests with its memo: a recorded run's history repeats call after call.
     ``digests=False``: every call's ``digest`` is ``""`` (counting the calls, or ``RecordedCalls`` digesting them as needed).
     """
-    if not digests:
-        digest_of: Callable[[Mapping[str, Any]], str] = lambda model_input: ""  # noqa: E731
-    elif digester is not None:
-        digest_of = digester.digest
-    else:
-        digest_of = lambda model_input: request_digest(model_input, rules)  # noqa: E731
+    digest_of = _digest_of(rules, digester, digests)
     calls: list[RecordedCall] = []
     pending: deque[tuple[int, int]] = deque()  # (model_input step, tool steps before it)
     tool_steps = 0
@@ -112,23 +107,37 @@ def recorded_calls_of(
             if not pending:
                 continue  # an output with no input: nothing asked for it
             input_index, before = pending.popleft()
-            payload = trace.steps[input_index].payload
-            model_input: Mapping[str, Any] = payload if isinstance(payload, Mapping) else {}
-            output: Mapping[str, Any] = step.payload if isinstance(step.payload, Mapping) else {}
-            calls.append(
-                RecordedCall(
-                    number=len(calls),
-                    input_step=input_index,
-                    output_step=step.index,
-                    input=model_input,
-                    output=output,
-                    digest=digest_of(model_input),
-                    timestamp=step.timestamp,
-                    tool_steps_before=before,
-                    input_timestamp=trace.steps[input_index].timestamp,
-                )
-            )
+            calls.append(_recorded_call(len(calls), trace.steps[input_index], step, before, digest_of))
     return calls
+
+
+def _digest_of(rules: CompareRules, digester: PieceDigester | None, digests: bool) -> Callable[[Mapping[str, Any]], str]:
+    """How a recorded model_input is digested: not at all (``""``), with ``digester``'s memo, or under ``rules``."""
+    if not digests:
+        return lambda model_input: ""
+    if digester is not None:
+        return digester.digest
+    return lambda model_input: request_digest(model_input, rules)
+
+
+def _recorded_call(
+    number: int, input_step: TraceStep, output_step: TraceStep, before: int, digest_of: Callable[[Mapping[str, Any]], str]
+) -> RecordedCall:
+    """Call ``number``: the model_input step and the model_output step that answered it."""
+    payload = input_step.payload
+    model_input: Mapping[str, Any] = payload if isinstance(payload, Mapping) else {}
+    output: Mapping[str, Any] = output_step.payload if isinstance(output_step.payload, Mapping) else {}
+    return RecordedCall(
+        number=number,
+        input_step=input_step.index,
+        output_step=output_step.index,
+        input=model_input,
+        output=output,
+        digest=digest_of(model_input),
+        timestamp=output_step.timestamp,
+        tool_steps_before=before,
+        input_timestamp=input_step.timestamp,
+    )
 
 
 class RecordedCalls:

@@ -45,6 +45,16 @@ def render_report(status: Mapping[str, Any]) -> str:
     """The replay report for people: counts, the verdict, and the first divergence in full."""
     run = status.get("run", "?")
     outcome = verdict(status)
+    lines = [f"replay of recorded run {run}: {outcome} — {_SAYS[outcome]}", *_call_lines(status), *_exchange_lines(status)]
+    first = status.get("first_divergence")
+    if isinstance(first, Mapping):
+        lines.append("")
+        lines.append(Divergence.from_json(first, run_id=str(first.get("run", run))).human())
+    return "\n".join(lines)
+
+
+def _call_lines(status: Mapping[str, Any]) -> list[str]:
+    """The model calls: served, exhausted, incomplete, out of order, divergences, refused and unrecorded answers."""
     calls = int(status.get("model_calls") or 0)
     served = int(status.get("model_calls_served") or 0)
     exhausted = int(status.get("exhausted_calls") or 0)
@@ -52,8 +62,7 @@ def render_report(status: Mapping[str, Any]) -> str:
     incomplete = list(status.get("incomplete") or [])
     divergences = int(status.get("divergences") or 0)
 
-    lines = [f"replay of recorded run {run}: {outcome} — {_SAYS[outcome]}"]
-    lines.append(f"  model calls served: {served} of {calls} ({status.get('steps_served', 0)} of {status.get('steps', 0)} steps)")
+    lines = [f"  model calls served: {served} of {calls} ({status.get('steps_served', 0)} of {status.get('steps', 0)} steps)"]
     if status.get("upto") is not None:
         lines.append(f"  served up to step {status['upto']}; calls past the cut: {past_cut}")
     lines.append(f"  exhausted calls: {exhausted}" + (" (asked for after every recorded call had been served)" if exhausted else ""))
@@ -72,6 +81,12 @@ def render_report(status: Mapping[str, Any]) -> str:
         if items:
             lines.append(f"  {what}: {len(items)}")
             lines += [f"    {r}" for r in items[:INCOMPLETE_LISTED]]
+    return lines
+
+
+def _exchange_lines(status: Mapping[str, Any]) -> list[str]:
+    """The other HTTP exchanges: served, unmatched (refused offline), and the agent's background requests."""
+    lines = []
     if status.get("exchanges") is not None:
         lines.append(
             f"  other exchanges served: {status.get('exchanges_served', 0)} (of {status.get('exchanges', 0)} recorded; "
@@ -90,11 +105,7 @@ def render_report(status: Mapping[str, Any]) -> str:
             "the agent makes them on its own timer, and its recorded run ended before it did)"
         )
         lines += [f"    {u.get('method')} {u.get('host')}{u.get('path')} ({u.get('agent')})" for u in background[:INCOMPLETE_LISTED]]
-    first = status.get("first_divergence")
-    if isinstance(first, Mapping):
-        lines.append("")
-        lines.append(Divergence.from_json(first, run_id=str(first.get("run", run))).human())
-    return "\n".join(lines)
+    return lines
 
 
 _SAYS = {

@@ -46,6 +46,14 @@ def _answer(call: Callable[[], str]) -> str:
 def build_server(folders: Folders) -> MCPServer[Any]:
     """The server, with the read tools over ``folders``."""
     server: MCPServer[Any] = MCPServer("blackbox", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    for fn in _read_tools(folders):
+        description = f"{_DESCRIBED[fn.__name__]} Read-only. {BLOCK_MEANING}"
+        server.add_tool(fn, description=description, annotations=_READ_ONLY, structured_output=False)
+    return server
+
+
+def _read_tools(folders: Folders) -> list[Callable[..., str]]:
+    """The read tools over ``folders``, in the order a client lists them; their parameters are the tools' arguments."""
 
     def list_runs(
         offset: Annotated[int, Field(description="how many files to skip (paging)", ge=0)] = 0,
@@ -78,24 +86,25 @@ def build_server(folders: Folders) -> MCPServer[Any]:
     def replay_report(run: Run) -> str:
         return _answer(lambda: tools.replay_report(folders, run))
 
-    described: dict[Callable[..., str], str] = {
-        list_runs: "List the recorded runs in the folders, newest first, a page at a time (offset, limit), with the total count: "
-        "each file's run id, steps, model calls, how it ended, when it was recorded, its parent run, and whether it verifies.",
-        show_run: "A run's timeline as `blackbox show` prints it, one line per step, a page of steps at a time (start, count); "
-        "with payloads=true each step's recorded payload too, long ones cut with a note saying how to read on. "
-        "A cassette that does not verify is reported as such and its steps are not served.",
-        list_forks: "What `blackbox forks` says: the run's forks in the folders, each with the step it was cut at, how it ended, "
-        "its steps, its first divergence from the parent, the delta, and whether it diverged before the cut.",
-        diff_runs: "What `blackbox diff A B` says: both cassettes verified, then the first step where the runs part, why "
-        "(input, decision or length, and the first differing field), and how each goes on.",
-        verify_run: "What `blackbox verify --all` says: the format version, the hash chain and provider neutrality (no "
-        "provider ids, response fields or credentials), with every problem.",
-        replay_report: "The newest replay report of the run found in the folders (written by `blackbox replay --report FILE`): "
-        "the verdict, model calls served, and the first divergence in full. This server never replays.",
-    }
-    for fn, text in described.items():
-        server.add_tool(fn, description=f"{text} Read-only. {BLOCK_MEANING}", annotations=_READ_ONLY, structured_output=False)
-    return server
+    return [list_runs, show_run, list_forks, diff_runs, verify_run, replay_report]
+
+
+# What each read tool tells the client it does (its name -> the text).
+_DESCRIBED: dict[str, str] = {
+    "list_runs": "List the recorded runs in the folders, newest first, a page at a time (offset, limit), with the total count: "
+    "each file's run id, steps, model calls, how it ended, when it was recorded, its parent run, and whether it verifies.",
+    "show_run": "A run's timeline as `blackbox show` prints it, one line per step, a page of steps at a time (start, count); "
+    "with payloads=true each step's recorded payload too, long ones cut with a note saying how to read on. "
+    "A cassette that does not verify is reported as such and its steps are not served.",
+    "list_forks": "What `blackbox forks` says: the run's forks in the folders, each with the step it was cut at, how it ended, "
+    "its steps, its first divergence from the parent, the delta, and whether it diverged before the cut.",
+    "diff_runs": "What `blackbox diff A B` says: both cassettes verified, then the first step where the runs part, why "
+    "(input, decision or length, and the first differing field), and how each goes on.",
+    "verify_run": "What `blackbox verify --all` says: the format version, the hash chain and provider neutrality (no "
+    "provider ids, response fields or credentials), with every problem.",
+    "replay_report": "The newest replay report of the run found in the folders (written by `blackbox replay --report FILE`): "
+    "the verdict, model calls served, and the first divergence in full. This server never replays.",
+}
 
 
 def serve_stdio(folders: Folders) -> None:

@@ -21,7 +21,8 @@ so is one shorter than 8 characters (a bare ``1`` could be any word).
 Agents also quote ids the codecs never map: Claude Code's billing line at the head of its system
 prompt names the previous answer's request id and message id (``cc_prev_req=req_011…;``,
 ``cc_prev_msg=msg_01…;``). Those labelled values are replaced by ``<provider-id>`` at record and at
-replay alike (``LABELLED``); the comparison already leaves them out (the ``claude-code.billing``
+replay alike (``LABELLED``, from the agent profiles in ``matcher.profiles``, where agent-specific
+knowledge lives); the comparison already leaves them out (the ``claude-code.billing``
 mask), so this only keeps the provider's ids out of the cassette.
 
 Cheap when there is nothing to do: no mapped id, or no string holding the
@@ -41,13 +42,9 @@ from typing import Any
 import orjson
 
 from blackbox_mitm.codecs.base import CallIds
+from blackbox_mitm.matcher.profiles import LABELLED, LABELS, PROVIDER_ID
 
 __all__ = ["LABELLED", "PROVIDER_ID", "EchoedIds", "neutralize_echoed_ids"]
-
-PROVIDER_ID = "<provider-id>"
-# Labels an agent writes a provider's own id after, in its system prompt: Claude Code's billing line.
-LABELLED = re.compile(r"(?<![A-Za-z0-9_])(cc_prev_(?:req|msg)=)(?!<provider-id>)[A-Za-z0-9_-]{8,}")
-_LABEL_HEAD = "cc_prev_"
 
 _TOKEN = "A-Za-z0-9_-"  # what a provider id is made of: a match must not continue a longer token
 _SHORTEST = 8  # an "id" shorter than this (a bare "1") could be any word of the text: never replaced
@@ -127,10 +124,15 @@ class EchoedIds:
 def _labelled(model_input: Mapping[str, Any]) -> Mapping[str, Any]:
     """``model_input`` with the provider ids its system prompt quotes after a label (``LABELLED``) as ``<provider-id>``."""
     system = model_input.get("systemPrompt")
-    if system is None or _LABEL_HEAD not in (system if isinstance(system, str) else orjson.dumps(system).decode()):
+    if system is None or not _has_label(system if isinstance(system, str) else orjson.dumps(system).decode()):
         return model_input
-    new = _walk(system, lambda s: LABELLED.sub(lambda m: m.group(1) + PROVIDER_ID, s) if _LABEL_HEAD in s else s)
+    new = _walk(system, lambda s: LABELLED.sub(lambda m: m.group(1) + PROVIDER_ID, s) if _has_label(s) else s)
     return model_input if new is system else {**model_input, "systemPrompt": new}
+
+
+def _has_label(text: str) -> bool:
+    """Whether ``text`` holds a profile's label (``LABELS``): the fast test before the pattern runs."""
+    return any(label in text for label in LABELS)
 
 
 def _alternation(mapped: Mapping[str, str]) -> re.Pattern[str]:

@@ -16,7 +16,6 @@ response to ``on_response``). The same engine serves every mode, as the run's
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,14 +38,18 @@ from blackbox_mitm.session.numbers import refuse_unrepresentable_numbers
 from blackbox_mitm.session.plan import Refuse, RunMode, RunPlan, Script, Upstream
 from blackbox_mitm.session.recorder import Privacy, RecordFailed, RunRecorder, SecretLeak, scrub, secrets_from_request
 from blackbox_mitm.session.release import DEFAULT_SETTLE_MS, Hold, ReleaseOrder
+from blackbox_mitm.session.run_log import RunLog
 
 __all__ = ["Answer", "Forward", "ModelRequest", "Session", "Ticket"]
 
 log = logging.getLogger(__name__)
 
 
-class Session:
-    """The decisions of one run, as its ``RunPlan`` says (session/plan.py). Thread-safe: concurrent flows may call it."""
+class Session(RunLog):
+    """The decisions of one run, as its ``RunPlan`` says (session/plan.py). Thread-safe: concurrent flows may call it.
+
+    What went wrong along the way (refusals, answers not written or not recorded, notes) is kept by ``RunLog``.
+    """
 
     def __init__(
         self,
@@ -59,9 +62,9 @@ class Session:
     ) -> None:
         if recorder is not None and privacy is not None and privacy is not recorder.privacy:
             raise ValueError("a session and its recorder share one Privacy")
+        super().__init__(recorder)
         self.plan = plan
         self.run_id = run_id
-        self.recorder = recorder
         self.privacy = recorder.privacy if recorder is not None else privacy or Privacy()
         self.ids = ids or CallIds()
         self.echoed_ids = EchoedIds()  # the run's mapped ids in request text (session/echoed_ids.py)
@@ -72,17 +75,11 @@ class Session:
             else None
         )
         self._profile_chosen = False  # the agent's profile (matcher.profiles), from its first call's User-Agent
-        self.in_flight = 0
         self.forwarded_calls = 0
         self.scripted_calls = 0
-        self.refused: list[str] = []  # requests and answers refused (the agent got an error)
-        self.failed_writes: list[str] = []  # answers that could not be made durable (the agent got an error)
-        self.unrecorded: list[str] = []  # answers the agent got that the cassette does not hold
-        self.notes: list[str] = []
         self.diverged_in_prefix = False
         self.exchange_server: ExchangeServer | None = None  # a replay's other HTTP exchanges (session/exchanges.py ExchangeServer)
         self.media_store: Mapping[str, Any] | None = None  # the recorded run's media bytes by digest (cassette/media.py), lent to encoders
-        self._lock = threading.Lock()
         # New tool calls never reuse a call-N the run already holds.
         for call in replay.calls if replay is not None else ():
             self.ids.register_calls(call.output)
@@ -378,55 +375,7 @@ class Session:
             log.exception("blackbox: an answer could not be recorded")
             return self._note_write_failed(exc), 500
 
-    def call_done(self) -> None:
-        with self._lock:
-            self.in_flight = max(0, self.in_flight - 1)
-
-    def on_call_failed(self, ticket: Ticket, reason: str, *, streamed: bool = True) -> None:
-        """A forwarded call that did not complete (connection failed, stream cut off, error event): not a step."""
-        self._note_failed(ticket, reason, streamed=streamed)
-        self.call_done()
-
-    def _note_failed(self, ticket: Ticket, reason: str, *, streamed: bool) -> None:
-        if streamed:
-            log.warning("blackbox: a streamed model call did not complete (%s); it was not recorded", reason)
-            self.note(f"a streamed call did not complete: {reason}")
-        else:
-            log.warning("blackbox: a forwarded model call failed (%s); it was not recorded", reason)
-            self.note(f"a model call failed: {reason}")
-
-    def note(self, line: str) -> None:
-        with self._lock:
-            self.notes.append(line)
-
-    def note_unrecorded(self, reason: str) -> None:
-        """An answer reached the agent that the cassette does not hold: the run is marked."""
-        log.error("blackbox: %s", reason)
-        with self._lock:
-            self.unrecorded.append(reason)
-        if self.recorder is not None:
-            self.recorder.note_unrecordable(reason)
-
-    def problems(self) -> list[str]:
-        """What makes a recording incomplete: refusals, answers not written, answers not recorded."""
-        with self._lock:
-            return [*(f"refused: {r}" for r in self.refused), *self.failed_writes, *self.unrecorded]
-
     # -- helpers ------------------------------------------------------------------------
-
-    def _note_refusal(self, message: str) -> None:
-        log.warning("blackbox: refused: %s", message)
-        with self._lock:
-            self.refused.append(message)
-
-    def _note_write_failed(self, exc: BaseException) -> str:
-        reason = f"blackbox could not record this model call, so it is not passed on: {exc}"
-        log.error("blackbox: %s", reason)
-        with self._lock:
-            self.failed_writes.append(reason)
-        if self.recorder is not None:
-            self.recorder.note_unrecordable(reason)
-        return reason
 
     def _write_failed(self, codec: Codec, exc: BaseException) -> Answer:
         return _error(codec, self._note_write_failed(exc), status=500, error_type="blackbox_record_failed")

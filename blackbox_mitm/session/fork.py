@@ -216,15 +216,8 @@ def fork_session(
         raise CassetteExistsError(
             "the child cassette already exists", path=str(out), hint="choose another file, or allow replacing it", options=("overwrite",)
         )
-    forked_from = parent.steps[plan.cut].id if plan.cut < len(parent.steps) else f"{parent.id}:{plan.cut}"
-    child = Trace.new(run_id_for(out.stem), parent_id=parent.id, forked_from_step_id=forked_from)
-    prefix_end = plan.edit_at if plan.edit_at is not None else plan.cut
-    for step in parent.steps[:prefix_end]:
-        child.adopt(step)
-    ids = CallIds()
-    for step in parent.steps:
-        if step.type == "model_output":
-            ids.register_calls(step.payload)
+    child = _child_trace(plan, out)
+    ids = _parent_ids(parent)
     response_edit, tool_result_edit = _append_edit(plan, child, ids)
     privacy = Privacy(redactor=redactor, env=replay_substitution(environment, parent))  # the child replaces what its parent did
     if privacy.env is not None:
@@ -243,6 +236,26 @@ def fork_session(
     session = Session(run, run_id=parent.id, recorder=recorder, ids=ids)
     session.media_store = (parent_media or {}).get("media")
     return session
+
+
+def _child_trace(plan: ForkPlan, out: Path) -> Trace:
+    """The child's trace: forked from the parent's step at the cut, holding the parent's steps before the edit."""
+    parent = plan.parent
+    forked_from = parent.steps[plan.cut].id if plan.cut < len(parent.steps) else f"{parent.id}:{plan.cut}"
+    child = Trace.new(run_id_for(out.stem), parent_id=parent.id, forked_from_step_id=forked_from)
+    prefix_end = plan.edit_at if plan.edit_at is not None else plan.cut
+    for step in parent.steps[:prefix_end]:
+        child.adopt(step)
+    return child
+
+
+def _parent_ids(parent: Trace) -> CallIds:
+    """The tool-call ids of every parent answer, mapped as the parent mapped them."""
+    ids = CallIds()
+    for step in parent.steps:
+        if step.type == "model_output":
+            ids.register_calls(step.payload)
+    return ids
 
 
 def _tail(tail: str, script: list[Any] | None, ids: CallIds) -> Upstream | Script:

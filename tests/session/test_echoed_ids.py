@@ -183,3 +183,14 @@ def test_the_provider_ids_claude_codes_billing_line_quotes_never_enter_the_casse
     assert EchoedIds().rewrite(plain, {}) is plain
     listed = {"systemPrompt": [{"type": "text", "text": head}], "messages": []}
     assert "req_011" not in str(EchoedIds().rewrite(listed, {}))
+
+
+def test_the_labels_come_from_the_agent_profiles() -> None:
+    """The billing-line labels are Claude Code's knowledge: its profile names them, echoed_ids only applies them."""
+    from blackbox_mitm.matcher.profiles import LABELLED, PROFILES
+    from blackbox_mitm.session import echoed_ids
+
+    claude = next(p for p in PROFILES if p.name == "claude-code")
+    assert claude.labelled_ids == ("cc_prev_req=", "cc_prev_msg=")
+    assert echoed_ids.LABELLED is LABELLED
+    assert all(not p.labelled_ids for p in PROFILES if p.name != "claude-code")

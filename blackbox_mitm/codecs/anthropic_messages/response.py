@@ -54,13 +54,31 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
     content = data.get("content")
     if not isinstance(content, list):
         raise BlackboxUnsupportedError("content", "expected a list of content blocks", provider=PROVIDER)
+    stop_reason = data.get("stop_reason")
+    _refuse_unsupported(data, content, stop_reason)
+    if server_tools.is_rich_answer(content):
+        return _with_extras(_rich_output(content, stop_reason, ids), data, content)
+    if data.get("container") is not None:
+        REFUSALS.refuse("anthropic.citations", "container")
+    text, tool_uses = _text_and_tool_uses(content)
+    if (tool_uses and stop_reason == "end_turn") or (not tool_uses and stop_reason == "tool_use"):
+        REFUSALS.refuse("anthropic.tool_use_stop", "stop_reason", stop_reason)
+    # call-N ids are handed out only once nothing is refused, in the order the model emitted them.
+    output = _output(text, [_new_call(block, name, block.get("input"), ids) for block, name in tool_uses])
+    if stop_reason == "max_tokens":
+        output["stop"] = STOP_LENGTH
+    return _with_extras(output, data, content)
+
+
+def _refuse_unsupported(data: dict[str, Any], content: list[Any], stop_reason: Any) -> None:
+    """Refuse an answer a cassette cannot hold: a block of an unknown or refused kind, a stop reason other than
+    ``end_turn``/``tool_use``/``max_tokens``, stop details."""
     for i, block in enumerate(content):
         kind = block_kind(block)
         if kind in server_tools.REFUSED_BLOCKS:
             REFUSALS.refuse("anthropic.server_tool_response", f"content[{i}]", kind)
         if kind not in ("text", "tool_use", "server_tool_use", *THINKING) and not server_tools.is_server_result(kind):
             REFUSALS.refuse("anthropic.unknown_block", f"content[{i}]")
-    stop_reason = data.get("stop_reason")
     if stop_reason == "refusal":
         REFUSALS.refuse("anthropic.refusal", "stop_reason", stop_reason)
     if stop_reason == "stop_sequence":
@@ -71,11 +89,10 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
         REFUSALS.refuse("anthropic.pause_turn", "stop_reason", stop_reason)
     if data.get("stop_details") is not None:
         REFUSALS.refuse("anthropic.citations", "stop_details")
-    if server_tools.is_rich_answer(content):
-        return _with_extras(_rich_output(content, stop_reason, ids), data, content)
-    if data.get("container") is not None:
-        REFUSALS.refuse("anthropic.citations", "container")
 
+
+def _text_and_tool_uses(content: list[Any]) -> tuple[str | None, list[tuple[dict[str, Any], str]]]:
+    """A plain answer's one text and its tool_use blocks (each with its name), in order."""
     text: str | None = None
     tool_uses: list[tuple[dict[str, Any], str]] = []
     for i, block in enumerate(content):
@@ -95,13 +112,7 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
             if not isinstance(name, str):
                 raise BlackboxUnsupportedError(f"content[{i}].name", "a tool_use block needs a string name", provider=PROVIDER)
             tool_uses.append((block, name))
-    if (tool_uses and stop_reason == "end_turn") or (not tool_uses and stop_reason == "tool_use"):
-        REFUSALS.refuse("anthropic.tool_use_stop", "stop_reason", stop_reason)
-    # call-N ids are handed out only once nothing is refused, in the order the model emitted them.
-    output = _output(text, [_new_call(block, name, block.get("input"), ids) for block, name in tool_uses])
-    if stop_reason == "max_tokens":
-        output["stop"] = STOP_LENGTH
-    return _with_extras(output, data, content)
+    return text, tool_uses
 
 
 def _rich_output(content: list[dict[str, Any]], stop_reason: Any, ids: CallIds) -> ModelOutput:

@@ -1,9 +1,11 @@
-"""What the Responses request and answer sides share: items and tools -> the neutral transcript, and the run's response store.
+"""What the Responses request and answer sides share: tools, the rules of the transcript, and the run's response store.
+
+The transcript itself (items -> neutral messages) is built at the bottom of ``request.py``, by these rules;
+``response_head`` is the head of every Response served, plain or streamed, with the request's settings echoed.
 
 The rules, so that the same conversation gives the same ``model_input`` whether
 it was sent whole, continued with ``previous_response_id``, over HTTP or over a
 WebSocket:
-``previous_response_id``, over HTTP or over a WebSocket:
 
 * Items are read in order. Leading ``system``/``developer`` messages (before any
   other message or call) join ``instructions`` in ``systemPrompt``; later ones stay
@@ -31,23 +33,16 @@ WebSocket:
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from blackbox_mitm.cassette.payloads import (
-    MediaPart,
-    Message,
-    MessagePart,
     ToolDefinition,
-    data_url,
-    joined_parts,
-    media_part,
     tool_definition,
 )
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
-from blackbox_mitm.codecs.openai_responses import EMPTY_SCHEMA, NAME, PROVIDER, REFUSALS, TEXT_FORMAT, compaction, hosted_tools
+from blackbox_mitm.codecs.openai_responses import EMPTY_SCHEMA, NAME, PROVIDER, REFUSALS, TEXT_FORMAT, hosted_tools
 from blackbox_mitm.errors import BlackboxUnsupportedError
 
 __all__ = [
@@ -61,7 +56,7 @@ __all__ = [
     "given",
     "is_custom",
     "remember",
-    "transcript",
+    "response_head",
 ]
 
 HOSTED_TOOLS = frozenset(
@@ -106,8 +101,6 @@ LOCAL_ITEMS = frozenset(
         "tool_search_output",
     }
 )
-_CALLS = ("function_call", "custom_tool_call")
-_OUTPUTS = ("function_call_output", "custom_tool_call_output")
 
 
 @dataclass(slots=True)
@@ -211,232 +204,47 @@ def _broken(rid: str) -> NoReturn:  # pragma: no cover - entries are only writte
     raise BlackboxUnsupportedError("previous_response_id", f"the chain of responses is broken at {rid}", provider=PROVIDER)
 
 
-# --- items -> transcript ------------------------------------------------------------------
+# --- the request's settings, echoed in the Response ------------------------------------------
+
+# Request fields the API echoes in its Response object, and what it says when they were not sent.
+_ECHOED: tuple[tuple[str, Any], ...] = (
+    ("instructions", None),
+    ("max_output_tokens", None),
+    ("max_tool_calls", None),
+    ("parallel_tool_calls", True),
+    ("previous_response_id", None),
+    ("prompt_cache_key", None),
+    ("reasoning", {"effort": None, "summary": None}),
+    ("safety_identifier", None),
+    ("store", True),
+    ("temperature", 1.0),
+    ("text", {"format": {"type": "text"}, "verbosity": "medium"}),
+    ("tool_choice", "auto"),
+    ("tools", []),
+    ("top_logprobs", 0),
+    ("top_p", 1.0),
+    ("truncation", "disabled"),
+    ("user", None),
+    ("metadata", {}),
+)
 
 
-def _text_of(content: Any, path: str, role: str) -> str:
-    """A message's text: a string, or its text parts joined; non-text parts and history refusals are refused."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        REFUSALS.malformed(path, "content is neither a string nor a list of parts")
-    texts: list[str] = []
-    for j, part in enumerate(content):
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind in ("input_text", "output_text", "text") and isinstance(part.get("text"), str):
-            texts.append(part["text"])
-        elif kind == "refusal" and role == "assistant":
-            REFUSALS.refuse("openai.responses.refusal_history", f"{path}[{j}].type")
-        elif kind in ("input_image", "input_file", "input_audio"):
-            REFUSALS.refuse("openai.responses.non_text", f"{path}[{j}].type", kind)
-        else:
-            REFUSALS.malformed(f"{path}[{j}]", f"a content part of type {kind!r}")
-    return "".join(texts)
-
-
-_MEDIA_INPUTS = ("input_image", "input_file", "input_audio")
-
-
-def _content_of(content: Any, path: str, role: str) -> Any:
-    """A user message's or tool output's content: text alone as one string; with media, the parts (content-addressed)."""
-    if not isinstance(content, list) or not any(isinstance(p, dict) and p.get("type") in _MEDIA_INPUTS for p in content):
-        return _text_of(content, path, role)
-    parts: list[Any] = []
-    for j, part in enumerate(content):
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind in _MEDIA_INPUTS:
-            parts.append(_media_of(part, f"{path}[{j}]"))
-        else:
-            parts.append({"type": "text", "text": _text_of([part], f"{path}[{j}]", role)})
-    return joined_parts(parts)
-
-
-def _media_of(part: dict[str, Any], where: str) -> MediaPart:
-    kind = part["type"]
-    name = part.get("filename") if isinstance(part.get("filename"), str) else None
-    detail = part.get("detail") if isinstance(part.get("detail"), str) else None
-    try:
-        if kind == "input_audio" and isinstance(part.get("input_audio"), dict):
-            audio = part["input_audio"]
-            fmt = audio.get("format") if isinstance(audio.get("format"), str) else "wav"
-            if isinstance(audio.get("data"), str):
-                return media_part("audio", f"audio/{fmt}", audio["data"])
-        url = part.get("image_url") if kind == "input_image" else part.get("file_data") or part.get("file_url")
-        chosen: Any = "image" if kind == "input_image" else "document"
-        if isinstance(url, str):
-            inline = data_url(url)
-            if inline is not None:
-                return media_part(chosen, inline[0], inline[1], name=name, detail=detail)
-            if kind == "input_file" and part.get("file_data") is not None:
-                return media_part(chosen, None, url, name=name)  # bare base64 file_data
-            return media_part(chosen, url=url, name=name, detail=detail)
-        if isinstance(part.get("file_id"), str):
-            return media_part(chosen, file=part["file_id"], name=name, detail=detail)
-    except ValueError:
-        REFUSALS.malformed(where, f"the {kind}'s data is not base64")
-    REFUSALS.malformed(where, f"an {kind} without data, a URL or a file id")
-
-
-def _output_text(output: Any, path: str) -> Any:
-    if isinstance(output, str):
-        return output
-    if isinstance(output, list):
-        return _content_of(output, path, "tool")
-    REFUSALS.malformed(path, "a tool output is neither a string nor a list of parts")
-
-
-def _tool_input(item: dict[str, Any], kind: str, path: str) -> Any:
-    if kind == "custom_tool_call":
-        raw = item.get("input")
-        if not isinstance(raw, str):
-            REFUSALS.malformed(f"{path}.input", "a custom_tool_call without a string input")
-        return raw
-    raw = item.get("arguments")
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            pass
-    REFUSALS.refuse("openai.responses.tool_arguments", f"{path}.arguments")
-
-
-class _Transcript:
-    """Builds the neutral messages from items, one at a time (see the module docstring)."""
-
-    def __init__(self, ids: CallIds) -> None:
-        self.ids = ids
-        self.system: list[str] = []
-        self.messages: list[Message] = []
-        self.tools: list[ToolDefinition] = []
-        self.names: dict[str, str] = {}
-        self.leading = True
-        self.turn: list[MessagePart] | None = None  # the open assistant turn's parts
-        self.results: list[MessagePart] | None = None  # the open tool-result turn's parts
-
-    def close(self) -> None:
-        if self.turn is not None:
-            parts: list[MessagePart] = []
-            for part in self.turn:
-                last = parts[-1] if parts else None
-                if part["type"] == "text" and last is not None and last["type"] == "text":
-                    parts[-1] = {"type": "text", "text": last["text"] + part["text"]}
-                elif part["type"] != "text" or part["text"]:
-                    parts.append(part)
-            content: str | list[MessagePart] = parts
-            first = parts[0] if parts else None
-            if first is None:
-                content = ""
-            elif len(parts) == 1 and first["type"] == "text":
-                content = first["text"]
-            self.messages.append({"role": "assistant", "content": content})
-        if self.results is not None:
-            self.messages.append({"role": "user", "content": self.results})
-        self.turn = self.results = None
-
-    def message(self, item: dict[str, Any], path: str) -> None:
-        role = item.get("role")
-        if role not in ("user", "system", "developer", "assistant"):
-            REFUSALS.malformed(f"{path}.role", f"unknown role {role!r}")
-        text: Any = (
-            _content_of(item.get("content"), f"{path}.content", role)
-            if role == "user"
-            else _text_of(item.get("content"), f"{path}.content", role)
-        )
-        if role in ("system", "developer") and self.leading:
-            self.system.append(text)
-            return
-        self.leading = False
-        if role == "assistant":
-            if self.turn is None:
-                self.close()
-                self.turn = []
-            self.turn.append({"type": "text", "text": text})
-            return
-        self.close()
-        self.messages.append({"role": "user" if role == "user" else "system", "content": text})
-
-    def call(self, item: dict[str, Any], kind: str, path: str) -> None:
-        native, name = item.get("call_id"), item.get("name")
-        if not isinstance(native, str) or not native:
-            REFUSALS.malformed(f"{path}.call_id", f"a {kind} without a call_id")
-        if not isinstance(name, str) or not name:
-            REFUSALS.malformed(f"{path}.name", f"a {kind} without a name")
-        if isinstance(item.get("namespace"), str) and item["namespace"]:
-            name = f"{item['namespace']}.{name}"
-        tool_input = _tool_input(item, kind, path)
-        self.leading = False
-        if self.turn is None:
-            self.close()
-            self.turn = []
-        self.names[native] = name
-        self.turn.append({"type": "tool_use", "toolCallId": self.ids.neutral(native, name), "toolName": name, "toolInput": tool_input})
-
-    def hosted_call(self, item: dict[str, Any]) -> None:
-        """A hosted tool's call item (web search...): a server_tool_call part of the assistant turn."""
-        self.leading = False
-        if self.turn is None:
-            self.close()
-            self.turn = []
-        self.turn.append(hosted_tools.history_part(item, self.ids))
-
-    def result(self, item: dict[str, Any], kind: str, path: str) -> None:
-        native = item.get("call_id")
-        if not isinstance(native, str) or not native:
-            REFUSALS.malformed(f"{path}.call_id", f"a {kind} without a call_id")
-        text = _output_text(item.get("output"), f"{path}.output")
-        self.leading = False
-        if self.results is None:
-            self.close()
-            self.results = []
-        name = self.names.get(native)
-        call_id = self.ids.neutral(native, name)
-        name = name if name is not None else self.ids.name_of(call_id)
-        self.results.append({"type": "tool_result", "toolCallId": call_id, "toolName": name or "", "result": text})
-
-    def compaction(self, item: dict[str, Any], kind: str, path: str) -> None:
-        """Codex's compaction (``compaction`` module): the trigger is a user turn, the compacted history the assistant's."""
-        self.leading = False
-        if kind == compaction.TRIGGER:
-            self.close()
-            self.messages.append({"role": "user", "content": [compaction.trigger_part()]})
-            return
-        if self.turn is None:
-            self.close()
-            self.turn = []
-        self.turn.append(compaction.part_of_item(item, path))
-
-    def item(self, item: Any, path: str) -> None:
-        if not isinstance(item, dict):
-            REFUSALS.malformed(path, "an input item is not an object")
-        kind = item.get("type") or ("message" if "role" in item else None)
-        if kind == "message":
-            self.message(item, path)
-        elif kind in _CALLS:
-            self.call(item, kind, path)
-        elif kind in _OUTPUTS:
-            self.result(item, kind, path)
-        elif kind in ("reasoning", "configuration_update"):
-            return  # a thinking block (not stored, not compared); Codex's restatement of the request's settings
-        elif kind == "additional_tools":
-            self.tools.extend(decode_tools(item.get("tools"), f"{path}.tools"))
-        elif kind in hosted_tools.SERVED_ITEMS:
-            self.hosted_call(item)
-        elif kind in (compaction.TRIGGER, compaction.ITEM):
-            self.compaction(item, kind, path)
-        elif kind in HOSTED_ITEMS:
-            REFUSALS.refuse("openai.responses.hosted_tool", f"{path}.type", kind)
-        elif kind in LOCAL_ITEMS:
-            REFUSALS.refuse("openai.responses.local_tool", f"{path}.type", kind)
-        elif kind == "item_reference":
-            REFUSALS.refuse("openai.responses.item_reference", f"{path}.type")
-        else:
-            REFUSALS.malformed(f"{path}.type", f"unknown input item type {kind!r}")
-
-
-def transcript(items: Iterable[tuple[str, Any]], ids: CallIds) -> tuple[list[str], list[Message], list[ToolDefinition]]:
-    """(leading system texts, neutral messages, tools from additional_tools items) of ``(path, item)`` pairs."""
-    t = _Transcript(ids)
-    for path, item in items:
-        t.item(item, path)
-    t.close()
-    return t.system, t.messages, t.tools
+def response_head(request: DecodedRequest, response_id: str, created_ms: int, status: str) -> dict[str, Any]:
+    """A Response object's head, its output and usage still empty: our id, the status, the request's settings echoed."""
+    echo = request.echo if isinstance(request, ResponsesRequest) else {}
+    head: dict[str, Any] = {
+        "id": response_id,
+        "object": "response",
+        "created_at": created_ms // 1000,
+        "status": status,
+        "background": False,
+        "error": None,
+        "incomplete_details": None,
+        "model": request.model or "",
+        "output": [],
+    }
+    for key, default in _ECHOED:
+        value = echo.get(key)
+        head[key] = default if value is None else value
+    head["usage"] = None
+    return head

@@ -30,31 +30,17 @@ from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, Decode
 from blackbox_mitm.codecs.common.ids import digest
 from blackbox_mitm.codecs.common.jsonio import dumps, loads
 from blackbox_mitm.codecs.openai_responses import PROVIDER, REFUSALS, compaction, hosted_tools
-from blackbox_mitm.codecs.openai_responses.fields import HOSTED_ITEMS, LOCAL_ITEMS, ResponsesRequest, given, is_custom, remember
+from blackbox_mitm.codecs.openai_responses.fields import (
+    HOSTED_ITEMS,
+    LOCAL_ITEMS,
+    ResponsesRequest,
+    given,
+    is_custom,
+    remember,
+    response_head,
+)
 
 __all__ = ["decode_response", "encode_error", "encode_response", "normalize_answer", "response_head"]
-
-# Request fields the API echoes in its Response object, and what it says when they were not sent.
-_ECHOED: tuple[tuple[str, Any], ...] = (
-    ("instructions", None),
-    ("max_output_tokens", None),
-    ("max_tool_calls", None),
-    ("parallel_tool_calls", True),
-    ("previous_response_id", None),
-    ("prompt_cache_key", None),
-    ("reasoning", {"effort": None, "summary": None}),
-    ("safety_identifier", None),
-    ("store", True),
-    ("temperature", 1.0),
-    ("text", {"format": {"type": "text"}, "verbosity": "medium"}),
-    ("tool_choice", "auto"),
-    ("tools", []),
-    ("top_logprobs", 0),
-    ("top_p", 1.0),
-    ("truncation", "disabled"),
-    ("user", None),
-    ("metadata", {}),
-)
 
 
 def _message(item: dict[str, Any], at: str) -> tuple[str, str | None]:
@@ -117,11 +103,33 @@ def _model_output(resp: dict[str, Any], ids: CallIds) -> ModelOutput:
     output = resp.get("output")
     if not isinstance(output, list):
         REFUSALS.malformed("output", "a response without an output list")
+    rich = hosted_tools.is_rich(output)
+    text, refusal, calls, reasoning, compacted = _read_items(output, rich)
+    out: ModelOutput
+    if rich:
+        out = hosted_tools.rich_output(output, ids, length, _call)
+    elif refusal is not None:
+        if calls or length or text:
+            REFUSALS.refuse("openai.responses.refusal_mixed", "output")
+        return {"type": "final_answer", "text": refusal, "stop": STOP_REFUSAL}
+    else:
+        out = _plain_answer(text, calls, length, ids)
+    if reasoning:
+        out["reasoning"] = reasoning
+    if compacted and not rich:
+        out["compaction"] = compacted[0]
+    return out
+
+
+_Calls = list[tuple[str | None, str, Any]]  # (native call id, tool name, tool input)
+
+
+def _read_items(output: list[Any], rich: bool) -> tuple[str | None, str | None, _Calls, list[ReasoningPart], list[CompactionPart]]:
+    """(text, refusal, calls, reasoning, compaction) of the output items; a rich answer's are left to hosted_tools."""
     text: str | None = None
     refusal: str | None = None
-    calls: list[tuple[str | None, str, Any]] = []
+    calls: _Calls = []
     reasoning: list[ReasoningPart] = []
-    rich = hosted_tools.is_rich(output)
     compacted: list[CompactionPart] = []
     for k, item in enumerate(output):
         at = f"output[{k}]"
@@ -150,16 +158,12 @@ def _model_output(resp: dict[str, Any], ids: CallIds) -> ModelOutput:
             REFUSALS.refuse("openai.responses.local_tool", f"{at}.type", kind)
         else:
             REFUSALS.refuse("openai.responses.unknown_item", f"{at}.type", kind)
+    return text, refusal, calls, reasoning, compacted
+
+
+def _plain_answer(text: str | None, calls: _Calls, length: bool, ids: CallIds) -> ModelOutput:
+    """A final answer or tool calls (call-N ids handed out now, in order), stopped at the length limit or not."""
     out: ModelOutput
-    if rich:
-        out = hosted_tools.rich_output(output, ids, length, _call)
-        if reasoning:
-            out["reasoning"] = reasoning
-        return out
-    if refusal is not None:
-        if calls or length or text:
-            REFUSALS.refuse("openai.responses.refusal_mixed", "output")
-        return {"type": "final_answer", "text": refusal, "stop": STOP_REFUSAL}
     if calls:
         out = {
             "type": "tool_calls",
@@ -171,10 +175,6 @@ def _model_output(resp: dict[str, Any], ids: CallIds) -> ModelOutput:
         out = {"type": "final_answer", "text": text or ""}
     if length:
         out["stop"] = STOP_LENGTH
-    if reasoning:
-        out["reasoning"] = reasoning
-    if compacted:
-        out["compaction"] = compacted[0]
     return out
 
 
@@ -294,14 +294,13 @@ def output_items(output: Any, request: DecodedRequest, ids: CallIds, response_id
     kind, stop = output.get("type"), output.get("stop")
     text = output.get("text")
     length = stop == STOP_LENGTH
-    status = "incomplete" if length else "completed"
     msg_id = f"msg_bb{_digest(response_id, 'message')}"
     thought = reasoning_items(output, response_id)
     compacted = compaction.compaction_item(output, response_id)
     if compacted is not None:
         thought.append(compacted)
     if "parts" in output:
-        kinds = {str(t.get("name")): is_custom(t) for t in request.model_input.get("tools") or [] if isinstance(t, dict)}
+        kinds = _tool_kinds(request)
         served = hosted_tools.rich_items(
             output,
             ids,
@@ -319,46 +318,30 @@ def output_items(output: Any, request: DecodedRequest, ids: CallIds, response_id
             if stop == STOP_REFUSAL
             else {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
         )
-        return [*thought, {"id": msg_id, "type": "message", "status": status, "content": [part], "role": "assistant"}], length
+        return [*thought, _message_item(msg_id, "incomplete" if length else "completed", part)], length
     if kind not in ("tool_calls", "tool_call"):
         raise ValueError(f"not a model_output: type {kind!r}")
-    kinds = {str(t.get("name")): is_custom(t) for t in request.model_input.get("tools") or [] if isinstance(t, dict)}
-    items: list[dict[str, Any]] = thought
+    return [*thought, *_tool_call_items(output, text, msg_id, _tool_kinds(request), ids)], length
+
+
+def _tool_kinds(request: DecodedRequest) -> dict[str, bool]:
+    """The request's tools by name: custom (freeform) or not."""
+    return {str(t.get("name")): is_custom(t) for t in request.model_input.get("tools") or [] if isinstance(t, dict)}
+
+
+def _message_item(msg_id: str, status: str, part: dict[str, Any]) -> dict[str, Any]:
+    return {"id": msg_id, "type": "message", "status": status, "content": [part], "role": "assistant"}
+
+
+def _tool_call_items(output: Mapping[str, Any], text: Any, msg_id: str, kinds: dict[str, bool], ids: CallIds) -> list[dict[str, Any]]:
+    """A tool_calls answer's items: its text as a message (when it has one), then a call item per call."""
+    items: list[dict[str, Any]] = []
     if isinstance(text, str) and text:
-        items.append(
-            {
-                "id": msg_id,
-                "type": "message",
-                "status": "completed",
-                "content": [{"type": "output_text", "annotations": [], "logprobs": [], "text": text}],
-                "role": "assistant",
-            }
-        )
+        items.append(_message_item(msg_id, "completed", {"type": "output_text", "annotations": [], "logprobs": [], "text": text}))
     calls = tool_calls_of(output)
     if not calls:
         raise ValueError("a tool_calls model_output without calls")
-    items += [_call_item(call, kinds, ids) for call in calls]
-    return items, length
-
-
-def response_head(request: DecodedRequest, response_id: str, created_ms: int, status: str) -> dict[str, Any]:
-    echo = request.echo if isinstance(request, ResponsesRequest) else {}
-    head: dict[str, Any] = {
-        "id": response_id,
-        "object": "response",
-        "created_at": created_ms // 1000,
-        "status": status,
-        "background": False,
-        "error": None,
-        "incomplete_details": None,
-        "model": request.model or "",
-        "output": [],
-    }
-    for key, default in _ECHOED:
-        value = echo.get(key)
-        head[key] = default if value is None else value
-    head["usage"] = None
-    return head
+    return items + [_call_item(call, kinds, ids) for call in calls]
 
 
 def _response_id(output: Any, request: DecodedRequest, created_ms: int) -> str:
