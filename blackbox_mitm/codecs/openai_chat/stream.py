@@ -137,16 +137,7 @@ def aggregate_stream(events: list[SseEvent]) -> dict[str, Any]:
             break
         if not data:
             continue
-        try:
-            chunk = json.loads(data)
-        except ValueError as exc:
-            raise StreamIncomplete(f"stream event {n} is not JSON: the call did not complete") from exc
-        if not isinstance(chunk, dict):
-            raise StreamIncomplete(f"stream event {n} is not a JSON object: the call did not complete")
-        if event.event == "error" or chunk.get("error"):
-            error = chunk.get("error") if isinstance(chunk.get("error"), dict) else None
-            detail = error.get("message") if error else data
-            raise StreamIncomplete(f"the stream carried an error ({detail}): the call did not complete", error=error)
+        chunk = _chunk(n, event, data)
         if not head:
             head = {key: chunk.get(key) for key in ("id", "created", "model")}
         if chunk.get("usage") is not None:
@@ -163,15 +154,31 @@ def aggregate_stream(events: list[SseEvent]) -> dict[str, Any]:
         raise StreamIncomplete("the stream ended without data: [DONE]: the call did not complete")
     if not states or any(s["finish_reason"] is None for s in states.values()):
         raise StreamIncomplete("the stream has no finish_reason: the call did not complete")
-    choices = []
-    for index in sorted(states):
-        state = states[index]
-        message = state["message"]
-        finish_audio(message)
-        if state["calls"]:
-            message["tool_calls"] = [{**c, "type": c["type"] or "function"} for _, c in sorted(state["calls"].items())]
-        choice = {"index": index, "message": message, "logprobs": state["logprobs"], "finish_reason": state["finish_reason"]}
-        if "content_filter_results" in state:
-            choice["content_filter_results"] = state["content_filter_results"]
-        choices.append(choice)
-    return {**head, "object": "chat.completion", "choices": choices, "usage": usage}
+    return {**head, "object": "chat.completion", "choices": [_finished_choice(states[i]) for i in sorted(states)], "usage": usage}
+
+
+def _chunk(n: int, event: SseEvent, data: str) -> dict[str, Any]:
+    """Stream event ``n`` as a JSON object; ``StreamIncomplete`` when it is not one or carries an error."""
+    try:
+        chunk = json.loads(data)
+    except ValueError as exc:
+        raise StreamIncomplete(f"stream event {n} is not JSON: the call did not complete") from exc
+    if not isinstance(chunk, dict):
+        raise StreamIncomplete(f"stream event {n} is not a JSON object: the call did not complete")
+    if event.event == "error" or chunk.get("error"):
+        error = chunk.get("error") if isinstance(chunk.get("error"), dict) else None
+        detail = error.get("message") if error else data
+        raise StreamIncomplete(f"the stream carried an error ({detail}): the call did not complete", error=error)
+    return chunk
+
+
+def _finished_choice(state: dict[str, Any]) -> dict[str, Any]:
+    """One choice's merged deltas as a non-streaming choice."""
+    message = state["message"]
+    finish_audio(message)
+    if state["calls"]:
+        message["tool_calls"] = [{**c, "type": c["type"] or "function"} for _, c in sorted(state["calls"].items())]
+    choice = {"index": state["index"], "message": message, "logprobs": state["logprobs"], "finish_reason": state["finish_reason"]}
+    if "content_filter_results" in state:
+        choice["content_filter_results"] = state["content_filter_results"]
+    return choice
