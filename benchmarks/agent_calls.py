@@ -51,7 +51,7 @@ def prepare(workdir: Path) -> tuple[Path, list[bytes]]:
     """Record the session into a cassette; return it and the request bodies a replaying agent sends."""
     from blackbox_mitm.matcher.masks import CompareRules
     from blackbox_mitm.session.build import finish_proxy_session, record_session, replay_session
-    from blackbox_mitm.session.engine import Forward, ModelRequest
+    from blackbox_mitm.session.engine import Answer, Forward, ModelRequest
 
     bodies = session_bodies()
     cassette = workdir / "agent-run.json"
@@ -63,12 +63,14 @@ def prepare(workdir: Path) -> tuple[Path, list[bytes]]:
     finish_proxy_session(session)
     # What the agent sends back in replay: the tool ids the replay served (its own, derived from the content).
     replay = replay_session(cassette, rules=CompareRules.build())
-    sent, served_ids = [], {}
+    sent: list[bytes] = []
+    served_ids: dict[bytes, bytes] = {}
     for i, body in enumerate(bodies):
         for native, ours in served_ids.items():
             body = body.replace(native, ours)
         sent.append(body)
         answer = replay.on_request(ModelRequest(PATH, dict(HEADERS), body))
+        assert isinstance(answer, Answer), answer  # a replay answers every call itself
         if answer.status != 200:
             raise RuntimeError(f"the agent session did not replay: {answer.body[:400]!r}")
         for block in orjson.loads(answer.body)["content"]:
@@ -83,7 +85,8 @@ def _flows(bodies: list[bytes], with_responses: bool) -> list[Any]:
 
     flows = []
     for i, body in enumerate(bodies):
-        req = http.Request.make("POST", f"https://api.anthropic.com{PATH}", body, HEADERS)
+        headers: dict[str | bytes, str | bytes] = {k: v for k, v in HEADERS.items()}
+        req = http.Request.make("POST", f"https://api.anthropic.com{PATH}", body, headers)
         resp = http.Response.make(200, response_body(i, i == len(bodies) - 1), {"content-type": "application/json"})
         flows.append(tflow.tflow(req=req, resp=resp if with_responses else False))
     return flows

@@ -22,9 +22,24 @@ from typing import Any
 __all__ = ["MODEL", "response_body", "session_bodies", "system_blocks", "tool_definitions"]
 
 MODEL = "claude-sonnet-4-5"
-_WORDS = ("the", "agent", "reads", "a", "file", "then", "runs", "tests", "and", "edits", "function", "until", "every", "assertion")
+_WORDS: tuple[str, ...] = (
+    "the",
+    "agent",
+    "reads",
+    "a",
+    "file",
+    "then",
+    "runs",
+    "tests",
+    "and",
+    "edits",
+    "function",
+    "until",
+    "every",
+    "assertion",
+)
 _WORDS += ("holds", "before", "it", "reports", "what", "changed", "why", "build", "is", "green", "again", "after", "refactor", "tool")
-TOOL_NAMES = ("Bash", "Read", "Edit", "Write", "Glob", "Grep", "LS", "WebFetch", "WebSearch", "TodoWrite", "NotebookEdit")
+TOOL_NAMES: tuple[str, ...] = ("Bash", "Read", "Edit", "Write", "Glob", "Grep", "LS", "WebFetch", "WebSearch", "TodoWrite", "NotebookEdit")
 TOOL_NAMES += ("Task", "MultiEdit", "BashOutput", "KillShell", "ExitPlanMode", "SlashCommand", "AskUser", "Skill", "ListMcpResources")
 
 

@@ -38,7 +38,7 @@ HOST = "generativelanguage.googleapis.com"
 
 def _flows(ctx: Context, fake_url: str, n: int, warmup: int) -> Path:
     """The flow file (c) replays: the calls recorded once with ``mitmdump -w``, given back their real destination."""
-    from mitmproxy import io
+    from mitmproxy import http, io
 
     raw, out = ctx.path("gemini-flows-raw.mitm"), ctx.path("gemini-flows.mitm")
     port = free_port()
@@ -46,7 +46,7 @@ def _flows(ctx: Context, fake_url: str, n: int, warmup: int) -> Path:
     with Service("gemini-prep-mitmdump-w", argv, port=port, log_dir=ctx.workdir) as proxy:
         _client(ctx, proxy.url, None, n, warmup)
     with raw.open("rb") as f:
-        flows = list(io.FlowReader(f).stream())
+        flows = [flow for flow in io.FlowReader(f).stream() if isinstance(flow, http.HTTPFlow)]
     with out.open("wb") as f:
         writer = io.FlowWriter(f)
         for flow in flows:

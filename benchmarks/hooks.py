@@ -42,7 +42,7 @@ def _fresh_flows(requests: list[Any]) -> list[Any]:
 
 def hook_costs(flows_path: Path, cassette: Path, rounds: int) -> dict[str, Stats]:
     """Per-call seconds: ``server_replay`` (its request hook), ``blackbox`` (all four hooks), ``blackbox_request``."""
-    from mitmproxy import io
+    from mitmproxy import http, io
     from mitmproxy.addons.serverplayback import ServerPlayback
     from mitmproxy.test import taddons
 
@@ -50,7 +50,7 @@ def hook_costs(flows_path: Path, cassette: Path, rounds: int) -> dict[str, Stats
     from blackbox_mitm.session.build import replay_session
 
     with flows_path.open("rb") as f:
-        recorded = list(io.FlowReader(f).stream())
+        recorded = [flow for flow in io.FlowReader(f).stream() if isinstance(flow, http.HTTPFlow)]
     requests = [flow.request for flow in recorded]
     n = len(requests)
     clock = time.perf_counter
@@ -135,7 +135,7 @@ def component_costs(flows_path: Path, repeat: int = 5) -> list[tuple[str, str, f
     from blackbox_mitm.matcher.normalize import request_digest
 
     with flows_path.open("rb") as f:
-        recorded = list(io.FlowReader(f).stream())
+        recorded = [flow for flow in io.FlowReader(f).stream() if isinstance(flow, http.HTTPFlow)]
     requests = [flow.request for flow in recorded]
     bodies = [req.get_content(strict=False) or b"" for req in requests]
     ids = CallIds()

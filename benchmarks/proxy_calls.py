@@ -145,10 +145,10 @@ def rewrite_flows(raw: Path, out: Path, host: str = "api.openai.com") -> int:
     flows up by scheme, host, port, path and body as the client sent them. A flow
     file recorded against the real API holds exactly this.
     """
-    from mitmproxy import io
+    from mitmproxy import http, io
 
     with raw.open("rb") as f:
-        flows = list(io.FlowReader(f).stream())
+        flows = [flow for flow in io.FlowReader(f).stream() if isinstance(flow, http.HTTPFlow)]
     with out.open("wb") as f:
         writer = io.FlowWriter(f)
         for flow in flows:

@@ -267,7 +267,7 @@ def measure(ctx: Context) -> Section:
         st = {k: _agg(rounds, k) for k in ("mean_s", "first_mean_s", "last_mean_s", "ratio_mean", "ratio_median", "setup_s")}
         replay_stats[n] = st
         data["replay"][n] = {"calls": calls, "steps": len(trace.steps), "bytes": path.stat().st_size, "rounds": rounds}
-        w = window(calls)
+        calls_window = window(calls)
         replay_rows.append(
             (
                 f"{calls:,}",
@@ -277,7 +277,7 @@ def measure(ctx: Context) -> Section:
                 "—" if calls < 100 else st["first_mean_s"].fmt(1e6, 0),
                 "—" if calls < 100 else st["last_mean_s"].fmt(1e6, 0),
                 "—" if calls < 100 else f"{st['ratio_mean'].fmt()} / {st['ratio_median'].fmt()}",
-                "—" if calls < 100 else f"{w:,}",
+                "—" if calls < 100 else f"{calls_window:,}",
             )
         )
         last_trace = trace

@@ -22,6 +22,7 @@ import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from benchmarks.common import BIN, PYTHON, ROOT, Context, Section, Stats, Target, md_table, mitmdump_path, ratio_stats, summarize
 from benchmarks.profiles import pyspy_command, pyspy_path, share_of, summarize_collapsed
@@ -157,7 +158,7 @@ def measure(ctx: Context) -> Section:
             f"{ratio_verified.median:.2f}",
         ),
     ]
-    data = {
+    data: dict[str, Any] = {
         "ratio_load": ratio_load.to_json(),
         "ratio_load_verify": ratio_verified.to_json(),
         "commands": [label for label, _, _ in cmds],

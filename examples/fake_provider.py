@@ -719,7 +719,7 @@ def main(argv: list[str] | None = None) -> int:
     script = json.loads(args.script.read_text(encoding="utf-8")) if args.script else None
     if script is not None and not isinstance(script, list):
         parser.error("--script must hold a JSON list of answers")
-    responder = None
+    responder: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
     if args.responder == "claude-code":
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from claude_code_model import respond as responder

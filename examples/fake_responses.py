@@ -195,9 +195,10 @@ def events_of(response: Json, *, obfuscate: bool = True) -> list[Json]:
             part = item["content"][0]
             key, name = ("refusal", "refusal") if part["type"] == "refusal" else ("text", "output_text")
             add("response.content_part.added", **at, content_index=0, part={**part, key: ""})
+            logprobs: dict[str, Any] = {"logprobs": []} if key == "text" else {}
             for piece in _words(part[key]):
-                add(f"response.{name}.delta", True, **at, content_index=0, delta=piece, **({"logprobs": []} if key == "text" else {}))
-            add(f"response.{name}.done", **at, content_index=0, **{key: part[key]}, **({"logprobs": []} if key == "text" else {}))
+                add(f"response.{name}.delta", True, **at, content_index=0, delta=piece, **logprobs)
+            add(f"response.{name}.done", **at, content_index=0, **{key: part[key]}, **logprobs)
             add("response.content_part.done", **at, content_index=0, part=part)
         elif kind in ("function_call", "custom_tool_call"):
             key, name = ("arguments", "function_call_arguments") if kind == "function_call" else ("input", "custom_tool_call_input")
@@ -262,7 +263,7 @@ class ResponsesModel:
             message = f"fake responses: the script is used up (it has {len(self._script.answers or [])} answers); add answers for this call"
             return Reply(500, openai_error(500, message), headers={"x-should-retry": "false"})
         extra = {str(k): str(v) for k, v in (answer.get("headers") or {}).items()}
-        common = {"cut": bool(answer.get("stream_cut")), "delay_ms": float(answer.get("delay_ms") or 0), "headers": extra}
+        common: dict[str, Any] = {"cut": bool(answer.get("stream_cut")), "delay_ms": float(answer.get("delay_ms") or 0), "headers": extra}
         if "raw" in answer:
             return Reply(int(answer.get("status", 200)), answer["raw"], **common)
         if _is_error(answer):

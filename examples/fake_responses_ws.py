@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from websockets.extensions.permessage_deflate import ServerPerMessageDeflateFactory
-from websockets.frames import Opcode
+from websockets.frames import Frame, Opcode
 from websockets.http11 import Request
 from websockets.server import ServerProtocol
 
@@ -61,7 +61,7 @@ def _dump(obj: Any) -> str:
 def answer_events(answer: Json, request: Json, response_id: str, n: int) -> list[Json]:
     """The ``response.*`` events of one answer (the ``respond`` of this fake)."""
     seq = itertools.count()
-    base = {"id": response_id, "object": "response", "created_at": int(time.time()), "model": request.get("model"), "output": []}
+    base: Json = {"id": response_id, "object": "response", "created_at": int(time.time()), "model": request.get("model"), "output": []}
     base["previous_response_id"] = request.get("previous_response_id")
     events: list[Json] = [
         {"type": "response.created", "sequence_number": next(seq), "response": {**base, "status": "in_progress"}},
@@ -197,7 +197,8 @@ def _with_reasoning(events: list[Json], reasoning: Json) -> list[Json]:
 
 def missing_reasoning(request: Json, issued: set[str]) -> str | None:
     """What OpenAI says of a call item sent back without the reasoning item that came with it (store: false); None when none is missing."""
-    items = request.get("input") if isinstance(request.get("input"), list) else []
+    sent = request.get("input")
+    items: list[Any] = sent if isinstance(sent, list) else []
     for k, item in enumerate(items):
         if not isinstance(item, dict) or item.get("type") not in ("function_call", "custom_tool_call"):
             continue
@@ -294,7 +295,7 @@ class FakeResponsesWs:
         if missing is not None:
             return [error_event(400, missing)], False
         if request.get("generate") is False:
-            created = {"id": response_id, "object": "response", "status": "in_progress", "output": [], "model": request.get("model")}
+            created: Json = {"id": response_id, "object": "response", "status": "in_progress", "output": [], "model": request.get("model")}
             events = [
                 {"type": "response.created", "sequence_number": 0, "response": created},
                 {"type": "response.completed", "sequence_number": 1, "response": {**created, "status": "completed"}},
@@ -426,8 +427,9 @@ class _Socket:
             else:
                 self.proto.receive_eof()
             for frame in self.proto.events_received():
+                assert isinstance(frame, Frame), frame  # past the handshake, only frames
                 if frame.opcode in (Opcode.TEXT, Opcode.BINARY, Opcode.CONT):
-                    parts.append(frame.data)
+                    parts.append(bytes(frame.data))
                     if frame.fin:
                         if not self._message(b"".join(parts).decode("utf-8", "replace")):
                             return

@@ -20,7 +20,8 @@ import sys
 from typing import Any
 
 from websockets.exceptions import ConnectionClosed
-from websockets.sync.client import ClientConnection, connect
+from websockets.sync.client import connect
+from websockets.sync.connection import Connection
 
 MODEL = "gpt-4.1"
 URL = "wss://api.openai.com/v1/responses"
@@ -41,7 +42,7 @@ def get_weather(arguments: str) -> str:
     return WEATHER.get(city.lower(), "unknown city")
 
 
-def turn(ws: ClientConnection, body: dict[str, Any]) -> dict[str, Any]:
+def turn(ws: Connection, body: dict[str, Any]) -> dict[str, Any]:
     """Send one response.create; return the completed response (raises on an error frame)."""
     ws.send(json.dumps({"type": "response.create", "model": MODEL, "store": False, **body}))
     while True:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from types import ModuleType
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 
-def _generator():  # type: ignore[no-untyped-def]
+def _generator() -> ModuleType:
     spec = importlib.util.spec_from_file_location("gen_refusals", DOCS / "gen_refusals.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

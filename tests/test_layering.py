@@ -137,7 +137,7 @@ def _module_name(path: Path) -> str:
 
 def _imports(tree: ast.AST, module: str, is_package: bool) -> list[tuple[int, str, list[str]]]:
     """(line, imported module, names) of every ``blackbox_mitm`` import anywhere in ``tree``."""
-    found = []
+    found: list[tuple[int, str, list[str]]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found += [(node.lineno, a.name, []) for a in node.names]

@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,7 +34,7 @@ HEADINGS = (
 
 
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict, str]:
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, Any], str]:
     out = tmp_path_factory.mktemp("bench")
     report, data = out / "benchmarks.md", out / "benchmarks.json"
     proc = subprocess.run(
@@ -47,7 +48,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict, str]
     return report.read_text(encoding="utf-8"), json.loads(data.read_text(encoding="utf-8")), proc.stderr
 
 
-def test_the_report_has_every_section_and_states_the_machine(quick_run: tuple[str, dict, str]) -> None:
+def test_the_report_has_every_section_and_states_the_machine(quick_run: tuple[str, dict[str, Any], str]) -> None:
     report, _, _ = quick_run
     for heading in HEADINGS:
         assert heading in report, heading
@@ -56,7 +57,7 @@ def test_the_report_has_every_section_and_states_the_machine(quick_run: tuple[st
     assert "Traceback" not in report
 
 
-def test_every_variant_and_ratio_is_reported(quick_run: tuple[str, dict, str]) -> None:
+def test_every_variant_and_ratio_is_reported(quick_run: tuple[str, dict[str, Any], str]) -> None:
     report, data, _ = quick_run
     for label in ("(a) direct", "(b) mitmdump passthrough", "(c) mitmdump server_replay", "(d) blackbox replay", "(e) blackbox record"):
         assert report.count(label) >= 2, label  # in the sequential and the concurrent table at least
@@ -67,7 +68,7 @@ def test_every_variant_and_ratio_is_reported(quick_run: tuple[str, dict, str]) -
             assert calls["ratios"][ratio][phase]["median"] > 0
 
 
-def test_every_target_is_met_or_missed_never_silently_absent(quick_run: tuple[str, dict, str]) -> None:
+def test_every_target_is_met_or_missed_never_silently_absent(quick_run: tuple[str, dict[str, Any], str]) -> None:
     report, data, _ = quick_run
     assert [s["key"] for s in data["sections"]][: len(SECTIONS)] == list(SECTIONS)
     assert all(s["error"] is None for s in data["sections"])
@@ -86,14 +87,14 @@ def test_every_target_is_met_or_missed_never_silently_absent(quick_run: tuple[st
     assert len(rows) == len(targets)
 
 
-def test_the_report_states_its_commit_and_load_at_the_top(quick_run: tuple[str, dict, str]) -> None:
+def test_the_report_states_its_commit_and_load_at_the_top(quick_run: tuple[str, dict[str, Any], str]) -> None:
     report, data, _ = quick_run
     head = report.split("## The machine")[0]
     assert f"Commit {data['machine']['commit']}" in head
     assert "machine load" in head and "at the start" in head and "at the end" in head
 
 
-def test_the_agent_section_splits_the_cost_by_step(quick_run: tuple[str, dict, str]) -> None:
+def test_the_agent_section_splits_the_cost_by_step(quick_run: tuple[str, dict[str, Any], str]) -> None:
     _, data, _ = quick_run
     (section,) = [s for s in data["sections"] if s["key"] == "agent"]
     assert section["error"] is None
@@ -103,7 +104,7 @@ def test_the_agent_section_splits_the_cost_by_step(quick_run: tuple[str, dict, s
     assert section["data"]["sizes"][-1] > 100_000  # agent-sized: the last request is over 100 KB
 
 
-def test_the_quick_run_cleans_up_after_itself(quick_run: tuple[str, dict, str]) -> None:
+def test_the_quick_run_cleans_up_after_itself(quick_run: tuple[str, dict[str, Any], str]) -> None:
     _, _, stderr = quick_run
     workdir = re.search(r"working in (\S+)", stderr)
     assert workdir is not None
@@ -119,7 +120,7 @@ def test_the_quick_run_cleans_up_after_itself(quick_run: tuple[str, dict, str]) 
     assert not left, f"processes left running: {left}"
 
 
-def test_the_big_run_section_compares_plain_gzip_and_zstd(quick_run: tuple[str, dict, str]) -> None:
+def test_the_big_run_section_compares_plain_gzip_and_zstd(quick_run: tuple[str, dict[str, Any], str]) -> None:
     report, data, _ = quick_run
     assert "## Big runs: a Claude Code-sized cassette plain, gzip and zstd" in report
     (section,) = [s for s in data["sections"] if s["key"] == "big_runs"]

@@ -117,7 +117,7 @@ def test_a_node_written_cassette_with_the_extensions_verifies_and_matches_the_co
     }
     use = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "/w/img.png"}}
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64}}
-    body = {
+    body: dict[str, Any] = {
         "model": "claude-sonnet-4-5",
         "max_tokens": 1024,
         "tools": [tool],

@@ -189,7 +189,7 @@ def _random_number(rng: random.Random) -> int | float:
     if choice == 3:
         return round(rng.uniform(-1e6, 1e6), rng.randrange(0, 8))
     while True:  # any finite double, from its bits
-        x = struct.unpack("<d", rng.getrandbits(64).to_bytes(8, "little"))[0]
+        x: float = struct.unpack("<d", rng.getrandbits(64).to_bytes(8, "little"))[0]
         if math.isfinite(x):
             return x
 

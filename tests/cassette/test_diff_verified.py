@@ -63,7 +63,7 @@ TAMPERINGS: dict[str, Callable[[dict[str, Any]], None]] = {
 @pytest.mark.parametrize("side", ["a", "b"])
 def test_a_tampered_cassette_never_diffs_as_identical(tmp_path: Path, tampering: str, side: str) -> None:
     original = save(weather_trace(), tmp_path / "original.json")
-    tampered = edit_file(shutil.copy(original, tmp_path / "tampered.json"), TAMPERINGS[tampering])
+    tampered = edit_file(Path(shutil.copy(original, tmp_path / "tampered.json")), TAMPERINGS[tampering])
     a, b = (tampered, original) if side == "a" else (original, tampered)
 
     with pytest.raises(UnverifiedCassetteError) as caught:

@@ -80,7 +80,7 @@ def test_a_different_control_value_still_diverges_under_our_name(js_cassettes: P
     calls = RecordedCalls(load_verified(js_cassettes / "js_spec_params.json", recover=False))
     decoded = openai_chat.decode_request(_request(max_tokens=64, top_p=0.9, temperature=0.2), CallIds(), path="/v1/chat/completions")
     diverged = calls.match(decoded.model_input, mode="strict")
-    assert isinstance(diverged, Divergence)
+    assert isinstance(diverged, Divergence) and diverged.difference is not None
     assert diverged.difference.field == "params.topP"
 
 

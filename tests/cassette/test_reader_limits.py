@@ -193,10 +193,16 @@ def test_a_repeated_key_is_refused_naming_the_key_and_its_path(tmp_path: Path, w
 
 def test_a_file_that_only_spells_strings_differently_is_not_a_repeat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from blackbox_mitm.cassette import verify as verify_module
+    from blackbox_mitm.cassette.jsonfile import find_duplicate_key
 
     searched: list[bytes] = []
-    real = verify_module.find_duplicate_key
-    monkeypatch.setattr(verify_module, "find_duplicate_key", lambda raw: searched.append(raw) or real(raw))
+    real = find_duplicate_key  # what verify.py imported
+
+    def searching(raw: bytes) -> Any:
+        searched.append(raw)
+        return real(raw)
+
+    monkeypatch.setattr(verify_module, "find_duplicate_key", searching)
     path = save(weather_trace(result={"said": 'it is "wet"'}), tmp_path / "run.json")
     text = path.read_text()
     assert text.count('\\"wet\\"') == 2  # in the tool result and in the next model_input

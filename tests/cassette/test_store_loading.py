@@ -12,7 +12,6 @@ import pytest
 from cassette_builders import CASSETTES, save, weather_trace, write_json
 
 from blackbox_mitm.cassette import dump_trace, load_trace, parse_trace, save_trace
-from blackbox_mitm.cassette import store as store_module
 from blackbox_mitm.errors import CassetteError, CassetteExistsError
 
 
@@ -177,7 +176,7 @@ def test_a_failed_write_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytes
     def full_disk(fd: int, data: Any) -> int:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(store_module.os, "write", full_disk)
+    monkeypatch.setattr(os, "write", full_disk)  # the os module store.py writes with
     with pytest.raises(OSError, match="No space left"):
         save_trace(weather_trace(), tmp_path / "run.json")
     assert list(tmp_path.iterdir()) == []

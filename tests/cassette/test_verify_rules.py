@@ -10,6 +10,8 @@ from cassette_builders import CASSETTES, edit_file, save, weather_trace, write_j
 
 from blackbox_mitm.cassette import Trace
 from blackbox_mitm.cassette import verify as verify_module
+from blackbox_mitm.cassette.canonical import canonical_bytes
+from blackbox_mitm.cassette.neutrality import Walker
 from blackbox_mitm.cassette.verify import Problem
 from blackbox_mitm.codecs.verified import verify_file, verify_trace
 from blackbox_mitm.errors import CassetteError
@@ -208,7 +210,7 @@ def test_a_request_header_kept_in_a_message_is_caught() -> None:
 def test_a_params_key_fails_only_as_a_response_field_or_a_credential() -> None:
     # The spec fixes no list of neutral names: another implementation's max_tokens / top_p,
     # and controls nobody lists, are fine; a response field or a credential's name is not.
-    params = {"max_tokens": 100, "top_p": 1, "logprobs": True, "temperature": 0.2, "customKnob": 1}
+    params: dict[str, Any] = {"max_tokens": 100, "top_p": 1, "logprobs": True, "temperature": 0.2, "customKnob": 1}
     params |= {"service_tier": "auto", "usage": 3, "api_key": "x"}
     problems = verify_trace(_trace_with("model_input", {"messages": [], "tools": [], "params": params}))
     assert _codes(problems) == ["param", "param", "credential_name"]
@@ -342,7 +344,7 @@ def test_trace_level_ids_are_checked() -> None:
 
 def test_each_payload_is_serialized_once(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[Any] = []
-    real = verify_module.canonical_bytes
+    real = canonical_bytes  # what verify.py imported
 
     def counting(value: Any) -> bytes:
         calls.append(value)
@@ -356,13 +358,13 @@ def test_each_payload_is_serialized_once(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_clean_payloads_are_not_walked(monkeypatch: pytest.MonkeyPatch) -> None:
     walked: list[tuple[str, bool]] = []
-    real = verify_module._Walker.walk
+    real = Walker.walk
 
     def spy(self: Any, value: Any, where: str, kind: str, *, data: bool = True) -> None:
         walked.append((kind, data))
         real(self, value, where, kind, data=data)
 
-    monkeypatch.setattr(verify_module._Walker, "walk", spy)
+    monkeypatch.setattr(Walker, "walk", spy)  # the class verify.py imports as _Walker
     assert verify_trace(weather_trace()) == []
     assert walked == []
     # A response field's name somewhere: the structure is walked, the user's data is not.

@@ -73,7 +73,12 @@ def test_verify_file_reads_step_by_step_with_the_results_of_a_whole_parse(
     path = _write(tmp_path / f"run{suffix}", data, indent=True)
     used: list[object] = []
     real = stepwise.load_stepwise
-    monkeypatch.setattr(stepwise, "load_stepwise", lambda p: used.append(real(p)) or used[-1])
+
+    def recording(p: Any) -> Any:
+        used.append(real(p))
+        return used[-1]
+
+    monkeypatch.setattr(stepwise, "load_stepwise", recording)
     result = verify_file(path)
     assert used and used[0] is not None  # the step-at-a-time reader read it (no whole-document parse)
     assert [str(p) for p in result.problems] == whole_document(path)

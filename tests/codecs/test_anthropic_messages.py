@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from neutral_parts import listed, tool_result, tool_use
 
 from blackbox_mitm.codecs import anthropic_messages as codec
 from blackbox_mitm.codecs import codec_for_path
@@ -27,7 +28,8 @@ NATIVE = re.compile(r"toolu_|srvtoolu_|msg_|req_|\"(usage|stop_reason|stop_seque
 
 
 def _load(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8"))
+    loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return loaded
 
 
 def _b(value: Any) -> bytes:
@@ -38,7 +40,7 @@ def _sse(*events: Any) -> bytes:
     return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
 
 
-def _response_body(call: dict[str, Any]) -> bytes:
+def _response_body(call: dict[str, Any]) -> bytes | dict[str, Any]:
     """The response as a JSON body: a recorded stream is aggregated first, as the recorder does."""
     if "stream" in call:
         return codec.aggregate_stream(parse_sse(call["stream"].encode()))
@@ -61,7 +63,7 @@ def _record(fixture: dict[str, Any]) -> list[tuple[DecodedRequest, dict[str, Any
 
 
 def _request(model: str = "claude-sonnet-4-5", *, stream: bool = False) -> DecodedRequest:
-    return DecodedRequest(provider="anthropic", model_input={}, model=model, stream=stream)
+    return DecodedRequest(provider="anthropic", model_input={"messages": [], "tools": []}, model=model, stream=stream)
 
 
 def _ids_before(output: dict[str, Any]) -> CallIds:
@@ -340,7 +342,7 @@ def test_ids_seen_in_a_request_stay_the_same_call_in_later_requests() -> None:
     )
     codec.decode_request(_b(first), ids)
     again = codec.decode_request(_b(first), ids).model_input["messages"]
-    assert again[1]["content"][0]["toolCallId"] == again[2]["content"][0]["toolCallId"] == "call-0"
+    assert tool_use(listed(again[1]["content"])[0])["toolCallId"] == tool_result(listed(again[2]["content"])[0])["toolCallId"] == "call-0"
     assert ids.next_index() == 1
 
 
@@ -636,7 +638,9 @@ def test_a_replay_serving_our_ids_matches_the_recording(path: Path) -> None:
         request = codec.decode_request(text.encode(), ids)
         assert request.model_input == recorded_request.model_input
         body = codec.encode_response(recorded_output, request=request, ids=ids, created_ms=CREATED_MS)
-        natives = [b["id"] for b in json.loads(_response_body(call))["content"] if b["type"] == "tool_use"]
+        raw = _response_body(call)
+        assert isinstance(raw, bytes)  # a whole body: these calls were not streamed
+        natives = [b["id"] for b in json.loads(raw)["content"] if b["type"] == "tool_use"]
         swap.update(zip(natives, [b["id"] for b in body["content"] if b["type"] == "tool_use"], strict=True))
     assert swap and all(ours.startswith("toolu_bb") for ours in swap.values())
 

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from blackbox_mitm.codecs import anthropic_messages, bedrock, codec_for, gemini, openai_chat, vertex_anthropic
-from blackbox_mitm.codecs.base import CallIds
-from blackbox_mitm.codecs.sse import SseEvent
+from blackbox_mitm.codecs.base import CallIds, SseEvent
 from blackbox_mitm.errors import BlackboxUnsupportedError
 
 NOT_FILTERED = {"hate": {"filtered": False, "severity": "safe"}, "violence": {"filtered": False, "severity": "safe"}}

@@ -18,16 +18,20 @@ from __future__ import annotations
 import base64
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from blackbox_mitm.codecs import REGISTERED, Codec, parse_stream, stream_content_type
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest, SseEvent, StreamIncomplete
 from blackbox_mitm.errors import BlackboxError
+
+if TYPE_CHECKING:
+    from openai.types import CompletionUsage
+    from openai.types.responses import Response  # the SDK is imported where it is used
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CREATED_MS = 1_750_000_000_123
@@ -112,7 +116,7 @@ def test_a_recorded_call_decodes_and_its_answer_round_trips(name: str, fixture: 
         assert codec.decode_response(json.dumps(again).encode(), _ids_for(output), request) == output
 
 
-def _ids_for(output: dict[str, Any]) -> CallIds:
+def _ids_for(output: Mapping[str, Any]) -> CallIds:
     """A run's ids just before ``output`` was answered, so its calls get the same call-N again."""
     ids = CallIds()
     numbers = [int(c["toolCallId"].split("-")[1]) for c in output.get("calls", [])]
@@ -284,7 +288,7 @@ def _gemini(url: str, stream: bool) -> tuple[str, list[str]]:
         chunks = list(client.models.generate_content_stream(model="m", contents="hi"))
     else:
         chunks = [client.models.generate_content(model="m", contents="hi")]
-    parts = [p for c in chunks for p in (c.candidates[0].content.parts or []) if c.candidates and c.candidates[0].content]
+    parts = [p for c in chunks if c.candidates and c.candidates[0].content for p in (c.candidates[0].content.parts or [])]
     return "".join(p.text or "" for p in parts if not p.thought), [p.function_call.name or "" for p in parts if p.function_call]
 
 
@@ -292,6 +296,7 @@ def _openai_responses(url: str, stream: bool) -> tuple[str, list[str]]:
     import openai
 
     client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+    response: Response
     if stream:
         with client.responses.stream(model="m", input="hi") as s:
             response = s.get_final_response()
@@ -398,7 +403,7 @@ def test_every_codec_package_has_the_same_layout(name: str) -> None:
     """Each codec is a package of the same files, defining the contract functions in the same order."""
     import ast
 
-    folder = Path(_CODECS[name].__file__ or "").parent
+    folder = Path(getattr(_CODECS[name], "__file__", None) or "").parent  # a codec is a module
     assert folder.name != "codecs", f"{name} is a module, not a package of its own"
     for file, order in LAYOUT.items():
         tree = ast.parse((folder / file).read_text())
@@ -436,6 +441,7 @@ def _chat_usage(url: str, stream: bool) -> tuple[int, int, int]:
 
     client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
     messages: Any = [{"role": "user", "content": "hi"}]
+    usage: CompletionUsage | None
     if stream:
         chunks = list(client.chat.completions.create(model="m", messages=messages, stream=True, stream_options={"include_usage": True}))
         usage = next(c.usage for c in chunks if c.usage is not None)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from neutral_parts import output_calls
 
 from blackbox_mitm.codecs import gemini as codec
 from blackbox_mitm.codecs.base import CallIds, SseEvent, StreamIncomplete
@@ -225,9 +226,9 @@ def test_two_conversations_with_calls_at_the_same_place_keep_their_own_ids() -> 
     agent_q = {"role": "user", "parts": [{"text": "Plan the trip."}]}
     sub_q = {"role": "user", "parts": [{"text": "Sub-task: the weather."}]}
     agent = _decode(ids, contents=[agent_q])
-    assert codec.decode_response(_response(CALL), ids, agent)["calls"][0]["toolCallId"] == "call-0"
+    assert output_calls(codec.decode_response(_response(CALL), ids, agent))[0]["toolCallId"] == "call-0"
     sub = _decode(ids, contents=[sub_q])  # a sub-agent's own conversation, its call at the same place
-    assert codec.decode_response(_response(CALL), ids, sub)["calls"][0]["toolCallId"] == "call-1"
+    assert output_calls(codec.decode_response(_response(CALL), ids, sub))[0]["toolCallId"] == "call-1"
     result = {"role": "user", "parts": [{"functionResponse": {"name": "get_weather", "response": {}}}]}
     turn = {"role": "model", "parts": [CALL]}
     assert _decode(ids, contents=[agent_q, turn, result]).tool_results()[0]["toolCallId"] == "call-0"
@@ -261,7 +262,7 @@ def test_provider_ids_are_used_when_present_and_never_stored() -> None:
     ids = CallIds()
     first = _decode(ids)
     output = codec.decode_response(_response({"functionCall": {"id": "fc-9f8e7d", "name": "get_weather", "args": {}}}), ids, first)
-    assert output["calls"][0]["toolCallId"] == "call-0"
+    assert output_calls(output)[0]["toolCallId"] == "call-0"
     turn = {"role": "model", "parts": [{"functionCall": {"id": "fc-9f8e7d", "name": "get_weather", "args": {}}}]}
     result = {"role": "user", "parts": [{"functionResponse": {"id": "fc-9f8e7d", "name": "get_weather", "response": {}}}]}
     decoded = _decode(ids, contents=[USER, turn, result])
@@ -386,7 +387,7 @@ def test_a_synthesized_stream_decodes_back_to_the_same_output() -> None:
     assert whole["candidates"][0]["content"]["parts"][-1]["functionCall"]["id"] == "gemini-bb3"
     replayed = codec.decode_response(whole, CallIds(), _decode())
     assert replayed["text"] == output["text"]
-    assert [(c["toolName"], c["toolInput"]) for c in replayed["calls"]] == [("get_weather", {"city": "Zürich"})]
+    assert [(c["toolName"], c["toolInput"]) for c in output_calls(replayed)] == [("get_weather", {"city": "Zürich"})]
 
 
 def test_an_empty_final_answer_streams_as_one_chunk() -> None:
@@ -521,6 +522,7 @@ def test_normalize_answer_takes_gemini_shapes_only() -> None:
     }
     whole = json.loads(_response({"text": "Cut"}, finish="MAX_TOKENS"))
     assert codec.normalize_answer(whole, ids) == {"type": "final_answer", "text": "Cut", "stop": "length"}
+    other: Any
     for other in (
         {"content": "Hi"},
         {"choices": []},

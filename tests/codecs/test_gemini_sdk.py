@@ -199,7 +199,7 @@ def test_function_calls_parse_and_the_sdks_own_history_maps_back_to_the_same_cal
 def test_automatic_function_calling_runs_the_tool_and_sends_its_result_back(server: tuple[Replayer, str]) -> None:
     replayer, url = server
     client = _client(url)
-    answers = iter(
+    answers: Iterator[dict[str, Any]] = iter(
         [
             {"type": "tool_calls", "calls": [{"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Oslo"}}]},
             {"type": "final_answer", "text": "Oslo: sun, 21°C."},
@@ -285,6 +285,7 @@ def test_a_refusal_is_a_client_error_naming_the_field_without_a_retry(server: tu
         client.models.generate_content(model=MODEL, contents="Hi", config=types.GenerateContentConfig(candidate_count=2))
     assert err.value.code == 400
     assert err.value.status == "INVALID_ARGUMENT"
+    assert err.value.message is not None
     assert "generationConfig.candidateCount" in err.value.message and "BlackboxUnsupportedError" in err.value.message
     assert len(replayer.requests) == 1
 
@@ -295,7 +296,7 @@ def test_a_built_in_tool_is_refused_by_name(server: tuple[Replayer, str]) -> Non
     code = types.Tool(code_execution=types.ToolCodeExecution())
     with pytest.raises(errors.ClientError) as err:
         client.models.generate_content(model=MODEL, contents="Sum 1..9", config=types.GenerateContentConfig(tools=[code]))
-    assert "tools[0].codeExecution" in err.value.message
+    assert err.value.message is not None and "tools[0].codeExecution" in err.value.message
 
 
 def test_an_in_stream_error_raises_in_the_sdk(server: tuple[Replayer, str]) -> None:

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from neutral_parts import listed, tool_result
 
+from blackbox_mitm.cassette.payloads import ModelInput, ModelOutput
 from blackbox_mitm.codecs import codec_for_path, openai_chat
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest, StreamIncomplete
 from blackbox_mitm.codecs.sse import parse_sse
@@ -20,14 +22,15 @@ CREATED_MS = 1_750_000_000_123
 
 
 def fixture(name: str) -> dict[str, Any]:
-    return json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
+    loaded: dict[str, Any] = json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
+    return loaded
 
 
 def body(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False).encode()
 
 
-def decode_fixture(name: str) -> tuple[DecodedRequest, dict[str, Any], CallIds]:
+def decode_fixture(name: str) -> tuple[DecodedRequest, ModelOutput, CallIds]:
     """Decode a fixture's request, then its response (or recorded stream), with one run's CallIds."""
     fx = fixture(name)
     ids = CallIds()
@@ -234,7 +237,7 @@ def test_nothing_provider_native_in_outputs() -> None:
 # --- request details -------------------------------------------------------------------
 
 
-def decode(req: dict[str, Any], ids: CallIds | None = None) -> dict[str, Any]:
+def decode(req: dict[str, Any], ids: CallIds | None = None) -> ModelInput:
     return openai_chat.decode_request(body({"model": "gpt-4.1", **req}), ids or CallIds()).model_input
 
 
@@ -334,7 +337,7 @@ def test_strict_true_is_a_recorded_and_compared_field_of_the_tool() -> None:
     """@openai/agents sends every zod tool with ``strict: true``: recorded, and a change of it is a divergence."""
     from blackbox_mitm.matcher.difference import first_difference
 
-    tool = {"type": "function", "function": {"name": "a", "parameters": {"type": "object"}}}
+    tool: dict[str, Any] = {"type": "function", "function": {"name": "a", "parameters": {"type": "object"}}}
     strict = {"type": "function", "function": {**tool["function"], "strict": True}}
     loose, tight = decode({"messages": [], "tools": [tool]}), decode({"messages": [], "tools": [strict]})
     assert tight["tools"] == [{"name": "a", "inputSchema": {"type": "object"}, "strict": True}]
@@ -418,14 +421,16 @@ def test_tool_result_name_from_the_run_when_the_history_lacks_the_call() -> None
         {"role": "user", "content": [{"type": "tool_result", "toolCallId": "call-0", "toolName": "lookup", "result": "r"}]}
     ]
     mi = decode({"messages": [{"role": "tool", "tool_call_id": "call_unknown", "content": "r"}]})
-    assert mi["messages"][0]["content"][0]["toolName"] == ""
+    assert tool_result(listed(mi["messages"][0]["content"])[0])["toolName"] == ""
 
 
 def test_served_ids_map_back_to_the_recorded_call_ids() -> None:
     ids = CallIds()
     ids.register("call-4", "get_weather")
     output = {"type": "tool_calls", "calls": [{"toolCallId": "call-4", "toolName": "get_weather", "toolInput": {"city": "Oslo"}}]}
-    served = openai_chat.encode_response(output, request=DecodedRequest("openai", {}, model="gpt-4.1"), ids=ids, created_ms=CREATED_MS)
+    served = openai_chat.encode_response(
+        output, request=DecodedRequest("openai", {"messages": [], "tools": []}, model="gpt-4.1"), ids=ids, created_ms=CREATED_MS
+    )
     message = served["choices"][0]["message"]
     assert message["tool_calls"][0]["id"] == "call_bb4"
     mi = decode({"messages": [message, {"role": "tool", "tool_call_id": "call_bb4", "content": "cold"}]}, ids)
@@ -467,9 +472,9 @@ def test_unreadable_request_bodies_name_the_field(raw: bytes, field: str) -> Non
 
 # --- responses: encode, decode, round trips ----------------------------------------------
 
-REQUEST = DecodedRequest("openai", {"messages": []}, model="gpt-4.1")
-REQUEST_STREAM = DecodedRequest("openai", {"messages": []}, model="gpt-4.1", stream=True)
-REQUEST_USAGE = DecodedRequest("openai", {"messages": []}, model="gpt-4.1", stream=True, include_usage=True)
+REQUEST = DecodedRequest("openai", {"messages": [], "tools": []}, model="gpt-4.1")
+REQUEST_STREAM = DecodedRequest("openai", {"messages": [], "tools": []}, model="gpt-4.1", stream=True)
+REQUEST_USAGE = DecodedRequest("openai", {"messages": [], "tools": []}, model="gpt-4.1", stream=True, include_usage=True)
 
 LONG = "Lorem ipsum dolor sit amet, “consectetur” 🧪 adipiscing elit. " * 12
 SHAPES: dict[str, dict[str, Any]] = {
@@ -1065,8 +1070,8 @@ CASES = [
 ]
 
 
-def to_stream(response: dict[str, Any]) -> bytes:
-    """A non-streaming body as the chunk stream the API would have sent for it (no [DONE] issue)."""
+def to_stream(response: dict[str, Any]) -> dict[str, Any]:
+    """A non-streaming body sent as the chunk stream the API would have sent for it (no [DONE] issue), aggregated back."""
     chunks = []
     for choice in response["choices"]:
         delta = {k: v for k, v in choice["message"].items() if k not in ("annotations",) and v is not None}
@@ -1170,6 +1175,8 @@ def test_images_files_and_audio_are_content_addressed_parts() -> None:
         {"type": "audio", "mediaType": "audio/wav", "sha256": hashlib.sha256(b"RIFF").hexdigest(), "size": 4},
         {"type": "document", "mediaType": "application/pdf", "sha256": hashlib.sha256(b"%PDF-1.4").hexdigest(), "size": 8, "name": "a.pdf"},
     ]
-    assert mi["messages"][2]["content"][0]["result"] == [{"type": "image", "mediaType": "image/png", "sha256": digest, "size": len(png)}]
+    assert tool_result(listed(mi["messages"][2]["content"])[0])["result"] == [
+        {"type": "image", "mediaType": "image/png", "sha256": digest, "size": len(png)}
+    ]
     with pytest.raises(BlackboxUnsupportedError, match="not base64"):
         decode({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,@@"}}]}]})

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from neutral_parts import listed, output_calls, tool_result
 
 from blackbox_mitm.codecs import codec_for, openai_responses
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest, SseEvent, StreamIncomplete
@@ -35,7 +36,8 @@ def body(value: Any) -> bytes:
 
 def calls_of(name: str) -> list[dict[str, Any]]:
     data = json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
-    return data.get("calls", [data])
+    calls: list[dict[str, Any]] = data.get("calls", [data])
+    return calls
 
 
 # Every fixture's answer reports this usage (input_tokens 74, output_tokens 19, no cached or reasoning tokens).
@@ -154,7 +156,7 @@ def test_namespaced_tools_and_their_calls() -> None:
         "output": [{"type": "custom_tool_call", "call_id": "call_x", "namespace": "functions", "name": "exec", "input": "ls"}],
     }
     output = openai_responses.decode_response(body(resp), ids, request)
-    assert output["calls"][0]["toolName"] == "functions.exec"
+    assert output_calls(output)[0]["toolName"] == "functions.exec"
     [item] = openai_responses.encode_response(output, request=request, ids=CallIds(), created_ms=CREATED_MS)["output"]
     assert (item["namespace"], item["name"], item["type"]) == ("functions", "exec", "custom_tool_call")
 
@@ -223,7 +225,7 @@ def test_strict_is_recorded_as_this_apis_default_and_codex_configuration_updates
     assert inputs[0] == inputs[1] == inputs[2] != inputs[3]
     assert inputs[0]["tools"][0]["strict"] is True
     assert "strict" not in inputs[3]["tools"][0]
-    updated = {"model": "m", "input": ["hi", {"type": "configuration_update", "reasoning": {"effort": "low"}}]}
+    updated: dict[str, Any] = {"model": "m", "input": ["hi", {"type": "configuration_update", "reasoning": {"effort": "low"}}]}
     updated["input"][0] = {"role": "user", "content": "hi"}
     assert decode(body(updated), CallIds()).model_input == decode(body({"model": "m", "input": "hi"}), CallIds()).model_input
 
@@ -472,7 +474,7 @@ CASES = [
 def to_stream(response: dict[str, Any]) -> list[SseEvent]:
     """A whole response as the smallest stream the API sends for it."""
     start = {**response, "status": "in_progress", "output": []}
-    events = [{"type": "response.created", "response": start}]
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": start}]
     events += [{"type": "response.output_item.done", "output_index": i, "item": item} for i, item in enumerate(response["output"])]
     events.append({"type": "response.completed", "response": response})
     return [SseEvent(e["type"], json.dumps({**e, "sequence_number": n})) for n, e in enumerate(events)]
@@ -563,7 +565,9 @@ def test_images_files_and_audio_in_user_messages_and_tool_outputs_are_content_ad
         {"type": "text", "text": "What is this?"},
         {"type": "image", "mediaType": "image/png", "sha256": digest, "size": len(png), "detail": "auto"},
     ]
-    assert mi["messages"][2]["content"][0]["result"] == [{"type": "image", "mediaType": "image/png", "sha256": digest, "size": len(png)}]
+    assert tool_result(listed(mi["messages"][2]["content"])[0])["result"] == [
+        {"type": "image", "mediaType": "image/png", "sha256": digest, "size": len(png)}
+    ]
     assert mi["messages"][3]["content"] == [
         {"type": "document", "mediaType": "application/pdf", "sha256": hashlib.sha256(b"%PDF-1.4").hexdigest(), "size": 8, "name": "r.pdf"}
     ]

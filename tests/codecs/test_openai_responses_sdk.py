@@ -18,6 +18,8 @@ from typing import Any
 
 import openai
 import pytest
+from neutral_parts import listed, tool_result
+from openai.types.responses import CustomTool, FunctionTool, ResponseIncompleteEvent, ResponseInputItemParam, Tool
 
 from blackbox_mitm.codecs import openai_responses
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
@@ -139,6 +141,16 @@ def expected(shape: str) -> dict[str, Any]:
     }
 
 
+def _named(tool: Tool) -> FunctionTool | CustomTool:
+    assert isinstance(tool, FunctionTool | CustomTool), tool
+    return tool
+
+
+def _incomplete(event: object) -> ResponseIncompleteEvent:
+    assert isinstance(event, ResponseIncompleteEvent), event
+    return event
+
+
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_create(replay: Replay, shape: str) -> None:
     replay.answers.append(SHAPES[shape])
@@ -146,7 +158,7 @@ def test_create(replay: Replay, shape: str) -> None:
     assert summary(response) == expected(shape)
     assert response.id.startswith("resp_bb") and response.model == "gpt-4.1"
     assert response.usage is not None and response.usage.total_tokens == 0
-    assert [t.name for t in response.tools] == ["get_weather", "get_time", "exec"]  # the request's tools, echoed
+    assert [_named(t).name for t in response.tools] == ["get_weather", "get_time", "exec"]  # the request's tools, echoed
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))
@@ -156,7 +168,7 @@ def test_the_stream_helper_accumulates_the_same_response(replay: Replay, shape: 
     with client_for(replay).responses.stream(model="gpt-4.1", input="Weather in Oslo?", tools=TOOLS) as stream:
         events = list(stream)
         # A length stop ends in response.incomplete, as the API's does; the helper keeps get_final_response for completed ones.
-        final = events[-1].response if length else stream.get_final_response()
+        final = _incomplete(events[-1]).response if length else stream.get_final_response()
     assert summary(final) == expected(shape)
     assert [e.type for e in events[:2]] == ["response.created", "response.in_progress"]
     assert events[-1].type == ("response.incomplete" if length else "response.completed")
@@ -166,7 +178,9 @@ def test_the_stream_helper_accumulates_the_same_response(replay: Replay, shape: 
 def test_raw_events_rebuild_the_answer(replay: Replay, shape: str) -> None:
     """``create(stream=True)``: an agent adding up deltas itself gets the same text and arguments."""
     replay.answers.append(SHAPES[shape])
-    text, refusal, args, numbers = "", "", {}, []
+    text, refusal = "", ""
+    args: dict[int, str] = {}
+    numbers: list[int] = []
     final = None
     for event in client_for(replay).responses.create(model="gpt-4.1", input="Weather?", tools=TOOLS, stream=True):
         numbers.append(event.sequence_number)
@@ -189,12 +203,17 @@ def test_a_tool_round_continued_with_previous_response_id(replay: Replay) -> Non
     replay.answers += [SHAPES["parallel_calls_with_text"], {"type": "final_answer", "text": "Cold, and noon."}]
     client = client_for(replay)
     first = client.responses.create(model="gpt-4.1", input="Weather in Oslo, and the time?", tools=TOOLS)
-    outputs = [{"type": "function_call_output", "call_id": i.call_id, "output": "ok"} for i in first.output if i.type == "function_call"]
+    outputs: list[ResponseInputItemParam] = [
+        {"type": "function_call_output", "call_id": i.call_id, "output": "ok"} for i in first.output if i.type == "function_call"
+    ]
     second = client.responses.create(model="gpt-4.1", previous_response_id=first.id, input=outputs, tools=TOOLS)
     assert second.output_text == "Cold, and noon." and second.previous_response_id == first.id
     messages = replay.decoded[1].model_input["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]
-    assert [(p["toolCallId"], p["toolName"]) for p in messages[2]["content"]] == [("call-0", "get_weather"), ("call-1", "get_time")]
+    assert [(p["toolCallId"], p["toolName"]) for p in map(tool_result, listed(messages[2]["content"]))] == [
+        ("call-0", "get_weather"),
+        ("call-1", "get_time"),
+    ]
 
 
 def test_a_refused_request_is_an_api_error_naming_the_field(replay: Replay) -> None:
@@ -207,7 +226,7 @@ def test_the_in_stream_error_raises_in_the_sdk(replay: Replay) -> None:
     """What a recording proxy sends in place of a final event it must refuse: the SDK raises APIError."""
     body = openai_responses.encode_stream(SHAPES["text"], request=_request(), ids=CallIds(), created_ms=CREATED_MS)
     cut = body[: body.rindex(b"event: response.completed")] + openai_responses.encode_stream_error("BlackboxUnsupportedError: x: refused")
-    replay.respond = lambda _body: (200, {"content-type": "text/event-stream"}, cut)  # type: ignore[method-assign]
+    replay.respond = lambda body: (200, {"content-type": "text/event-stream"}, cut)  # type: ignore[method-assign]
     with pytest.raises(openai.APIError, match="refused"):
         for _ in client_for(replay).responses.create(model="gpt-4.1", input="hi", stream=True):
             pass

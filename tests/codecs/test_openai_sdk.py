@@ -16,6 +16,7 @@ from typing import Any
 
 import openai
 import pytest
+from openai.types.chat import ChatCompletionMessageFunctionToolCall, ChatCompletionMessageToolCallUnion
 
 from blackbox_mitm.codecs import openai_chat
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
@@ -113,6 +114,11 @@ def client_for(replay: Replay) -> openai.OpenAI:
 # --- non-streaming -----------------------------------------------------------------------
 
 
+def _function_call(call: ChatCompletionMessageToolCallUnion) -> ChatCompletionMessageFunctionToolCall:
+    assert isinstance(call, ChatCompletionMessageFunctionToolCall), call
+    return call
+
+
 def test_final_answer(replay: Replay) -> None:
     replay.answers.append({"type": "final_answer", "text": TEXT})
     completion = client_for(replay).chat.completions.create(model="gpt-4.1", messages=USER)
@@ -135,12 +141,12 @@ def test_tool_calls_then_the_next_request_maps_our_ids_back(replay: Replay) -> N
     choice = first.choices[0]
     assert choice.finish_reason == "tool_calls"
     assert choice.message.content == "Let me check both."
-    calls = choice.message.tool_calls or []
+    calls = [_function_call(c) for c in choice.message.tool_calls or []]
     assert [(c.id, c.type, c.function.name) for c in calls] == [
         ("call_bb0", "function", "get_weather"),
         ("call_bb1", "function", "get_time"),
-    ]  # type: ignore[union-attr]
-    assert [json.loads(c.function.arguments) for c in calls] == [c["toolInput"] for c in CALLS]  # type: ignore[union-attr]
+    ]
+    assert [json.loads(c.function.arguments) for c in calls] == [c["toolInput"] for c in CALLS]
 
     # The agent sends the assistant message back as the SDK dumps it, then its tool results.
     history = [*USER, choice.message.model_dump(exclude_none=True)]

@@ -13,17 +13,21 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from neutral_parts import listed, server_tool_call
 
 from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.codecs import Codec, codec_named, parse_stream, stream_content_type
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.codecs.verified import verify_trace
+
+if TYPE_CHECKING:
+    from openai.types.responses import Response  # the SDK is imported where it is used
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CREATED_MS = 1_750_000_000_123
@@ -140,7 +144,7 @@ def _request(codec: Codec, ids: CallIds, *, stream: bool) -> DecodedRequest:
     return request
 
 
-def _encoded(codec: Codec, output: dict[str, Any], request: DecodedRequest, ids: CallIds, stream: bool) -> bytes:
+def _encoded(codec: Codec, output: Mapping[str, Any], request: DecodedRequest, ids: CallIds, stream: bool) -> bytes:
     if stream:
         return codec.encode_stream(output, request=request, ids=ids, created_ms=CREATED_MS)
     return json.dumps(codec.encode_response(output, request=request, ids=ids, created_ms=CREATED_MS)).encode()
@@ -205,7 +209,7 @@ def test_the_served_calls_sent_back_map_to_their_call_n(name: str) -> None:
             "input": [{"role": "user", "content": "Weather?"}, *body["output"], {"role": "user", "content": "Thanks"}],
         }
     sent = codec.decode_request(json.dumps(history).encode(), replay).model_input["messages"][1]["content"]
-    calls = [p for p in sent if p["type"] == "server_tool_call"]
+    calls = [server_tool_call(p) for p in listed(sent) if p["type"] == "server_tool_call"]
     assert [c["toolCallId"] for c in calls] == ["call-0"]
     assert calls[0]["toolInput"] == next(p for p in output["parts"] if p["type"] == "server_tool_call")["toolInput"]
 
@@ -321,6 +325,7 @@ def test_the_openai_sdk_parses_a_served_web_search_call(stream: bool, one_shot: 
     )
     client = openai.OpenAI(base_url=one_shot.url + "/v1", api_key="k", max_retries=0, _strict_response_validation=True)
     tools: Any = [{"type": "web_search"}]
+    response: Response
     if stream:
         with client.responses.stream(model="gpt-5", input="Weather?", tools=tools) as s:
             response = s.get_final_response()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import test_claude_code
@@ -36,7 +37,10 @@ EDITED = "     1\tForked notes\n     2\tsecond line\n"
 def test_the_fake_rejects_a_tool_use_turn_without_its_signed_thinking() -> None:
     """The control: what the fork below must not send (a turn stripped of its thinking, or a forged signature)."""
     tool_use = {"type": "tool_use", "id": "toolu_01", "name": "Read", "input": {}}
-    bare = {"thinking": {"type": "adaptive"}, "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [tool_use]}]}
+    bare: dict[str, Any] = {
+        "thinking": {"type": "adaptive"},
+        "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [tool_use]}],
+    }
     assert "Expected `thinking` or `redacted_thinking`, but found `tool_use`" in str(thinking_error(bare))
     forged = {"type": "thinking", "thinking": "x", "signature": "Eq" + "0" * 40}
     bare["messages"][1]["content"] = [forged, tool_use]

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import EXAMPLES, ROOT, blackbox, remote_args
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.e2e
 
 
 def test_kill_9_mid_run_then_recover(tmp_path: Path, confdir: Path) -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
         {"text": "never delivered", "delay_ms": 120_000},
     ]

@@ -132,7 +132,7 @@ def test_identical_parallel_requests_are_served_in_arrival_order(confdir: Path, 
 
 def test_identical_parallel_tool_calls_keep_their_own_ids(confdir: Path, tmp_path: Path) -> None:
     path = tmp_path / "same-tool.json"
-    script = [
+    script: list[dict[str, Any]] = [
         {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_weather", "arguments": {"city": "Paris"}}]},
         {"text": "done"},
     ]

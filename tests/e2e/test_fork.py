@@ -10,6 +10,7 @@ The parent is the OpenAI weather agent asking about Paris:
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -48,7 +49,7 @@ def parent(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Path:
     return cassette
 
 
-def _fork(parent: Path, confdir: Path, out: Path, *args: str, provider: FakeProvider | None = None):
+def _fork(parent: Path, confdir: Path, out: Path, *args: str, provider: FakeProvider | None = None) -> subprocess.CompletedProcess[str]:
     remote = remote_args(provider.url) if provider is not None else []
     return blackbox("fork", str(parent), *args, "-o", str(out), "--confdir", str(confdir), *remote, "--", *AGENT)
 

@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import EXAMPLES, remote_args
@@ -28,7 +29,10 @@ AGENT = [sys.executable, str(EXAMPLES / "volatile_agent.py")]
 QUESTION = "Where is order 1234?"
 MASKS = [r"Now: \S+", r"session [0-9a-f-]{36}", r"trace-[0-9a-f]{16}"]
 EMAIL = "ada.lovelace@example.com"
-SCRIPT = [{"tool_calls": [{"name": "lookup_order", "arguments": {"order": "1234"}}]}, {"text": "Order 1234 has shipped."}]
+SCRIPT: list[dict[str, Any]] = [
+    {"tool_calls": [{"name": "lookup_order", "arguments": {"order": "1234"}}]},
+    {"text": "Order 1234 has shipped."},
+]
 
 
 def run(args: list[str], *, cwd: Path, config: str | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:

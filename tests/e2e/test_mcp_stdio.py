@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp_types import CallToolResult
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "mcp_server"))
 from mcp_runs import INJECTION, make_folder
@@ -48,7 +49,7 @@ async def _session(cwd: Path) -> dict[str, Any]:
         }
         for key, (name, args) in calls.items():
             out[key] = await client.call_tool(name, args)
-        pages = []
+        pages: list[CallToolResult] = []
         start: int | None = 0
         while start is not None and len(pages) < 10:
             page = await client.call_tool("show_run", {"run": "long.json", "start": start, "count": 50})

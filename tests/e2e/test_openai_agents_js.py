@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT, blackbox, remote_args
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.e2e
 CLIENT = ROOT / "tests" / "e2e" / "clients" / "openai-agents-js"
 AGENT = ["node", str(CLIENT / "agent.mjs")]
 QUESTION = "What's the weather in Paris?"
-SCRIPT = [{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}, {"text": "Paris: cloudy, 18°C."}]
+SCRIPT: list[dict[str, Any]] = [{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}, {"text": "Paris: cloudy, 18°C."}]
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -78,7 +79,7 @@ def test_long_running_proxy_records_then_replays(tmp_path: Path, confdir: Path) 
 
 def test_provider_errors_pass_through_and_the_retried_call_is_recorded(tmp_path: Path, confdir: Path) -> None:
     cassette = tmp_path / "retried.json"
-    script = [{"status": 429, "times": 1}, {"status": 529, "times": 1}, {"text": "Paris: sunny."}]
+    script: list[dict[str, Any]] = [{"status": 429, "times": 1}, {"status": 529, "times": 1}, {"text": "Paris: sunny."}]
     agent = [sys.executable, str(EXAMPLES / "anthropic_weather_agent.py"), "Hello"]
     with FakeProvider(script) as provider:
         remote = remote_args(provider.url)

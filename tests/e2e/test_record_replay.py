@@ -9,6 +9,7 @@ bundle that `blackbox` sets route them through mitmproxy.
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -31,7 +32,9 @@ AGENTS = {
 }
 
 
-def _record(tmp_path: Path, confdir: Path, provider: FakeProvider, agent: list[str], question: str = QUESTION, name: str = "run.json"):
+def _record(
+    tmp_path: Path, confdir: Path, provider: FakeProvider, agent: list[str], question: str = QUESTION, name: str = "run.json"
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
     cassette = tmp_path / name
     remote = remote_args(provider.url)
     proc = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), *remote, "--", *agent, question)

@@ -58,7 +58,7 @@ def replay(cassette: Path, confdir: Path, argv: list[str], **env: str) -> Any:
 def check_round_trip(tmp: Path, confdir: Path, argv: list[str], changed: list[str], *, steps: list[str] = ROUND, **env: str) -> Any:
     """record -> verify -> offline strict replay (same stdout, exit 0) -> a changed prompt fails naming the message."""
     cassette = tmp / "run.json"
-    rec, calls = record(cassette, confdir, argv, **env)
+    rec, calls = record(cassette, confdir, argv, None, **env)
     assert rec.returncode == 0, rec.stderr
     assert len(calls) == steps.count("model_input")
     verified = blackbox("verify", str(cassette))
@@ -257,7 +257,7 @@ def test_llm_default_model_records_and_replays_offline(tmp_path: Path, confdir: 
         pytest.fail(f"{LLM} is missing: run scripts/setup-streaming-clis (scripts/setup runs it)")
     question = "What's the weather in Paris?"
     cassette = tmp_path / "llm.json"
-    rec, calls = record(cassette, confdir, [str(LLM), question], **llm_env(tmp_path, "rec"))
+    rec, calls = record(cassette, confdir, [str(LLM), question], None, **llm_env(tmp_path, "rec"))
     assert rec.returncode == 0, rec.stderr
     assert rec.stdout == f"Echo: {question}\n"
     assert calls[0]["stream"] is True and calls[0]["store"] is False  # llm's defaults for its default model

@@ -26,9 +26,11 @@ from typing import Any
 
 import pytest
 from claude_code_model import SEARCH_QUERY, SEARCH_RESULTS, respond
+from conftest import blackbox
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import load_trace
+from blackbox_mitm.cassette.verify import verify_trace
 
 pytestmark = pytest.mark.e2e
 
@@ -171,19 +173,19 @@ def test_gemini_cli_google_web_search_records_the_grounding_and_replays_strictly
     cassette = tmp_path / "search.json"
     with FakeGemini(responder=_searching_model) as fake:
         args = ["record", "-o", str(cassette), "--confdir", str(confdir), *gm._remote(fake)]
-        rec = gm.blackbox(*args, "--", *cli, env=gm._env(HOME=str(home)))
+        rec = blackbox(*args, "--", *cli, env=gm._env(HOME=str(home)))
         calls = len(fake.model_requests())
     assert rec.returncode == 0, rec.stderr
     out = rec.stdout.strip()
     # What Gemini CLI made of the grounding: a citation marker after the supported span, and the sources.
     assert out.startswith("The search said:") and "[1]" in out and "docs.example.com (https://docs.example.com/blackbox)" in out, out
     trace = load_trace(cassette)
-    assert gm.verify_trace(trace) == []
+    assert verify_trace(trace) == []
     [grounded] = [s.payload for s in trace.steps if s.type == "model_output" and "grounding" in s.payload]
     assert grounded["grounding"] == {"groundingMetadata": GROUNDING}
     inputs = [s.payload for s in trace.steps if s.type == "model_input"]
     assert any({"name": "googleSearch", "builtin": {"googleSearch": {}}} in i["tools"] for i in inputs)
-    rep = gm.blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *cli, env={"HOME": str(home)})
+    rep = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *cli, env={"HOME": str(home)})
     assert rep.returncode == 0, rep.stderr
     assert rep.stdout.strip() == out
     assert f"{calls} of {calls} model calls served" in rep.stderr

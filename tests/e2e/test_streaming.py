@@ -349,7 +349,10 @@ def test_anthropic_streamed_refusal_is_an_error_for_the_agent_and_fails_the_run(
 def test_a_tool_call_turn_streamed_with_empty_content_is_recorded_and_replayed(tmp_path: Path, confdir: Path) -> None:
     """An OpenAI-compatible server that opens a streamed tool-call turn with content "": recorded (text ""), replayed."""
     client = _scripts(tmp_path)["openai"]
-    script = [{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}], "content": ""}, {"text": "Paris: cloudy."}]
+    script: list[dict[str, Any]] = [
+        {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}], "content": ""},
+        {"text": "Paris: cloudy."},
+    ]
     with FakeProvider(script) as fake:
         cassette, rec = record(tmp_path, confdir, fake, [*client, "helper", QUESTION], "empty-content.json")
     assert rec.returncode == 0, rec.stderr

@@ -57,7 +57,9 @@ def _remote(provider: FakeProvider) -> list[str]:
     return out
 
 
-def _offline_replay(cassette: Path, confdir: Path, argv: list[str], env: dict[str, str], cwd: Path | None = None):
+def _offline_replay(
+    cassette: Path, confdir: Path, argv: list[str], env: dict[str, str], cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     rep = blackbox("replay", "-v", str(cassette), "--confdir", str(confdir), "--", *argv, env=env, cwd=cwd)
     assert "offline: refused" not in rep.stderr, rep.stderr  # the CLI asked for nothing but model calls
     return rep

@@ -10,6 +10,7 @@ from typing import Any
 import openai
 import pytest
 from fake_responses import FakeResponses, ResponsesModel
+from openai.types.responses import ResponseInputItemParam
 
 TOOLS: list[Any] = [
     {"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
@@ -34,7 +35,9 @@ def test_the_weather_model_calls_in_parallel_then_summarises_a_chained_round(fak
     calls = [i for i in first.output if i.type == "function_call"]
     assert [json.loads(i.arguments) for i in calls] == [{"city": "Paris"}, {"city": "Lyon"}]
     assert first.id.startswith("resp_") and all(i.call_id.startswith("call_") for i in calls)
-    outputs = [{"type": "function_call_output", "call_id": i.call_id, "output": '{"forecast": "sun", "celsius": 20}'} for i in calls]
+    outputs: list[ResponseInputItemParam] = [
+        {"type": "function_call_output", "call_id": i.call_id, "output": '{"forecast": "sun", "celsius": 20}'} for i in calls
+    ]
     second = c.responses.create(model="gpt-4.1", previous_response_id=first.id, input=outputs, tools=TOOLS)
     assert second.output_text == "Paris: sun, 20°C. Lyon: sun, 20°C."
     assert second.usage is not None and second.usage.total_tokens > 0

@@ -11,11 +11,12 @@ import pytest
 from fake_responses_ws import FakeResponsesWs
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
+from websockets.sync.connection import Connection
 
 SCRIPT = [{"text": "one"}, {"text": "two"}, {"text": "three"}]
 
 
-def _turn(ws: ClientConnection, **body: Any) -> list[dict[str, Any]]:
+def _turn(ws: Connection, **body: Any) -> list[dict[str, Any]]:
     ws.send(json.dumps({"type": "response.create", "model": "m", **body}))
     events = []
     while True:

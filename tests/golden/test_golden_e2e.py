@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
@@ -63,7 +64,7 @@ def make_suite(tmp_path: Path, recorded: dict[str, Path], *names: str) -> Path:
     return goldens
 
 
-def run_test(confdir: Path, *args: str, env: dict[str, str] | None = None):
+def run_test(confdir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return blackbox("test", "--confdir", str(confdir), *args, env=env)
 
 
@@ -79,7 +80,9 @@ def only_case(root: ET.Element) -> ET.Element:
     return cases[0]
 
 
-def test_a_golden_replayed_by_the_same_agent_passes(tmp_path: Path, confdir: Path, recorded, run_ids) -> None:
+def test_a_golden_replayed_by_the_same_agent_passes(
+    tmp_path: Path, confdir: Path, recorded: dict[str, Path], run_ids: dict[str, str]
+) -> None:
     goldens = make_suite(tmp_path, recorded, "paris")
     proc = run_test(confdir, "--goldens", str(goldens), "--", *AGENT, "{input}")
     assert proc.returncode == 0, proc.stderr
@@ -105,7 +108,9 @@ def test_a_golden_replayed_by_the_same_agent_passes(tmp_path: Path, confdir: Pat
     assert "1 golden, 1 passed, 0 failed, 0 errors" in proc.stderr
 
 
-def test_a_suite_with_a_divergence_is_reported_field_by_field(tmp_path: Path, confdir: Path, recorded, run_ids) -> None:
+def test_a_suite_with_a_divergence_is_reported_field_by_field(
+    tmp_path: Path, confdir: Path, recorded: dict[str, Path], run_ids: dict[str, str]
+) -> None:
     goldens = make_suite(tmp_path, recorded, "paris", "lyon")
     junit = tmp_path / "reports" / "goldens.xml"
     # The command asks about Lyon whatever the golden: the Lyon golden passes, the Paris one diverges.
@@ -147,7 +152,7 @@ def test_a_suite_with_a_divergence_is_reported_field_by_field(tmp_path: Path, co
     assert "API error" in (paris.findtext("system-err") or "")
 
 
-def test_an_agent_that_outlives_the_timeout_is_killed(tmp_path: Path, confdir: Path, recorded) -> None:
+def test_an_agent_that_outlives_the_timeout_is_killed(tmp_path: Path, confdir: Path, recorded: dict[str, Path]) -> None:
     goldens = make_suite(tmp_path, recorded, "paris")
     pidfile = tmp_path / "agent.pid"
     started = time.monotonic()
@@ -185,7 +190,9 @@ def _gone(pid: int, wait: float = 5.0) -> bool:
     ],
     ids=["after-every-call", "before-any-call"],
 )
-def test_an_agent_that_exits_non_zero_fails_as_exit(tmp_path: Path, confdir: Path, recorded, command: list[str], message: str) -> None:
+def test_an_agent_that_exits_non_zero_fails_as_exit(
+    tmp_path: Path, confdir: Path, recorded: dict[str, Path], command: list[str], message: str
+) -> None:
     goldens = make_suite(tmp_path, recorded, "paris")
     argv = [*HELPER, *command] if command[0] != "-c" else [sys.executable, *command]
     proc = run_test(confdir, "--goldens", str(goldens), "--", *argv)
@@ -196,7 +203,7 @@ def test_an_agent_that_exits_non_zero_fails_as_exit(tmp_path: Path, confdir: Pat
     assert failure.get("message") == message
 
 
-def test_an_agent_that_stops_after_the_first_call_is_incomplete(tmp_path: Path, confdir: Path, recorded) -> None:
+def test_an_agent_that_stops_after_the_first_call_is_incomplete(tmp_path: Path, confdir: Path, recorded: dict[str, Path]) -> None:
     goldens = make_suite(tmp_path, recorded, "paris")
     proc = run_test(confdir, "--goldens", str(goldens), "--", *HELPER, "first-call-only", "{input}")
     assert proc.returncode == 1, proc.stderr
@@ -206,7 +213,7 @@ def test_an_agent_that_stops_after_the_first_call_is_incomplete(tmp_path: Path, 
     assert failure.get("message") == "the agent stopped early: it made 1 of 2 recorded model calls (never asked for model_input step 4)"
 
 
-def test_an_agent_that_asks_for_more_calls_overruns(tmp_path: Path, confdir: Path, recorded) -> None:
+def test_an_agent_that_asks_for_more_calls_overruns(tmp_path: Path, confdir: Path, recorded: dict[str, Path]) -> None:
     goldens = make_suite(tmp_path, recorded, "paris")
     proc = run_test(confdir, "--goldens", str(goldens), "--", *HELPER, "overrun", "{input}")
     assert proc.returncode == 1, proc.stderr
@@ -216,7 +223,9 @@ def test_an_agent_that_asks_for_more_calls_overruns(tmp_path: Path, confdir: Pat
     assert "all 2 recorded model calls were served and it asked for 1 more" in failure.get("message", "")
 
 
-def test_a_corrupt_golden_is_an_error_and_its_command_never_runs(tmp_path: Path, confdir: Path, recorded, run_ids) -> None:
+def test_a_corrupt_golden_is_an_error_and_its_command_never_runs(
+    tmp_path: Path, confdir: Path, recorded: dict[str, Path], run_ids: dict[str, str]
+) -> None:
     goldens = make_suite(tmp_path, recorded, "paris")
     (goldens / "broken.json").write_text('{"version": 2, "id": "broken-1", "steps": [')
     tampered = json.loads(recorded["lyon"].read_text())
@@ -266,7 +275,9 @@ def test_a_missing_suite_folder_is_a_usage_error(tmp_path: Path, confdir: Path) 
     assert proc.stdout == ""
 
 
-def test_placeholders_and_environment_reach_the_command(tmp_path: Path, confdir: Path, recorded, run_ids) -> None:
+def test_placeholders_and_environment_reach_the_command(
+    tmp_path: Path, confdir: Path, recorded: dict[str, Path], run_ids: dict[str, str]
+) -> None:
     goldens = make_suite(tmp_path, recorded, "paris")
     seen = tmp_path / "seen.json"
     real_key = "sk-proj-" + "Q9w8E7r6T5y4U3i2" * 3
@@ -312,7 +323,7 @@ def test_placeholders_and_environment_reach_the_command(tmp_path: Path, confdir:
     assert json.loads(seen.read_text())["env"]["OPENAI_API_KEY"] == "replay-only-key"
 
 
-def test_two_goldens_run_at_once_with_j2(tmp_path: Path, confdir: Path, recorded, run_ids) -> None:
+def test_two_goldens_run_at_once_with_j2(tmp_path: Path, confdir: Path, recorded: dict[str, Path], run_ids: dict[str, str]) -> None:
     goldens = make_suite(tmp_path, recorded, "paris", "lyon")
     meeting = tmp_path / "meeting"
     meeting.mkdir()
@@ -325,7 +336,7 @@ def test_two_goldens_run_at_once_with_j2(tmp_path: Path, confdir: Path, recorded
     assert sorted(p.name for p in meeting.iterdir()) == sorted(run_ids.values())
 
 
-def test_output_is_kept_as_a_64_kib_tail(tmp_path: Path, confdir: Path, recorded) -> None:
+def test_output_is_kept_as_a_64_kib_tail(tmp_path: Path, confdir: Path, recorded: dict[str, Path]) -> None:
     goldens = make_suite(tmp_path, recorded, "paris")
     size = 1024 * 1024
     proc = run_test(confdir, "--goldens", str(goldens), "--", *HELPER, "flood", str(size), "{input}")
@@ -344,7 +355,9 @@ def test_output_is_kept_as_a_64_kib_tail(tmp_path: Path, confdir: Path, recorded
     assert len(proc.stdout.encode()) < 3 * TAIL_BYTES  # the report holds tails, not the megabytes
 
 
-def test_run_tests_named_cassettes_instead_of_the_folder(tmp_path: Path, confdir: Path, recorded, run_ids) -> None:
+def test_run_tests_named_cassettes_instead_of_the_folder(
+    tmp_path: Path, confdir: Path, recorded: dict[str, Path], run_ids: dict[str, str]
+) -> None:
     proc = run_test(
         confdir,
         "--goldens",

@@ -101,7 +101,9 @@ def test_progress_on_a_terminal_is_one_line_redrawn_in_place() -> None:
 
 
 @E2E
-def test_two_goldens_of_one_run_id_and_an_unreadable_file_each_get_their_own_result(tmp_path: Path, confdir: Path, recorded) -> None:
+def test_two_goldens_of_one_run_id_and_an_unreadable_file_each_get_their_own_result(
+    tmp_path: Path, confdir: Path, recorded: dict[str, Path]
+) -> None:
     goldens = make_suite(tmp_path, recorded, "paris", "lyon")
     shutil.copy(recorded["paris"], goldens / "paris-copy.json")  # a second golden claiming the run id of the first
     (goldens / "zz-binary.json").write_bytes(b"\x1f\x8b\x08\x00\xff\xfe garbage \x00\x01")
@@ -128,7 +130,9 @@ def test_two_goldens_of_one_run_id_and_an_unreadable_file_each_get_their_own_res
     [("-", "the request named none"), ("nosuch", "the proxy credentials name the run 'nosuch', but there is no cassette")],
     ids=["no-run", "unknown-run"],
 )
-def test_a_client_naming_no_run_or_an_unknown_one_fails_alone(tmp_path: Path, confdir: Path, recorded, named: str, says: str) -> None:
+def test_a_client_naming_no_run_or_an_unknown_one_fails_alone(
+    tmp_path: Path, confdir: Path, recorded: dict[str, Path], named: str, says: str
+) -> None:
     goldens = make_suite(tmp_path, recorded, "paris", "lyon")
     proc = run_test(confdir, "--goldens", str(goldens), "--", *HELPER, "proxy-as", "paris", named, "{input}")
     assert proc.returncode == 1, proc.stderr
@@ -141,7 +145,7 @@ def test_a_client_naming_no_run_or_an_unknown_one_fails_alone(tmp_path: Path, co
 
 
 @E2E
-def test_proxy_per_golden_keeps_the_old_path(tmp_path: Path, confdir: Path, recorded) -> None:
+def test_proxy_per_golden_keeps_the_old_path(tmp_path: Path, confdir: Path, recorded: dict[str, Path]) -> None:
     goldens = make_suite(tmp_path, recorded, "paris", "lyon")
     proc = run_test(confdir, "--goldens", str(goldens), "--proxy-per-golden", "-j", "2", "--", *HELPER, "echo-env", str(tmp_path / "e"))
     assert proc.returncode == 0, proc.stderr
@@ -152,7 +156,7 @@ def test_proxy_per_golden_keeps_the_old_path(tmp_path: Path, confdir: Path, reco
 
 
 @E2E
-def test_on_a_terminal_blackbox_test_draws_a_live_progress_line(tmp_path: Path, confdir: Path, recorded) -> None:
+def test_on_a_terminal_blackbox_test_draws_a_live_progress_line(tmp_path: Path, confdir: Path, recorded: dict[str, Path]) -> None:
     goldens = make_suite(tmp_path, recorded, "paris", "lyon")
     leader, follower = pty.openpty()
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}

@@ -128,10 +128,14 @@ def python_reports(confdir: Path) -> dict[str, str]:
 
         OpenAI().chat.completions.create(model="gpt-4.1", messages=[{"role": "user", "content": QUESTION}])
 
+    def twice(tape: Any) -> None:
+        agent(tape, QUESTION)
+        agent(tape, QUESTION)
+
     return {
         "diverged": _python_report(lambda tape: agent(tape, CHANGED), confdir=confdir),
         "incomplete": _python_report(one_call, mode="sequence", confdir=confdir),
-        "overran": _python_report(lambda tape: (agent(tape, QUESTION), agent(tape, QUESTION)), confdir=confdir),
+        "overran": _python_report(twice, confdir=confdir),
     }
 
 

@@ -7,18 +7,19 @@ distinct so that it cannot shadow another folder's helpers.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, cast
 
 from blackbox_mitm.cassette import Trace
+from blackbox_mitm.cassette.payloads import ModelInput, ToolDefinition
 
-WEATHER_TOOL = {
+WEATHER_TOOL: ToolDefinition = {
     "name": "get_weather",
     "description": "Get the current weather for a city.",
     "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 }
 
 
-def first_request(city: str = "Paris") -> dict[str, Any]:
+def first_request(city: str = "Paris") -> ModelInput:
     """Step 0 of weather-7: two messages, the question in message 1."""
     return {
         "model": "gpt-4o-mini",
@@ -32,7 +33,7 @@ def first_request(city: str = "Paris") -> dict[str, Any]:
     }
 
 
-def second_request(result: Any = None) -> dict[str, Any]:
+def second_request(result: Any = None) -> ModelInput:
     """Step 4 of weather-7: the tool round carried as tool_use / tool_result parts."""
     req = first_request()
     req["messages"] += [
@@ -71,14 +72,19 @@ def weather_trace() -> Trace:
     return t
 
 
-def plain_request(text: str) -> dict[str, Any]:
+def plain_request(text: str) -> ModelInput:
     return {"model": "m", "messages": [{"role": "user", "content": text}], "tools": []}
 
 
-def calls_trace(inputs: list[dict[str, Any]], run_id: str = "calls-1") -> Trace:
+def calls_trace(inputs: list[ModelInput], run_id: str = "calls-1") -> Trace:
     """One model_input / model_output pair per input; output i answers ``answer <i>``."""
     t = Trace.new(run_id, created_at=0)
     for i, model_input in enumerate(inputs):
         t.append("model_input", model_input, timestamp=2 * i + 1)
         t.append("model_output", {"type": "final_answer", "text": f"answer {i}"}, timestamp=2 * i + 2)
     return t
+
+
+def json_of(request: ModelInput) -> dict[str, Any]:
+    """The same request, typed as the plain JSON it is: for a test that edits it in place (any key, any depth)."""
+    return cast(dict[str, Any], request)

@@ -6,8 +6,9 @@ import copy
 from typing import Any
 
 import pytest
-from matcher_runs import first_request, second_request, weather_trace
+from matcher_runs import first_request, json_of, second_request, weather_trace
 
+from blackbox_mitm.cassette.payloads import ModelInput
 from blackbox_mitm.matcher import RecordedCalls, Served, compared_view, first_difference, request_digest
 from blackbox_mitm.matcher.masks import BUILT_IN_MASKS, NO_RULES, CompareRules, Mask, MaskError
 from blackbox_mitm.matcher.outcomes import Divergence
@@ -17,7 +18,7 @@ PID_A = "30245c82-439d-41ef-bce2-ce5684a3de1a"
 PID_B = "ca439962-6aa1-4414-a25e-8e8c27eb8d8d"
 
 
-def claude_request(cch: str, pid: str, agent_id: str = "aa9983f9375969e77") -> dict[str, Any]:
+def claude_request(cch: str, pid: str, agent_id: str = "aa9983f9375969e77") -> ModelInput:
     req = second_request(f"Launched.\nagentId: {agent_id} (use SendMessage to continue)")
     req["systemPrompt"] = BILLING.format(cch=cch, pid=pid) + "You are Claude Code."
     return req
@@ -100,7 +101,7 @@ def test_without_the_defaults_the_billing_line_still_differs() -> None:
     ],
 )
 def test_a_mask_covers_every_compared_text(where: str, mutate: Any) -> None:
-    a, b = second_request(), second_request()
+    a, b = json_of(second_request()), json_of(second_request())
     mutate(a, "2026-12-01T10:00:00")
     mutate(b, "2026-12-02T11:30:59")
     if where == "tool error":
@@ -115,15 +116,15 @@ def test_a_mask_covers_every_compared_text(where: str, mutate: Any) -> None:
 def test_masks_never_make_tool_names_roles_or_structure_match() -> None:
     anything = CompareRules.build([r"[\s\S]+"], defaults=False)  # masks every compared text whole
     base = second_request()
-    other_tool = second_request()
+    other_tool = json_of(second_request())
     other_tool["messages"][2]["content"][0]["toolName"] = "get_forecast"
-    other_role = second_request()
+    other_role = json_of(second_request())
     other_role["messages"][1]["role"] = "assistant"
-    extra_call = second_request()
+    extra_call = json_of(second_request())
     extra_call["messages"][2]["content"].append(dict(extra_call["messages"][2]["content"][0], toolCallId="call-1"))
-    other_key = second_request()
+    other_key = json_of(second_request())
     other_key["messages"][2]["content"][0]["toolInput"] = {"town": "Paris"}
-    as_parts = second_request()
+    as_parts = json_of(second_request())
     as_parts["messages"][1]["content"] = [
         {"type": "text", "text": "x"},
         {"type": "tool_result", "toolCallId": "call-9", "toolName": "t", "result": "r"},
@@ -245,7 +246,7 @@ def test_strict_replay_serves_a_request_that_differs_only_in_masked_text() -> No
 
 
 def test_tool_results_are_compared_in_call_order() -> None:
-    req = second_request()
+    req = json_of(second_request())
     call = req["messages"][2]["content"][0]
     req["messages"][2]["content"] = [call, dict(call, toolCallId="call-1", toolInput={"city": "Lyon"})]
     result = req["messages"][3]["content"][0]

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from matcher_runs import first_request, second_request
+from matcher_runs import first_request, json_of, second_request
 
 from blackbox_mitm.matcher import Difference, first_difference, request_digest
 from blackbox_mitm.matcher.difference import QUOTE_CHARS, QUOTE_CONTEXT, ROLE_CHARS
@@ -188,7 +188,7 @@ CASES: list[Any] = [
 def test_first_difference(mutate: Mutation, expected: dict[str, Any]) -> None:
     recorded = second_request()
     got = second_request()
-    mutate(got)
+    mutate(json_of(got))
     d = first_difference(recorded, got)
     assert d is not None
     expected = {"message": None, "role": None, "recorded_messages": 4, "got_messages": 4, **expected}
@@ -202,7 +202,7 @@ def test_first_difference(mutate: Mutation, expected: dict[str, Any]) -> None:
 def test_structure_only_difference_is_reported_as_content_json() -> None:
     recorded = second_request()
     got = second_request()
-    got["messages"][3]["content"][0]["toolName"] = "get_forecast"  # texts, ids and calls agree
+    json_of(got)["messages"][3]["content"][0]["toolName"] = "get_forecast"  # texts, ids and calls agree
     d = first_difference(recorded, got)
     assert d is not None
     assert (d.field, d.message, d.role) == ("content", 3, "user")

@@ -8,9 +8,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from matcher_runs import first_request, second_request
+from matcher_runs import first_request, json_of, second_request
 
 from blackbox_mitm.cassette import canonical_bytes
+from blackbox_mitm.cassette.payloads import ModelInput
 from blackbox_mitm.matcher import compared_view, request_digest
 
 
@@ -78,7 +79,7 @@ def _delete(key: str) -> Callable[[dict[str, Any]], None]:
 )
 def test_not_compared(mutate: Callable[[dict[str, Any]], None]) -> None:
     req = first_request()
-    mutate(req)
+    mutate(json_of(req))
     assert request_digest(req) == request_digest(first_request())
 
 
@@ -107,14 +108,14 @@ def test_none_and_empty_params_are_absent() -> None:
 )
 def test_compared(mutate: Callable[[dict[str, Any]], None]) -> None:
     req = first_request()
-    mutate(req)
+    mutate(json_of(req))
     assert request_digest(req) != request_digest(first_request())
 
 
 def test_tool_results_and_calls_are_compared() -> None:
     changed_result = second_request({"forecast": "sun", "celsius": 24})
     changed_input = second_request()
-    changed_input["messages"][2]["content"][0]["toolInput"] = {"city": "Lyon"}
+    json_of(changed_input)["messages"][2]["content"][0]["toolInput"] = {"city": "Lyon"}
     digests = {request_digest(second_request()), request_digest(changed_result), request_digest(changed_input)}
     assert len(digests) == 3
 
@@ -131,7 +132,7 @@ def test_adjacent_text_parts_beside_tool_calls_are_joined() -> None:
     assert request_digest(reordered) != request_digest(whole)
 
 
-def _tools(*names: str) -> dict[str, Any]:
+def _tools(*names: str) -> ModelInput:
     schema = {"type": "object", "properties": {}}
     return {"messages": [{"role": "user", "content": "hi"}], "tools": [{"name": n, "inputSchema": schema} for n in names]}
 
@@ -164,14 +165,15 @@ def test_a_divergence_right_after_a_high_usage_answer_says_so() -> None:
     from blackbox_mitm.matcher.recorded import RecordedCalls
 
     trace = Trace.new("long-1", created_at=1)
-    first, second = _tools("Read"), {**_tools("Read"), "messages": [{"role": "user", "content": "go on"}]}
+    first = _tools("Read")
+    second: ModelInput = {**_tools("Read"), "messages": [{"role": "user", "content": "go on"}]}
     trace.append("model_input", first, timestamp=2)
     trace.append("model_output", {"type": "final_answer", "text": "ok", "tokens": {"input": 190_000, "output": 900}}, timestamp=3)
     trace.append("model_input", second, timestamp=4)
     trace.append("model_output", {"type": "final_answer", "text": "done"}, timestamp=5)
     calls = RecordedCalls(trace)
     assert isinstance(calls.match(first), Served)
-    compacted = {**second, "messages": [{"role": "user", "content": "<summary of the conversation>"}]}
+    compacted: ModelInput = {**second, "messages": [{"role": "user", "content": "<summary of the conversation>"}]}
     divergence = calls.match(compacted)
     assert isinstance(divergence, Divergence) and divergence.difference is not None
     assert "reported high usage (190,000 input and 900 output tokens)" in (divergence.difference.note or "")

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from matcher_runs import first_request, second_request
+from matcher_runs import first_request, json_of, second_request
 
 from blackbox_mitm.matcher import Divergence, Exhausted, first_difference, request_digest
 
 
-def divergence(recorded: dict[str, Any], got: dict[str, Any], step: int = 0) -> Divergence:
+def divergence(recorded: Mapping[str, Any], got: Mapping[str, Any], step: int = 0) -> Divergence:
     return Divergence("weather-7", step, first_difference(recorded, got), request_digest(recorded), request_digest(got))
 
 
@@ -188,7 +189,7 @@ def test_human_variants(got: dict[str, Any], lines: list[str], message: str) -> 
 
 def test_human_tool_calls_at_a_later_step() -> None:
     got = second_request()
-    got["messages"][2]["content"][0]["toolInput"] = {"city": "Lyon"}
+    json_of(got)["messages"][2]["content"][0]["toolInput"] = {"city": "Lyon"}
     assert divergence(second_request(), got, step=4).human() == (
         "the agent diverged from recorded run weather-7 at step 4:\n"
         "  message 2 (assistant): tool_calls differs at character 21\n"

@@ -12,6 +12,7 @@ from matcher_runs import calls_trace, first_request, plain_request, second_reque
 from blackbox_mitm.cassette import Trace
 from blackbox_mitm.matcher import Divergence, Exhausted, RecordedCalls, Served, request_digest
 from blackbox_mitm.matcher import recorded as recorded_module
+from blackbox_mitm.matcher.difference import first_difference
 
 
 def served(outcome: Any) -> Served:
@@ -157,7 +158,7 @@ def test_an_overlapping_call_arriving_early_is_matched_by_content() -> None:
 
 def test_sequence_mode_serves_in_order_whatever_the_content() -> None:
     rc = RecordedCalls(weather_trace())
-    a = served(rc.match({"messages": [{"role": "user", "content": "something else"}]}, mode="sequence"))
+    a = served(rc.match({"messages": [{"role": "user", "content": "something else"}], "tools": []}, mode="sequence"))
     b = served(rc.match(second_request(), mode="sequence"))
     assert (a.call.number, a.matched) == (0, False)
     assert (b.call.number, b.matched) == (1, True)
@@ -177,12 +178,12 @@ def test_strict_then_sequence_keeps_one_cursor() -> None:
 
 def test_unknown_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown match mode 'loose'"):
-        RecordedCalls(weather_trace()).match(first_request(), mode="loose")  # type: ignore[arg-type]
+        RecordedCalls(weather_trace()).match(first_request(), mode="loose")
 
 
 def test_a_repeated_divergence_is_answered_from_the_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     compared = []
-    original = recorded_module.first_difference
+    original = first_difference  # the function recorded.py imported
 
     def counting(recorded: Any, got: Any) -> Any:
         compared.append(1)

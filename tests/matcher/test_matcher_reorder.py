@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from blackbox_mitm.cassette import Trace
+from blackbox_mitm.cassette.payloads import Message, MessagePart, ModelInput
 from blackbox_mitm.matcher import Divergence, RecordedCalls, Served
 from blackbox_mitm.matcher.difference import Difference, first_difference
 from blackbox_mitm.matcher.reorder import reordering
@@ -14,7 +13,7 @@ def note(name: str) -> str:
     return f'<system-reminder>\n<task-notification>\n<summary>Agent "{name}" finished</summary>\n</task-notification>\n</system-reminder>'
 
 
-def request(*messages: Any) -> dict[str, Any]:
+def request(*messages: Message) -> ModelInput:
     return {"model": "m", "messages": [{"role": "user", "content": "start"}, *messages], "tools": []}
 
 
@@ -30,10 +29,11 @@ def test_notifications_in_another_order_are_named_as_such() -> None:
 
 
 def test_tool_results_and_messages_in_another_order() -> None:
-    parts = [{"type": "tool_result", "toolCallId": f"call-{i}", "toolName": "t", "result": str(i)} for i in range(3)]
+    parts: list[MessagePart] = [{"type": "tool_result", "toolCallId": f"call-{i}", "toolName": "t", "result": str(i)} for i in range(3)]
     d = first_difference(request({"role": "user", "content": parts}), request({"role": "user", "content": parts[::-1]}))
     assert d is not None and (d.reordered, d.reordered_items) == (3, "content parts")
-    a, b = {"role": "user", "content": "A"}, {"role": "user", "content": "B"}
+    a: Message = {"role": "user", "content": "A"}
+    b: Message = {"role": "user", "content": "B"}
     d = first_difference(request(a, b), request(b, a))
     assert d is not None and (d.message, d.reordered, d.reordered_items) == (1, 2, "messages")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -124,7 +125,12 @@ def test_list_runs_pages_lazily_and_states_the_counts(folders: Folders, root: Pa
     from blackbox_mitm.mcp_server import runs
 
     original = runs._read
-    monkeypatch.setattr(runs, "_read", lambda entry: (read.append(entry.name), original(entry))[1])
+
+    def reading(entry: Any) -> Any:
+        read.append(entry.name)
+        return original(entry)
+
+    monkeypatch.setattr(runs, "_read", reading)
     first = tools.list_runs(folders, limit=5)
     assert first.startswith("list_runs: 39 cassette-named files") and "shown: 1–5" in first
     assert "More: call list_runs with offset=5" in first

@@ -76,4 +76,5 @@ def test_an_offline_replay_serves_the_recorded_exchange_and_refuses_another(tmp_
     assert served.response is not None and served.response.status_code == 200
     assert served.response.content == b"<h1>page</h1>" and "set-cookie" not in served.response.headers
     assert refused.response is not None and refused.response.status_code == 502
+    assert refused.response.content is not None
     assert b"blackbox replay is offline: docs.example.com was not contacted (it is not in the recording)" in refused.response.content

@@ -63,7 +63,8 @@ async def _replay(cassette: Path) -> tuple[list[int], list[str], Any]:
 
         async def respond(f: http.HTTPFlow) -> None:
             await addon.response(f)  # mitmproxy sends an answer made here after this hook
-            sent.append(orjson.loads(f.response.content)["choices"][0]["message"]["content"])  # type: ignore[union-attr]
+            assert f.response is not None and f.response.content is not None
+            sent.append(orjson.loads(f.response.content)["choices"][0]["message"]["content"])
 
         await asyncio.wait_for(asyncio.gather(respond(first), respond(second)), 30)
         session = addon.session

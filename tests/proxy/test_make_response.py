@@ -55,13 +55,18 @@ def test_the_response_is_a_working_mitmproxy_response() -> None:
     assert built.copy().headers["x-added"] == "1"
 
 
+def _host(value: str) -> dict[str | bytes, str | bytes]:
+    """A Host header, as Request.make takes headers."""
+    return {"Host": value}
+
+
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: http.Request.make("POST", "https://api.openai.com/v1/chat/completions", b"{}", {"Host": "api.openai.com"}),
-        lambda: http.Request.make("POST", "https://api.openai.com:8443/v1/x?y=1", b"{}", {"Host": "API.OpenAI.com:8443"}),
+        lambda: http.Request.make("POST", "https://api.openai.com/v1/chat/completions", b"{}", _host("api.openai.com")),
+        lambda: http.Request.make("POST", "https://api.openai.com:8443/v1/x?y=1", b"{}", _host("API.OpenAI.com:8443")),
         lambda: http.Request.make("GET", "http://127.0.0.1:9/*", b"", {}),
-        lambda: http.Request.make("GET", "https://example.com/a", b"", {"Host": "other.example"}),
+        lambda: http.Request.make("GET", "https://example.com/a", b"", _host("other.example")),
         lambda: http.Request.make("CONNECT", "https://example.com:443", b"", {}),
     ],
 )
@@ -74,7 +79,7 @@ def test_the_destination_is_what_mitmproxy_computes_for_each_request(make: Any) 
 
 
 def test_the_destination_follows_a_changed_host_header() -> None:
-    request = http.Request.make("POST", "https://api.openai.com/v1/x", b"{}", {"Host": "api.openai.com"})
+    request = http.Request.make("POST", "https://api.openai.com/v1/x", b"{}", _host("api.openai.com"))
     assert _destination(request)[0] == "api.openai.com"
     request.headers["Host"] = "api.anthropic.com"
     assert _destination(request) == ("api.anthropic.com", request.pretty_url)

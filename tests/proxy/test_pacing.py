@@ -49,6 +49,7 @@ def pacer(monkeypatch: pytest.MonkeyPatch) -> Iterator[StreamPacer]:
 
 def fetch(url: str) -> tuple[int, str, bytes]:
     parts = urlsplit(url)
+    assert parts.hostname is not None
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
     conn.request("POST", parts.path, body=b"{}")
     resp = conn.getresponse()

@@ -41,7 +41,8 @@ def _screenshot_turns(n: int) -> list[bytes]:
     """An agent's requests: each turn re-sends the same screenshot (and, from turn 2, a PDF) with the history."""
     image = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{_b64(PNG)}"}}
     doc = {"type": "file", "file": {"filename": "spec.pdf", "file_data": f"data:application/pdf;base64,{_b64(PDF)}"}}
-    bodies, messages = [], []
+    bodies: list[bytes] = []
+    messages: list[dict[str, Any]] = []
     for k in range(n):
         parts: list[Any] = [{"type": "text", "text": f"turn {k}"}, image] + ([doc] if k else [])
         messages = [*messages, {"role": "user", "content": parts}]

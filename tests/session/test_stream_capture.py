@@ -36,7 +36,7 @@ def _forwarded(session: Session, path: str, body: dict[str, Any]) -> Forward:
 def _openai(tmp_path: Path) -> tuple[Session, StreamCapture, bytes]:
     session = record_session(tmp_path / "run.json")
     fwd = _forwarded(session, "/v1/chat/completions", {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]})
-    request = DecodedRequest("openai", {"messages": []}, stream=True)
+    request = DecodedRequest("openai", {"messages": [], "tools": []}, stream=True)
     body = openai_chat.encode_stream(TEXT, request=request, ids=CallIds(), created_ms=1)
     return session, StreamCapture(session, fwd.ticket), body
 
@@ -76,7 +76,9 @@ def test_an_event_is_passed_on_as_soon_as_it_is_complete(tmp_path: Path) -> None
 def test_an_encoded_stream_is_recorded_and_sent_on_decoded(encoding: str, tmp_path: Path) -> None:
     session = record_session(tmp_path / "run.json")
     fwd = _forwarded(session, "/v1/chat/completions", {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]})
-    body = openai_chat.encode_stream(TEXT, request=DecodedRequest("openai", {}, stream=True), ids=CallIds(), created_ms=1)
+    body = openai_chat.encode_stream(
+        TEXT, request=DecodedRequest("openai", {"messages": [], "tools": []}, stream=True), ids=CallIds(), created_ms=1
+    )
     packed = gzip.compress(body) if encoding == "gzip" else zlib.compress(body)
     capture = StreamCapture(session, fwd.ticket, encoding)
     assert capture.decodes
@@ -119,7 +121,9 @@ def test_a_refused_answer_replaces_the_final_event_with_the_providers_error(tmp_
     fwd = _forwarded(
         session, "/v1/messages", {"model": "m", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
     )
-    body = anthropic_messages.encode_stream(TEXT, request=DecodedRequest("anthropic", {}, stream=True), ids=CallIds(), created_ms=1)
+    body = anthropic_messages.encode_stream(
+        TEXT, request=DecodedRequest("anthropic", {"messages": [], "tools": []}, stream=True), ids=CallIds(), created_ms=1
+    )
     body = body.replace(b'"stop_reason":"end_turn"', b'"stop_reason":"stop_sequence"')
     capture = StreamCapture(session, fwd.ticket)
     out = capture.tee(body) + capture.tee(b"")

@@ -19,7 +19,8 @@ FIXTURES = ROOT / "tests" / "fixtures"
 
 
 def _fixture(provider: str, name: str) -> dict[str, Any]:
-    return json.loads((FIXTURES / provider / f"{name}.json").read_text(encoding="utf-8"))
+    loaded: dict[str, Any] = json.loads((FIXTURES / provider / f"{name}.json").read_text(encoding="utf-8"))
+    return loaded
 
 
 def _flow(

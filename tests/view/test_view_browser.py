@@ -58,7 +58,8 @@ def _shot(loaded: Loaded, screenshots: Path, name: str) -> None:
 
 
 def _step(loaded: Loaded, index: int) -> Locator:
-    return loaded.page.locator(f'#steps .step[data-index="{index}"]')
+    step: Locator = loaded.page.locator(f'#steps .step[data-index="{index}"]')  # Loaded.page is untyped (playwright is imported lazily)
+    return step
 
 
 def test_the_header_shows_the_runs_figures(browser: Browser, runs: Path, screenshots: Path) -> None:

@@ -34,7 +34,8 @@ def embedded(page: bytes) -> dict[str, Any]:
     text = page.decode("utf-8")
     m = re.search(r'<script type="application/json" id="blackbox-data">(.*?)</script>', text, re.S)
     assert m is not None
-    return json.loads(m.group(1))
+    data: dict[str, Any] = json.loads(m.group(1))
+    return data
 
 
 def test_the_page_is_one_file_that_loads_nothing(runs: Path) -> None:

@@ -17,13 +17,14 @@ import threading
 from typing import Any
 
 import openai
+from openai.types.chat import ChatCompletionFunctionToolParam
 
 SYSTEM = "You are a weather assistant. Use get_weather for every city you are asked about."
 WEATHER = {"paris": {"forecast": "cloudy", "celsius": 18}, "lyon": {"forecast": "rain", "celsius": 15}}
 
 
-def tools(description: str) -> list[dict[str, Any]]:
-    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+def tools(description: str) -> list[ChatCompletionFunctionToolParam]:
+    schema: dict[str, object] = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
     return [{"type": "function", "function": {"name": "get_weather", "description": description, "parameters": schema}}]
 
 
