@@ -22,7 +22,7 @@ from blackbox_mitm.codecs import codec_named, parse_stream
 from blackbox_mitm.codecs.base import CallIds
 
 PAGE = "".join(f"Line {n}: the fetched page goes on and on, as long pages do.\n" for n in range(6000))  # ~370 KB
-FETCHED = {
+FETCHED: dict[str, Any] = {
     "type": "web_fetch_result",
     "url": "https://docs.example.com/long.html",
     "retrieved_at": "2026-12-01T10:00:00Z",

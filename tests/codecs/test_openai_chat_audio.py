@@ -42,7 +42,7 @@ def _request(ids: CallIds, messages: list[dict[str, Any]] | None = None, *, fmt:
 
 def _answer(**audio: Any) -> dict[str, Any]:
     wire = {"id": NATIVE, "data": base64.b64encode(AUDIO).decode(), "expires_at": CREATED + 3600, "transcript": "Hello there!", **audio}
-    message = {"role": "assistant", "content": None, "refusal": None, "audio": wire, "annotations": []}
+    message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None, "audio": wire, "annotations": []}
     return {
         "id": "chatcmpl-AbC123",
         "object": "chat.completion",

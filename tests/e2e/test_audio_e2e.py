@@ -88,7 +88,7 @@ def _b64(data: bytes) -> str:
 
 def _chat_body(transcript: str, data: bytes) -> dict[str, Any]:
     audio = {"id": NATIVE, "data": _b64(data), "expires_at": CREATED + 3600, "transcript": transcript}
-    message = {"role": "assistant", "content": None, "refusal": None, "audio": audio, "annotations": []}
+    message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None, "audio": audio, "annotations": []}
     choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}
     return {"id": "chatcmpl-AudioA1", "object": "chat.completion", "created": CREATED, "model": "gpt-4o-audio-preview", "choices": [choice]}
 

@@ -30,7 +30,7 @@ from conftest import blackbox
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import load_trace
-from blackbox_mitm.cassette.verify import verify_trace
+from blackbox_mitm.codecs.verified import verify_trace
 
 pytestmark = pytest.mark.e2e
 

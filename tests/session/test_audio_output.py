@@ -50,7 +50,7 @@ def _chat_body(audio_id: str | None) -> bytes:
 
 def _chat_answer(transcript: str) -> bytes:
     audio = {"id": NATIVE, "data": base64.b64encode(WAV).decode(), "expires_at": 1_764_003_600, "transcript": transcript}
-    message = {"role": "assistant", "content": None, "refusal": None, "audio": audio, "annotations": []}
+    message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None, "audio": audio, "annotations": []}
     choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}
     return orjson.dumps(
         {"id": "chatcmpl-Zz9", "object": "chat.completion", "created": 1_764_000_000, "model": "gpt-4o-audio-preview", "choices": [choice]}
