@@ -1,4 +1,5 @@
-"""Shared fixtures: a CA directory made once per session, the fake provider, running `blackbox` for real."""
+"""Shared fixtures: a CA directory made once per session, the fake provider, running `blackbox` for real, and the
+weather agent's Paris and Lyon runs recorded once per session for the tests that only replay or copy them."""
 
 from __future__ import annotations
 
@@ -38,6 +39,30 @@ def fake_provider() -> Iterator[object]:
 
     with FakeProvider() as provider:
         yield provider
+
+
+WEATHER_AGENT = [sys.executable, str(EXAMPLES / "openai_weather_agent.py")]
+WEATHER_QUESTIONS = {"paris": "What's the weather in Paris?", "lyon": "What's the weather in Lyon?"}
+WEATHER_ANSWERS = {"paris": "Paris: cloudy, 18°C.", "lyon": "Lyon: rain, 15°C."}
+
+
+@pytest.fixture(scope="session")
+def weather_runs(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> dict[str, Path]:
+    """examples/openai_weather_agent.py asked about Paris and about Lyon, each recorded with `blackbox record` against
+    the fake provider once per session (once per xdist worker), not once per module: the goldens' and the tapes' tests
+    share them. Read only: a test that changes a run (re-records, updates, tampers) copies it first."""
+    from fake_provider import FakeProvider
+
+    folder = tmp_path_factory.mktemp("weather-runs")
+    out: dict[str, Path] = {}
+    with FakeProvider() as provider:
+        remote = remote_args(provider.url)
+        for name, question in WEATHER_QUESTIONS.items():
+            cassette = folder / f"{name}.json"
+            rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), *remote, "--", *WEATHER_AGENT, question, check=True)
+            assert rec.stdout.strip() == WEATHER_ANSWERS[name]
+            out[name] = cassette
+    return out
 
 
 def map_remote_for(url: str) -> list[str]:
@@ -89,9 +114,31 @@ def blackbox(*args: str, env: dict[str, str] | None = None, timeout: float = 180
     return proc
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the xdist_group marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Property-based tests (hypothesis) are marked ``fuzz``: ``make test`` runs them, ``make test-fast`` leaves them
-    out (they are most of its CPU), ``make fuzz`` runs them with 5,000 examples each (tests/fuzz/fuzz_strategies.py)."""
+    out (they are most of its CPU), ``make fuzz`` runs them with 5,000 examples each (tests/fuzz/fuzz_strategies.py).
+
+    A test using a module's own recording (a module-scoped fixture of its module that asks for ``tmp_path_factory``:
+    it records a run once for the tests that only replay, fork or inspect it) is in that recording's xdist group: run
+    with ``--dist loadgroup`` they go to one worker, which records the run once, not once per worker (``make test``'s
+    default ``--dist load`` ignores the groups; on a shared 2-core machine the two measured alike)."""
     for item in items:
         if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
             item.add_marker(pytest.mark.fuzz)
+        group = _recording_group(item)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _recording_group(item: pytest.Item) -> str | None:
+    """``module::fixture`` for the first module recording ``item`` uses, or None."""
+    info = getattr(item, "_fixtureinfo", None)
+    module = getattr(getattr(item, "module", None), "__name__", None)
+    if info is None or module is None:
+        return None
+    for name in info.names_closure:
+        for definition in info.name2fixturedefs.get(name, ()):
+            if definition.scope == "module" and "tmp_path_factory" in definition.argnames and definition.func.__module__ == module:
+                return f"{module}::{name}"
+    return None

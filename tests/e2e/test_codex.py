@@ -141,7 +141,11 @@ def socket_run(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> tuple
     return codex, cassette, _record_run(codex, cassette, "websocket")
 
 
-@pytest.mark.parametrize("transport", list(TRANSPORTS))
+# The websocket case asks for the shared recording by name (getfixturevalue): in its xdist group by hand (tests/conftest.py).
+SHARED = pytest.mark.xdist_group("test_codex::socket_run")
+
+
+@pytest.mark.parametrize("transport", [pytest.param(t, marks=SHARED) if t == "websocket" else t for t in TRANSPORTS])
 def test_codex_records_verifies_replays_offline_and_a_changed_prompt_fails(
     transport: str, tmp_path: Path, confdir: Path, request: pytest.FixtureRequest
 ) -> None:

@@ -18,6 +18,9 @@ without both it refuses the certificate; blackbox sets both). It is pointed at t
 ``--map-remote``), its config, data, cache and state under the home's XDG
 folders. It takes its working directory from ``PWD``, not the process's own, so
 the environment sets ``PWD`` as a shell would.
+
+The four agents take the same steps (``moved_run``): each is described by an
+``Agent`` (its command, its environment, its fake model) and nothing else.
 """
 
 from __future__ import annotations
@@ -28,115 +31,179 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from claude_code_model import respond
 from conftest import ROOT, remote_args
+from fake_gemini import FakeGemini
 from fake_provider import FakeProvider
+from fake_responses_ws import FakeResponsesWs
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.codecs.verified import verify_trace
 
 pytestmark = pytest.mark.e2e
 
-CLAUDE = ROOT / "tests" / "e2e" / "clients" / "claude-code" / "node_modules" / ".bin" / "claude"
-PROMPT = "BB-COPY: copy the first line of notes.txt to copy.txt"
-ARGS = ("--permission-mode", "acceptEdits")
+NOTES = "Blackbox notes\nsecond line\n"
+COPIED = "Blackbox notes\n"
 
 
-@pytest.fixture
-def provider() -> Iterator[FakeProvider]:
-    if not CLAUDE.exists():
-        pytest.fail(f"Claude Code is not installed at {CLAUDE}; scripts/setup-test-clients installs it")
-    with FakeProvider(responder=respond) as p:
-        yield p
+@dataclass(frozen=True)
+class Place:
+    """Where a run happens: its project, its home, its time zone and its user."""
+
+    cwd: Path
+    home: Path
+    tz: str
+    user: str
+
+
+@dataclass(frozen=True)
+class Agent:
+    """One agent program in the moved-environment run: how it is started, what it needs, what its model is."""
+
+    name: str
+    program: Path  # must exist (scripts/setup-test-clients installs it)
+    command: Callable[[str], list[str]]  # the prompt -> its command line
+    prompt: str
+    fake: Callable[[Path], AbstractContextManager[Any]]  # the project -> its fake model, running
+    remote: Callable[[Any], list[str]]  # the running fake -> blackbox's --host/--map-remote arguments
+    key: dict[str, str]  # its (fake) API key, given while recording
+    markers: tuple[str, ...]  # what the recording holds instead of the project's path and the date
+    strip: tuple[str, ...] = ()  # its variables (prefixes) taken out of the inherited environment
+    env: Callable[[Place], dict[str, str]] = lambda place: {}
+    prepare: Callable[[Path, Path], None] = lambda project, home: None  # a project and a home, before it runs there
+    key_in_replay: bool = False  # it will not start without a key, even offline
+    stdin: int | None = subprocess.DEVNULL
+    answer: str | None = None  # what a replay prints; None: exactly what the recording printed
+    served: str | None = None  # what a replay says it served
+    replays: int = 1  # strict replays in the moved copy (each with the file to write removed first)
+    again: bool = False  # record the task again in the moved set-up: `blackbox diff --masked` says it is the same run
+    check_fake: Callable[[Any], None] = lambda fake: None  # on the fake, after recording again
+
+    def blackbox(self, args: list[str], place: Place, *, key: bool) -> subprocess.CompletedProcess[str]:
+        """``blackbox ARGS`` in ``place``, the agent's environment only: no proxy, none of its own variables inherited."""
+        env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy") and not k.startswith(self.strip)}
+        env.update(HOME=str(place.home), TZ=place.tz, USER=place.user, BLACKBOX_CONFIG="", **self.env(place))
+        if key or self.key_in_replay:
+            env.update(self.key)
+        self.prepare(place.cwd, place.home)
+        return subprocess.run(
+            [sys.executable, "-m", "blackbox_mitm", *args],
+            cwd=place.cwd,
+            env=env,
+            stdin=self.stdin,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+
+    def record(self, cassette: Path, place: Place, confdir: Path) -> tuple[subprocess.CompletedProcess[str], Any]:
+        with self.fake(place.cwd) as fake:
+            args = ["record", "-o", str(cassette), "--confdir", str(confdir), *self.remote(fake), "--", *self.command(self.prompt)]
+            return self.blackbox(args, place, key=True), fake
+
+    def replay(self, cassette: Path, place: Place, confdir: Path, prompt: str) -> subprocess.CompletedProcess[str]:
+        return self.blackbox(["replay", str(cassette), "--confdir", str(confdir), "--", *self.command(prompt)], place, key=False)
 
 
 def setup(base: Path, *parts: str) -> tuple[Path, Path]:
     """A project (with notes.txt) and a home, at base/parts/proj and base/<first>/home/<last>."""
     project = base.joinpath(*parts, "proj")
     project.mkdir(parents=True)
-    (project / "notes.txt").write_text("Blackbox notes\nsecond line\n")
+    (project / "notes.txt").write_text(NOTES)
     home = base / "home" / parts[-1]
     home.mkdir(parents=True)
     return project, home
 
 
-def blackbox(args: list[str], *, cwd: Path, home: Path, tz: str, user: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy") and not k.startswith(("CLAUDE", "ANTHROPIC"))}
-    env.update(HOME=str(home), TZ=tz, USER=user, ANTHROPIC_API_KEY="sk-ant-test-not-a-real-key-0000", BLACKBOX_CONFIG="")
-    return subprocess.run([sys.executable, "-m", "blackbox_mitm", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=240)
-
-
-def test_claude_code_recorded_in_a_replays_in_b_with_its_paths_and_dates(provider: FakeProvider, tmp_path: Path, confdir: Path) -> None:
+def moved_run(agent: Agent, tmp_path: Path, confdir: Path) -> None:
+    """Record in A (a day ahead), move the project to B (a day behind, another home and user), delete A; the strict
+    replay in B passes with no flags and writes B's copy.txt; a changed prompt diverges."""
+    if not agent.program.exists():
+        pytest.fail(f"{agent.name} is not installed at {agent.program}; scripts/setup-test-clients installs it")
     project_a, home_a = setup(tmp_path / "A", "alice")
-    cassette = tmp_path / "copy.json"
-    rec = blackbox(
-        ["record", "-o", str(cassette), "--confdir", str(confdir), *remote_args(provider.url), "--", str(CLAUDE), "-p", PROMPT, *ARGS],
-        cwd=project_a,
-        home=home_a,
-        tz="Pacific/Kiritimati",
-        user="alice",
-    )
-    assert rec.returncode == 0, rec.stderr
-    assert (project_a / "copy.txt").read_text() == "Blackbox notes\n"
+    a = Place(project_a, home_a, "Pacific/Kiritimati", "alice")
+    cassette = tmp_path / f"{agent.name}.json"
+    rec, _ = agent.record(cassette, a, confdir)
+    assert rec.returncode == 0, rec.stderr[-3000:]
+    assert (project_a / "copy.txt").read_text() == COPIED
     trace = load_trace(cassette)
     assert verify_trace(trace) == []
-    recorded = "".join(str(s.payload) for s in trace.steps[:-1])
-    assert str(project_a) not in recorded and "<env:cwd>/notes.txt" in recorded and "<env:date>" in recorded
+    recorded = json.dumps([s.payload for s in trace.steps[:-1]])
+    assert str(project_a) not in recorded
+    for marker in agent.markers:
+        assert marker in recorded, marker
     assert trace.environment is not None and trace.environment["cwd"] == str(project_a)
 
     project_b, home_b = setup(tmp_path / "B", "ci", "builds")
     shutil.rmtree(project_b)
     shutil.copytree(project_a, project_b)
-    (project_b / "copy.txt").unlink()
     shutil.rmtree(tmp_path / "A")
-
-    rep = blackbox(
-        ["replay", str(cassette), "--confdir", str(confdir), "--", str(CLAUDE), "-p", PROMPT, *ARGS],
-        cwd=project_b,
-        home=home_b,
-        tz="Pacific/Pago_Pago",
-        user="cibot",
-    )
-    assert rep.returncode == 0, rep.stderr
-    assert rep.stdout == rec.stdout
-    assert "3 of 3 model calls served from the recording, no divergence" in rep.stderr
-    assert (project_b / "copy.txt").read_text() == "Blackbox notes\n"  # written by absolute path, in the new project
+    b = Place(project_b, home_b, "Pacific/Pago_Pago", "cibot")
+    for _ in range(agent.replays):  # the file written is the replay's own
+        (project_b / "copy.txt").unlink(missing_ok=True)
+        rep = agent.replay(cassette, b, confdir, agent.prompt)
+        assert rep.returncode == 0, rep.stderr[-3000:]
+        if agent.answer is None:
+            assert rep.stdout == rec.stdout
+        else:
+            assert agent.answer in rep.stdout
+        if agent.served is not None:
+            assert agent.served in rep.stderr
+        assert (project_b / "copy.txt").read_text() == COPIED  # written by absolute path, in the new project
     assert not (tmp_path / "A").exists()
-
-    changed = blackbox(
-        ["replay", str(cassette), "--confdir", str(confdir), "--", str(CLAUDE), "-p", PROMPT + " please", *ARGS],
-        cwd=project_b,
-        home=home_b,
-        tz="Pacific/Pago_Pago",
-        user="cibot",
-    )
+    changed = agent.replay(cassette, b, confdir, agent.prompt + " Now.")
     assert changed.returncode != 0 and "diverged" in changed.stderr
+    if agent.again:
+        _recorded_again_is_the_same_run(agent, cassette, b, confdir)
 
-    # The same task recorded live in B is the same run.
-    (project_b / "copy.txt").unlink()
-    again = tmp_path / "copy-b.json"
-    rec_b = blackbox(
-        ["record", "-o", str(again), "--confdir", str(confdir), *remote_args(provider.url), "--", str(CLAUDE), "-p", PROMPT, *ARGS],
-        cwd=project_b,
-        home=home_b,
-        tz="Pacific/Pago_Pago",
-        user="cibot",
-    )
-    assert rec_b.returncode == 0, rec_b.stderr
-    same = blackbox(["diff", str(cassette), str(again), "--masked"], cwd=project_b, home=home_b, tz="UTC", user="cibot")
+
+def _recorded_again_is_the_same_run(agent: Agent, cassette: Path, b: Place, confdir: Path) -> None:
+    (b.cwd / "copy.txt").unlink()
+    again = cassette.with_name(f"{agent.name}-b.json")
+    rec_b, fake = agent.record(again, b, confdir)
+    assert rec_b.returncode == 0, rec_b.stderr[-3000:]
+    agent.check_fake(fake)
+    utc = Place(b.cwd, b.home, "UTC", b.user)
+    same = agent.blackbox(["diff", str(cassette), str(again), "--masked"], utc, key=False)
     assert same.returncode == 0, same.stdout + same.stderr
     assert "the same run under the masks" in same.stdout
 
 
-# -- Codex CLI -----------------------------------------------------------------------------------
+# -- Claude Code -----------------------------------------------------------------------------------
+
+CLAUDE = ROOT / "tests" / "e2e" / "clients" / "claude-code" / "node_modules" / ".bin" / "claude"
+
+CLAUDE_CODE = Agent(
+    name="claude-code",
+    program=CLAUDE,
+    command=lambda prompt: [str(CLAUDE), "-p", prompt, "--permission-mode", "acceptEdits"],
+    prompt="BB-COPY: copy the first line of notes.txt to copy.txt",
+    fake=lambda project: FakeProvider(responder=respond),  # examples/claude_code_model.py reads the cwd it is told
+    remote=lambda fake: remote_args(fake.url),
+    key={"ANTHROPIC_API_KEY": "sk-ant-test-not-a-real-key-0000"},
+    key_in_replay=True,
+    markers=("<env:cwd>/notes.txt", "<env:date>"),
+    strip=("CLAUDE", "ANTHROPIC"),
+    stdin=None,
+    served="3 of 3 model calls served from the recording, no divergence",
+    again=True,
+)
+
+
+def test_claude_code_recorded_in_a_replays_in_b_with_its_paths_and_dates(tmp_path: Path, confdir: Path) -> None:
+    moved_run(CLAUDE_CODE, tmp_path, confdir)
+
+
+# -- Codex CLI -------------------------------------------------------------------------------------
 
 CODEX = ROOT / "tests" / "e2e" / "clients" / "codex" / "node_modules" / ".bin" / "codex"
-CODEX_PROMPT = "Copy the first line of notes.txt to copy.txt."
 CODEX_HOSTS = ("chatgpt.com", "ab.chatgpt.com", "api.github.com")  # as tests/e2e/test_codex.py
 
 
@@ -147,67 +214,35 @@ def _codex_script(project: Path) -> list[dict[str, Any]]:
     return [{"custom_tool": "exec", "input": code}, {"text": "Copied: Blackbox notes."}]
 
 
-def _codex(args: list[str], *, cwd: Path, home: Path, tz: str, user: str, key: bool) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k.lower() not in ("https_proxy", "http_proxy", "openai_api_key")}
-    env.update(HOME=str(home), CODEX_HOME=str(home / ".codex"), TZ=tz, USER=user, NO_COLOR="1", BLACKBOX_CONFIG="")
-    if key:
-        env["OPENAI_API_KEY"] = "sk-test-not-a-real-key-000"
-    (home / ".codex").mkdir(exist_ok=True)
-    return subprocess.run(
-        [sys.executable, "-m", "blackbox_mitm", *args],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+def _codex_remote(fake: FakeResponsesWs) -> list[str]:
+    to_fake = ["--map-remote", f"|https://api\\.openai\\.com|{fake.url}"]
+    for host in CODEX_HOSTS:
+        to_fake += ["--host", host, "--map-remote", f"|https://{re.escape(host)}|{fake.url}"]
+    return to_fake
 
 
-def _codex_command(prompt: str = CODEX_PROMPT) -> list[str]:
-    return [str(CODEX), "exec", "--skip-git-repo-check", "--ephemeral", "-s", "danger-full-access", prompt]
+CODEX_CLI = Agent(
+    name="codex",
+    program=CODEX,
+    command=lambda prompt: [str(CODEX), "exec", "--skip-git-repo-check", "--ephemeral", "-s", "danger-full-access", prompt],
+    prompt="Copy the first line of notes.txt to copy.txt.",
+    fake=lambda project: FakeResponsesWs(_codex_script(project)),
+    remote=_codex_remote,
+    key={"OPENAI_API_KEY": "sk-test-not-a-real-key-000"},
+    markers=("<env:cwd>/notes.txt", "<env:date>"),
+    strip=("OPENAI_API_KEY",),
+    env=lambda place: {"CODEX_HOME": str(place.home / ".codex"), "NO_COLOR": "1"},
+    prepare=lambda project, home: (home / ".codex").mkdir(exist_ok=True),
+)
 
 
 def test_codex_recorded_in_a_replays_in_b_with_its_paths_and_dates(tmp_path: Path, confdir: Path) -> None:
-    from fake_responses_ws import FakeResponsesWs
-
-    if not CODEX.exists():
-        pytest.fail(f"Codex CLI is not installed at {CODEX}; scripts/setup-test-clients installs it")
-    project_a, home_a = setup(tmp_path / "A", "alice")
-    cassette = tmp_path / "codex.json"
-    with FakeResponsesWs(_codex_script(project_a)) as fake:
-        to_fake = ["--map-remote", f"|https://api\\.openai\\.com|{fake.url}"]
-        for host in CODEX_HOSTS:
-            to_fake += ["--host", host, "--map-remote", f"|https://{re.escape(host)}|{fake.url}"]
-        rec = _codex(
-            ["record", "-o", str(cassette), "--confdir", str(confdir), *to_fake, "--", *_codex_command()],
-            cwd=project_a, home=home_a, tz="Pacific/Kiritimati", user="alice", key=True,
-        )  # fmt: skip
-    assert rec.returncode == 0, rec.stderr[-3000:]
-    assert (project_a / "copy.txt").read_text() == "Blackbox notes\n"
-    trace = load_trace(cassette)
-    assert verify_trace(trace) == []
-    recorded = json.dumps([s.payload for s in trace.steps[:-1]])
-    assert str(project_a) not in recorded and "<env:cwd>/notes.txt" in recorded and "<env:date>" in recorded
-
-    project_b, home_b = setup(tmp_path / "B", "ci", "builds")
-    shutil.rmtree(project_b)
-    shutil.copytree(project_a, project_b)
-    (project_b / "copy.txt").unlink()
-    shutil.rmtree(tmp_path / "A")
-    b = {"cwd": project_b, "home": home_b, "tz": "Pacific/Pago_Pago", "user": "cibot", "key": False}
-    rep = _codex(["replay", str(cassette), "--confdir", str(confdir), "--", *_codex_command()], **b)  # type: ignore[arg-type]
-    assert rep.returncode == 0, rep.stderr[-3000:]
-    assert rep.stdout == rec.stdout
-    assert (project_b / "copy.txt").read_text() == "Blackbox notes\n"  # the recorded command ran in the new project
-    changed = _codex(["replay", str(cassette), "--confdir", str(confdir), "--", *_codex_command(CODEX_PROMPT + " Now.")], **b)  # type: ignore[arg-type]
-    assert changed.returncode != 0 and "diverged" in changed.stderr
+    moved_run(CODEX_CLI, tmp_path, confdir)
 
 
 # -- Gemini CLI ------------------------------------------------------------------------------------
 
-GEMINI_CLI = ROOT / "tests" / "e2e" / "clients" / "gemini-cli" / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
-GEMINI_PROMPT = "Copy the first line of notes.txt to copy.txt."
+GEMINI = ROOT / "tests" / "e2e" / "clients" / "gemini-cli" / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
 GEMINI_SETTINGS = {  # as tests/e2e/test_gemini_e2e.py: no telemetry, no updates, the API key
     "privacy": {"usageStatisticsEnabled": False},
     "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
@@ -230,7 +265,7 @@ def _gemini_model(project: Path) -> Any:
         if "write_file" in done:
             return {"text": "Copied the first line to copy.txt."}
         if "read_file" in done:
-            args = {"file_path": str(project / "copy.txt"), "content": "Blackbox notes\n"}
+            args = {"file_path": str(project / "copy.txt"), "content": COPIED}
             return {"thought": "Now write it.", "signature": True, "function_calls": [{"name": "write_file", "args": args}]}
         args = {"file_path": str(project / "notes.txt")}
         return {"thought": "Read the notes first.", "signature": True, "function_calls": [{"name": "read_file", "args": args}]}
@@ -238,75 +273,40 @@ def _gemini_model(project: Path) -> Any:
     return respond
 
 
-def _gemini(args: list[str], *, cwd: Path, home: Path, tz: str, user: str, key: bool) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy") and not k.startswith(("GEMINI", "GOOGLE"))}
-    env.update(HOME=str(home), TZ=tz, USER=user, BLACKBOX_CONFIG="")
-    if key:
-        env["GEMINI_API_KEY"] = "AIzaSyBx9Q2mZ7kL4pW1cV8nR3tY6uH0jF5dG2a"
+def _gemini_home(project: Path, home: Path) -> None:
     (home / ".gemini").mkdir(exist_ok=True)
     (home / ".gemini" / "settings.json").write_text(json.dumps(GEMINI_SETTINGS))
-    return subprocess.run(
-        [sys.executable, "-m", "blackbox_mitm", *args],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+
+
+GEMINI_CLI = Agent(
+    name="gemini",
+    program=GEMINI,
+    command=lambda prompt: ["node", str(GEMINI), "--yolo", "--skip-trust", "-p", prompt],
+    prompt="Copy the first line of notes.txt to copy.txt.",
+    fake=lambda project: FakeGemini(responder=_gemini_model(project)),
+    remote=lambda fake: ["--map-remote", rf"|https://generativelanguage\.googleapis\.com|{fake.url}"],
+    key={"GEMINI_API_KEY": "AIzaSyBx9Q2mZ7kL4pW1cV8nR3tY6uH0jF5dG2a"},
+    markers=("<env:cwd>/notes.txt", "<env:date"),
+    strip=("GEMINI", "GOOGLE"),
+    prepare=_gemini_home,
+)
 
 
 def test_gemini_cli_recorded_in_a_replays_in_b_with_its_paths_and_dates(tmp_path: Path, confdir: Path) -> None:
-    from fake_gemini import FakeGemini
-
-    if not GEMINI_CLI.exists():
-        pytest.fail(f"Gemini CLI is not installed at {GEMINI_CLI}; scripts/setup-test-clients installs it")
-    cli = ["node", str(GEMINI_CLI), "--yolo", "--skip-trust", "-p"]
-    project_a, home_a = setup(tmp_path / "A", "alice")
-    cassette = tmp_path / "gemini.json"
-    with FakeGemini(responder=_gemini_model(project_a)) as fake:
-        remote = ["--map-remote", rf"|https://generativelanguage\.googleapis\.com|{fake.url}"]
-        rec = _gemini(
-            ["record", "-o", str(cassette), "--confdir", str(confdir), *remote, "--", *cli, GEMINI_PROMPT],
-            cwd=project_a, home=home_a, tz="Pacific/Kiritimati", user="alice", key=True,
-        )  # fmt: skip
-    assert rec.returncode == 0, rec.stderr[-3000:]
-    assert (project_a / "copy.txt").read_text() == "Blackbox notes\n"
-    trace = load_trace(cassette)
-    assert verify_trace(trace) == []
-    recorded = json.dumps([s.payload for s in trace.steps[:-1]])
-    assert str(project_a) not in recorded and "<env:cwd>/notes.txt" in recorded and "<env:date" in recorded
-
-    project_b, home_b = setup(tmp_path / "B", "ci", "builds")
-    shutil.rmtree(project_b)
-    shutil.copytree(project_a, project_b)
-    (project_b / "copy.txt").unlink()
-    shutil.rmtree(tmp_path / "A")
-    b = {"cwd": project_b, "home": home_b, "tz": "Pacific/Pago_Pago", "user": "cibot", "key": False}
-    rep = _gemini(["replay", str(cassette), "--confdir", str(confdir), "--", *cli, GEMINI_PROMPT], **b)  # type: ignore[arg-type]
-    assert rep.returncode == 0, rep.stderr[-3000:]
-    assert rep.stdout == rec.stdout
-    assert (project_b / "copy.txt").read_text() == "Blackbox notes\n"  # written by absolute path, in the new project
-    changed = _gemini(["replay", str(cassette), "--confdir", str(confdir), "--", *cli, GEMINI_PROMPT + " Now."], **b)  # type: ignore[arg-type]
-    assert changed.returncode != 0 and "diverged" in changed.stderr
+    moved_run(GEMINI_CLI, tmp_path, confdir)
 
 
 # -- opencode --------------------------------------------------------------------------------------
 
 OPENCODE = ROOT / "tests" / "e2e" / "clients" / "opencode" / "node_modules" / ".bin" / "opencode"
-OPENCODE_PROMPT = "Copy the first line of notes.txt to copy.txt."
-
-
-def _opencode_config() -> dict[str, Any]:
-    """The project's opencode.json: the built-in Anthropic provider (its host mapped to the fake), edits allowed."""
-    return {
-        "$schema": "https://opencode.ai/config.json",
-        "autoupdate": False,
-        "share": "disabled",
-        "model": "anthropic/claude-sonnet-4-5",
-        "provider": {"anthropic": {"options": {"baseURL": "https://api.anthropic.com/v1"}}},
-        "permission": {"edit": "allow", "bash": "allow"},
-    }
+OPENCODE_CONFIG = {  # the project's opencode.json: the built-in Anthropic provider (its host mapped to the fake), edits allowed
+    "$schema": "https://opencode.ai/config.json",
+    "autoupdate": False,
+    "share": "disabled",
+    "model": "anthropic/claude-sonnet-4-5",
+    "provider": {"anthropic": {"options": {"baseURL": "https://api.anthropic.com/v1"}}},
+    "permission": {"edit": "allow", "bash": "allow"},
+}
 
 
 def _opencode_model(project: Path) -> Any:
@@ -325,81 +325,49 @@ def _opencode_model(project: Path) -> Any:
         if "write" in used:
             return {"text": "Copied the first line to copy.txt."}
         if "read" in used:
-            return {"tool_calls": [{"name": "write", "arguments": {"filePath": str(project / "copy.txt"), "content": "Blackbox notes\n"}}]}
+            return {"tool_calls": [{"name": "write", "arguments": {"filePath": str(project / "copy.txt"), "content": COPIED}}]}
         return {"tool_calls": [{"name": "read", "arguments": {"filePath": str(project / "notes.txt")}}]}
 
     return respond
 
 
-def _opencode(args: list[str], *, cwd: Path, home: Path, tz: str, user: str, key: bool) -> subprocess.CompletedProcess[str]:
-    """blackbox with opencode's home and XDG folders under ``home``; PWD is set, as a shell would: opencode runs where it says."""
-    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy") and not k.startswith(("ANTHROPIC", "OPENCODE", "XDG_"))}
-    env.update(
-        HOME=str(home), PWD=str(cwd), TZ=tz, USER=user, BLACKBOX_CONFIG="",
-        XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local" / "share"),
-        XDG_CACHE_HOME=str(home / ".cache"), XDG_STATE_HOME=str(home / ".local" / "state"),
-        OPENCODE_DISABLE_MODELS_FETCH="1", OPENCODE_DISABLE_AUTOUPDATE="1",
-    )  # fmt: skip
-    if key:
-        env["ANTHROPIC_API_KEY"] = "sk-ant-test-not-a-real-key-0000"
-    return subprocess.run(
-        [sys.executable, "-m", "blackbox_mitm", *args],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+def _opencode_env(place: Place) -> dict[str, str]:
+    """Its home's XDG folders; PWD set as a shell would: opencode runs where PWD says."""
+    home = place.home
+    return {
+        "PWD": str(place.cwd), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_CACHE_HOME": str(home / ".cache"), "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    }  # fmt: skip
+
+
+def _opencode_project(project: Path, home: Path) -> None:
+    (project / "opencode.json").write_text(json.dumps(OPENCODE_CONFIG))
+
+
+def _opencode_agents(fake: FakeProvider) -> None:
+    agents = {r["headers"].get("user-agent", "") for r in fake.requests}
+    assert agents and all(a.startswith("opencode/") for a in agents), agents  # what matcher/profiles.py chooses it by
+
+
+OPENCODE_AGENT = Agent(
+    name="opencode",
+    program=OPENCODE,
+    command=lambda prompt: [str(OPENCODE), "run", prompt],
+    prompt="Copy the first line of notes.txt to copy.txt.",
+    fake=lambda project: FakeProvider(responder=_opencode_model(project)),
+    remote=lambda fake: remote_args(fake.url),
+    key={"ANTHROPIC_API_KEY": "sk-ant-test-not-a-real-key-0000"},
+    markers=("Working directory: <env:cwd>", "<env:date", "<env:cwd>/notes.txt", "<env:cwd>/copy.txt"),
+    strip=("ANTHROPIC", "OPENCODE", "XDG_"),
+    env=_opencode_env,
+    prepare=_opencode_project,
+    answer="Copied the first line to copy.txt.",
+    replays=3,
+    again=True,
+    check_fake=_opencode_agents,
+)
 
 
 def test_opencode_recorded_in_a_replays_in_b_with_its_paths_and_dates(tmp_path: Path, confdir: Path) -> None:
-    if not OPENCODE.exists():
-        pytest.fail(f"opencode is not installed at {OPENCODE}; scripts/setup-test-clients installs it")
-    cli = [str(OPENCODE), "run"]
-    project_a, home_a = setup(tmp_path / "A", "alice")
-    (project_a / "opencode.json").write_text(json.dumps(_opencode_config()))
-    cassette = tmp_path / "opencode.json"
-    with FakeProvider(responder=_opencode_model(project_a)) as fake:
-        rec = _opencode(
-            ["record", "-o", str(cassette), "--confdir", str(confdir), *remote_args(fake.url), "--", *cli, OPENCODE_PROMPT],
-            cwd=project_a, home=home_a, tz="Pacific/Kiritimati", user="alice", key=True,
-        )  # fmt: skip
-    assert rec.returncode == 0, rec.stderr[-3000:]
-    assert (project_a / "copy.txt").read_text() == "Blackbox notes\n"
-    trace = load_trace(cassette)
-    assert verify_trace(trace) == []
-    recorded = json.dumps([s.payload for s in trace.steps[:-1]])
-    assert str(project_a) not in recorded and "Working directory: <env:cwd>" in recorded and "<env:date" in recorded
-    assert "<env:cwd>/notes.txt" in recorded and "<env:cwd>/copy.txt" in recorded
-
-    project_b, home_b = setup(tmp_path / "B", "ci", "builds")
-    shutil.rmtree(project_b)
-    shutil.copytree(project_a, project_b)
-    (project_b / "copy.txt").unlink()
-    shutil.rmtree(tmp_path / "A")
-    b = {"cwd": project_b, "home": home_b, "tz": "Pacific/Pago_Pago", "user": "cibot", "key": False}
-    for _ in range(3):  # a fresh project copy each time: the file written is the replay's own
-        (project_b / "copy.txt").unlink(missing_ok=True)
-        rep = _opencode(["replay", str(cassette), "--confdir", str(confdir), "--", *cli, OPENCODE_PROMPT], **b)  # type: ignore[arg-type]
-        assert rep.returncode == 0, rep.stderr[-3000:]
-        assert "Copied the first line to copy.txt." in rep.stdout
-        assert (project_b / "copy.txt").read_text() == "Blackbox notes\n"  # written by absolute path, in the new project
-    assert not (tmp_path / "A").exists()
-    changed = _opencode(["replay", str(cassette), "--confdir", str(confdir), "--", *cli, OPENCODE_PROMPT + " Now."], **b)  # type: ignore[arg-type]
-    assert changed.returncode != 0 and "diverged" in changed.stderr
-
-    # The same task recorded live in B is the same run.
-    (project_b / "copy.txt").unlink()
-    again = tmp_path / "opencode-b.json"
-    with FakeProvider(responder=_opencode_model(project_b)) as fake:
-        rec_b = _opencode(
-            ["record", "-o", str(again), "--confdir", str(confdir), *remote_args(fake.url), "--", *cli, OPENCODE_PROMPT],
-            **{**b, "key": True},  # type: ignore[arg-type]
-        )
-        agents = {r["headers"].get("user-agent", "") for r in fake.requests}
-    assert rec_b.returncode == 0, rec_b.stderr[-3000:]
-    assert agents and all(a.startswith("opencode/") for a in agents), agents  # what matcher/profiles.py chooses it by
-    same = _opencode(["diff", str(cassette), str(again), "--masked"], **{**b, "tz": "UTC"})  # type: ignore[arg-type]
-    assert same.returncode == 0, same.stdout + same.stderr
-    assert "the same run under the masks" in same.stdout
+    moved_run(OPENCODE_AGENT, tmp_path, confdir)

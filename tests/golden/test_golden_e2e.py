@@ -1,7 +1,7 @@
 """`blackbox test` end to end: real goldens recorded through the proxy, real subprocess agents, the JUnit read back.
 
-The goldens are recorded once per module with `blackbox record`, the fake provider
-and examples/openai_weather_agent.py; every test copies the ones it needs into a
+The goldens are recorded once per session with `blackbox record`, the fake provider
+and examples/openai_weather_agent.py (tests/conftest.py ``weather_runs``); every test copies the ones it needs into a
 folder of its own. The provider is gone by the time any golden is tested.
 """
 
@@ -18,8 +18,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, blackbox, remote_args
-from fake_provider import FakeProvider
+from conftest import WEATHER_AGENT, WEATHER_ANSWERS, WEATHER_QUESTIONS, blackbox
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.golden.runner import TAIL_BYTES
@@ -27,28 +26,16 @@ from blackbox_mitm.proxy.environment import REPLAY_PLACEHOLDER_KEY
 
 pytestmark = pytest.mark.e2e
 
-AGENT = [sys.executable, str(EXAMPLES / "openai_weather_agent.py")]
+AGENT = WEATHER_AGENT
 HELPER = [sys.executable, str(Path(__file__).with_name("golden_agents.py"))]
-QUESTIONS = {"paris": "What's the weather in Paris?", "lyon": "What's the weather in Lyon?"}
-ANSWERS = {"paris": "Paris: cloudy, 18°C.", "lyon": "Lyon: rain, 15°C."}
+QUESTIONS = WEATHER_QUESTIONS
+ANSWERS = WEATHER_ANSWERS
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> dict[str, Path]:
-    return record_goldens(tmp_path_factory.mktemp("recorded"), confdir)
-
-
-def record_goldens(folder: Path, confdir: Path) -> dict[str, Path]:
-    """The Paris and Lyon runs, recorded with `blackbox record` against the fake provider."""
-    out: dict[str, Path] = {}
-    with FakeProvider() as provider:
-        remote = remote_args(provider.url)
-        for name, question in QUESTIONS.items():
-            cassette = folder / f"{name}.json"
-            rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), *remote, "--", *AGENT, question, check=True)
-            assert rec.stdout.strip() == ANSWERS[name]
-            out[name] = cassette
-    return out
+def recorded(weather_runs: dict[str, Path]) -> dict[str, Path]:
+    """The Paris and Lyon runs, recorded once per session (tests/conftest.py): every test copies what it changes."""
+    return weather_runs
 
 
 @pytest.fixture(scope="module")

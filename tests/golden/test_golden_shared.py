@@ -1,6 +1,6 @@
 """`blackbox test` through one shared proxy: names kept apart, bad input kept to its golden, the old path kept, live progress.
 
-Real goldens recorded once per module, real agent processes, the real `blackbox
+Real goldens recorded once per session, real agent processes, the real `blackbox
 test` command (marked e2e); the units (run names, the router, the progress line) in-process.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from test_golden_e2e import AGENT, ANSWERS, HELPER, QUESTIONS, junit_cases, make_suite, record_goldens, run_test
+from test_golden_e2e import AGENT, ANSWERS, HELPER, QUESTIONS, junit_cases, make_suite, run_test
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.golden.progress import ERASE, Progress, result_line
@@ -32,8 +32,9 @@ E2E = pytest.mark.e2e  # real goldens, real agent processes and a real proxy: ma
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> dict[str, Path]:
-    return record_goldens(tmp_path_factory.mktemp("recorded"), confdir)
+def recorded(weather_runs: dict[str, Path]) -> dict[str, Path]:
+    """The Paris and Lyon runs, recorded once per session (tests/conftest.py): every test copies what it changes."""
+    return weather_runs
 
 
 # -- units ----------------------------------------------------------------------------------

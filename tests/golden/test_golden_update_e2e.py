@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import blackbox, remote_args
 from fake_provider import FakeProvider
-from test_golden_e2e import QUESTIONS, record_goldens
+from test_golden_e2e import QUESTIONS
 
 from blackbox_mitm.cassette import load_trace
 
@@ -25,8 +25,9 @@ CHANGED = [*HELPER, "weather", "paris", "sunny", "24", "{input}"]  # Paris is su
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> dict[str, Path]:
-    return record_goldens(tmp_path_factory.mktemp("recorded"), confdir)
+def recorded(weather_runs: dict[str, Path]) -> dict[str, Path]:
+    """The Paris and Lyon runs, recorded once per session (tests/conftest.py): every test copies what it changes."""
+    return weather_runs
 
 
 def suite(tmp_path: Path, recorded: dict[str, Path]) -> Path:

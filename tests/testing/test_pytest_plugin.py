@@ -6,11 +6,10 @@ loaded from its pytest11 entry point and a real in-process replay proxy per test
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, blackbox, map_remote_for, remote_args
+from conftest import EXAMPLES, map_remote_for
 from fake_provider import FakeProvider
 
 from blackbox_mitm.cassette import load_trace
@@ -18,28 +17,11 @@ from blackbox_mitm.cassette import load_trace
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.e2e
 
-QUESTION = "What's the weather in Paris?"
-
 
 @pytest.fixture(scope="module")
-def tape(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Path:
-    cassette = tmp_path_factory.mktemp("tapes") / "weather.json"
-    with FakeProvider() as provider:
-        remote = remote_args(provider.url)
-        rec = blackbox(
-            "record",
-            "-o",
-            str(cassette),
-            "--confdir",
-            str(confdir),
-            *remote,
-            "--",
-            sys.executable,
-            str(EXAMPLES / "openai_weather_agent.py"),
-            QUESTION,
-        )
-    assert rec.returncode == 0, rec.stderr
-    return cassette
+def tape(weather_runs: dict[str, Path]) -> Path:
+    """The weather agent's Paris run, recorded once per session (tests/conftest.py): a test that re-records copies it."""
+    return weather_runs["paris"]
 
 
 def _header(tape: Path) -> str:

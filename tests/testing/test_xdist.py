@@ -7,30 +7,20 @@ outcome is read back by name.
 
 from __future__ import annotations
 
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, blackbox, remote_args
-from fake_provider import FakeProvider
+from conftest import EXAMPLES
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.e2e
 
-QUESTION = "What's the weather in Paris?"
-
 
 @pytest.fixture(scope="module")
-def tape(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Path:
-    cassette = tmp_path_factory.mktemp("tapes") / "weather.json"
-    with FakeProvider() as provider:
-        rec = blackbox(
-            "record", "-o", str(cassette), "--confdir", str(confdir), *remote_args(provider.url), "--",
-            sys.executable, str(EXAMPLES / "openai_weather_agent.py"), QUESTION,
-        )  # fmt: skip
-    assert rec.returncode == 0, rec.stderr
-    return cassette
+def tape(weather_runs: dict[str, Path]) -> Path:
+    """The weather agent's Paris run, recorded once per session (tests/conftest.py): a test that re-records copies it."""
+    return weather_runs["paris"]
 
 
 SUITE = """
