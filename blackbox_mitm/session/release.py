@@ -194,11 +194,12 @@ class ReleaseOrder:
         self.gap_ms = float(gap_ms)
         self.wait_ms = float(wait_ms)
         self.gate_wait_ms = float(gate_wait_ms)
-        clocked = _taken_in_only(calls, overlaps(calls))
+        clocked = overlaps(calls)
+        clocked = _taken_in_only(calls, clocked) if clocked else clocked  # one call at a time: nothing to hold, no scan
         self._concerned = {*clocked, *(j for preds in clocked.values() for j in preds)}
-        self.predecessors = _reordered(clocked, perceived_order(calls, self._concerned))
-        self.arrivals = arrival_order(calls)
-        self.gates = gates(calls, self._concerned)
+        self.predecessors = _reordered(clocked, perceived_order(calls, self._concerned)) if clocked else {}
+        self.arrivals = arrival_order(calls) if clocked else ()
+        self.gates = gates(calls, self._concerned) if clocked else {}
         self._clock = clock
         self._cond = threading.Condition()
         self._asked: set[int] = set()
