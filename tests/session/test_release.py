@@ -27,9 +27,7 @@ def calls(*spans: tuple[int, int], taken_in: bool = True) -> list:  # type: igno
     """
     trace = Trace.new("release-1", created_at=0)
     for i, (start, end) in enumerate(spans):
-        history = [
-            {"role": "assistant", "content": f"answer {j}"} for j, (_, done) in enumerate(spans) if taken_in and done <= start
-        ]
+        history = [{"role": "assistant", "content": f"answer {j}"} for j, (_, done) in enumerate(spans) if taken_in and done <= start]
         messages = [*history, {"role": "user", "content": f"call {i}"}]
         trace.append("model_input", {"messages": messages, "tools": []}, timestamp=start)
         trace.append("model_output", {"type": "final_answer", "text": f"answer {i}"}, timestamp=end)
