@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from blackbox_mitm.codecs.common.jsonio import hand_over
 from blackbox_mitm.errors import BlackboxUnsupportedError
 
 __all__ = ["refuse_unrepresentable_numbers", "unrepresentable_number"]
@@ -67,10 +68,11 @@ def _might_hold_one(body: bytes) -> bool:
 def unrepresentable_number(body: bytes) -> tuple[str, str] | None:
     """The JSON path (``body.temperature``) and text of the first number a cassette cannot hold, or None."""
     try:
-        orjson.loads(body)
+        data = orjson.loads(body)
     except orjson.JSONDecodeError:
         pass  # not JSON to orjson: the slower checks below decide
     else:
+        hand_over(body, data)  # the codec's parse of this body, next (codecs/common/jsonio.py): parsed once
         return None  # orjson read every number as a finite double (or an int that fits one)
     if not _might_hold_one(body):
         return None

@@ -12,7 +12,11 @@ when its answer completes, so the recorded calls are in completion order; a
 model_input's timestamp is when its request arrived and a model_output's when
 its answer completed. Call ``i`` *overlapped* an earlier-completed call ``j``
 when ``i``'s request arrived before (or in the same millisecond as) ``j``'s
-answer completed. ``overlaps`` lists, for each call, those predecessors.
+answer completed. ``overlaps`` lists, for each call, those predecessors. Only answers a later
+request carries (``perceived.taken_in``) are kept in it: the order of answers
+nothing carries on (independent conversations run side by side, the way a
+benchmark's concurrent clients or a batch job call a model) cannot be seen in
+the recording, so they are sent at once, as if they had never overlapped.
 
 ``ReleaseOrder`` is the rule a replay keeps: a served call's answer (a whole
 response, or a stream's final event) is released only after every predecessor
@@ -74,7 +78,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from blackbox_mitm.matcher.outcomes import RecordedCall
-from blackbox_mitm.session.perceived import perceived_order
+from blackbox_mitm.session.perceived import perceived_order, taken_in
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +144,13 @@ def gates(calls: Sequence[RecordedCall], concerned: set[int]) -> dict[int, int]:
     return {c.number: bisect.bisect_left(arrivals, float(c.timestamp)) for c in calls if c.number in concerned}
 
 
+def _taken_in_only(calls: Sequence[RecordedCall], clocked: dict[int, tuple[int, ...]]) -> dict[int, tuple[int, ...]]:
+    """The overlapping pairs of ``clocked`` whose two answers some later request carries (``perceived.taken_in``)."""
+    kept = taken_in(calls, {*clocked, *(j for preds in clocked.values() for j in preds)})
+    pairs = {i: tuple(j for j in preds if j in kept) for i, preds in clocked.items() if i in kept}
+    return {i: preds for i, preds in pairs.items() if preds}
+
+
 def _reordered(clocked: dict[int, tuple[int, ...]], order: Sequence[int]) -> dict[int, tuple[int, ...]]:
     """The overlapping pairs of ``clocked``, each pointed the way ``order`` (the agent's) puts them."""
     rank = {number: r for r, number in enumerate(order)}
@@ -184,10 +195,11 @@ class ReleaseOrder:
         self.wait_ms = float(wait_ms)
         self.gate_wait_ms = float(gate_wait_ms)
         clocked = overlaps(calls)
+        clocked = _taken_in_only(calls, clocked) if clocked else clocked  # one call at a time: nothing to hold, no scan
         self._concerned = {*clocked, *(j for preds in clocked.values() for j in preds)}
-        self.predecessors = _reordered(clocked, perceived_order(calls, self._concerned))
-        self.arrivals = arrival_order(calls)
-        self.gates = gates(calls, self._concerned)
+        self.predecessors = _reordered(clocked, perceived_order(calls, self._concerned)) if clocked else {}
+        self.arrivals = arrival_order(calls) if clocked else ()
+        self.gates = gates(calls, self._concerned) if clocked else {}
         self._clock = clock
         self._cond = threading.Condition()
         self._asked: set[int] = set()

@@ -35,7 +35,7 @@ def _answer(text: str) -> dict[str, Any]:
 
 
 async def _record(cassette: Path) -> None:
-    """Two calls in flight at once; the one asked second is answered first."""
+    """Two calls in flight at once; the one asked second is answered first; then a turn that takes both answers in."""
     addon = BlackboxAddon()
     with taddons.context(addon, Proxyserver()) as tctx:
         tctx.configure(addon, blackbox_mode="record", blackbox_cassette=str(cassette))
@@ -46,6 +46,12 @@ async def _record(cassette: Path) -> None:
         for f, text in ((second, "second done"), (first, "first done")):
             f.response = http.Response.make(200, orjson.dumps(_answer(text)), {"content-type": "application/json"})
             await addon.response(f)
+        await asyncio.sleep(0.005)  # a later millisecond than those answers: it did not overlap them
+        turn = _flow("second done; first done")  # what makes their order matter: the agent acted on both
+        addon.requestheaders(turn)
+        addon.request(turn)
+        turn.response = http.Response.make(200, orjson.dumps(_answer("noted")), {"content-type": "application/json"})
+        await addon.response(turn)
         addon.done()
 
 

@@ -106,6 +106,9 @@ def test_a_held_stream_sends_its_last_event_only_once_released() -> None:
     for i, (start, end) in enumerate([(0, 100), (1, 103)]):
         trace.append("model_input", {"messages": [{"role": "user", "content": f"call {i}"}], "tools": []}, timestamp=start)
         trace.append("model_output", {"type": "final_answer", "text": f"answer {i}"}, timestamp=end)
+    # The agent's next turn takes both answers in: what makes their order one to keep (session/perceived.py).
+    trace.append("model_input", {"messages": [{"role": "user", "content": "answer 0; answer 1"}], "tools": []}, timestamp=200)
+    trace.append("model_output", {"type": "final_answer", "text": "noted"}, timestamp=210)
     order = ReleaseOrder(recorded_calls_of(trace), gap_ms=20)
     p = StreamPacer(0).start()
     try:

@@ -222,8 +222,11 @@ def test_a_cassette_named_like_a_provider_id_gets_a_run_id_that_verifies(stem: s
 # --- concurrent calls: the release order --------------------------------------------------
 
 
-def _record_overlapping(tmp_path: Path) -> Path:
-    """Two calls in flight at once (the one asked second answered first), then one on its own."""
+LATER = "second done; first done"  # the later call takes both answers in (one agent's calls)
+
+
+def _record_overlapping(tmp_path: Path, later: str = LATER) -> Path:
+    """Two calls in flight at once (the one asked second answered first), then one on its own asking ``later``."""
     path = tmp_path / "overlap.json"
     session = record_session(path, fsync=False)
     first, second = session.on_request(_req(_body("first"))), session.on_request(_req(_body("second")))
@@ -231,7 +234,7 @@ def _record_overlapping(tmp_path: Path) -> Path:
     assert session.on_response(second.ticket, 200, _answer("second done")) is None
     assert session.on_response(first.ticket, 200, _answer("first done")) is None
     time.sleep(0.005)  # asked for in a later millisecond than that answer (the same one counts as overlapping)
-    _record_one(session, _body("later"))
+    _record_one(session, _body(later))
     _finished(session, path)
     return path
 
@@ -239,9 +242,10 @@ def _record_overlapping(tmp_path: Path) -> Path:
 def test_answers_to_overlapping_calls_carry_a_hold_and_others_do_not(tmp_path: Path) -> None:
     path = _record_overlapping(tmp_path)
     session = replay_session(path)
-    answers = {p: session.on_request(_req(_body(p))) for p in ("first", "second", "later")}
+    answers = {p: session.on_request(_req(_body(p))) for p in ("first", "second", LATER)}
     assert all(isinstance(a, Answer) and a.replayed for a in answers.values())
     holds = {p: a.hold for p, a in answers.items() if isinstance(a, Answer)}
+    holds["later"] = holds.pop(LATER)
     assert holds["later"] is None  # overlapped nothing: sent at once
     assert holds["first"] is not None and holds["second"] is not None
     assert not holds["first"].now()  # recorded completing after "second", which is not delivered yet
@@ -254,3 +258,12 @@ def test_answers_to_overlapping_calls_carry_a_hold_and_others_do_not(tmp_path: P
     assert off.order is None
     answer = off.on_request(_req(_body("first")))
     assert isinstance(answer, Answer) and answer.hold is None
+
+
+def test_overlapping_calls_no_later_request_takes_in_are_not_held(tmp_path: Path) -> None:
+    # Two independent conversations side by side: they overlapped, but nothing recorded after says in which order
+    # their answers were handled, so a replay sends each at once (no settle, no order to keep).
+    path = _record_overlapping(tmp_path, later="something else")
+    session = replay_session(path)
+    answers = [session.on_request(_req(_body(p))) for p in ("first", "second", "something else")]
+    assert all(isinstance(a, Answer) and a.replayed and a.hold is None for a in answers)

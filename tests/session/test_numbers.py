@@ -80,3 +80,27 @@ def _slow_answer(body: bytes) -> tuple[str, str] | None:
 def test_the_orjson_fast_path_agrees_with_the_full_check(fields: list[tuple[str, str]]) -> None:
     body = ("{" + ",".join(f"{json.dumps(k)}:{v}" for k, v in fields) + "}").encode("utf-8", "surrogatepass")
     assert numbers.unrepresentable_number(body) == _slow_answer(body)
+
+
+def test_a_body_the_number_check_parsed_is_not_parsed_again_by_the_codec() -> None:
+    # The check's orjson parse is handed to the codec's next parse of that very body (once): 120 KB parsed once.
+    from unittest import mock
+
+    import orjson
+
+    from blackbox_mitm.codecs.common import jsonio
+    from blackbox_mitm.session.numbers import refuse_unrepresentable_numbers
+
+    body = b'{"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.5}'
+    refuse_unrepresentable_numbers(body)
+    with mock.patch.object(jsonio.orjson, "loads", side_effect=AssertionError("parsed twice")):
+        first = jsonio.load_object(body, "request", "openai")
+    assert first == orjson.loads(body)
+    again = jsonio.load_object(body, "request", "openai")  # handed over once: a second read parses afresh
+    assert again == first and again is not first
+    other = (body + b" ")[:-1]  # an equal body that is another object: never given the handed-over parse
+    assert other == body and other is not body
+    refuse_unrepresentable_numbers(body)
+    handed = jsonio._handed.slot[1]
+    assert jsonio.loads(other, "request", "openai") is not handed
+    assert jsonio.loads(body, "request", "openai") is not handed  # the slot was spent on the other body's miss

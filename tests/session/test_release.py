@@ -19,11 +19,17 @@ from blackbox_mitm.session.perceived import perceived_order
 from blackbox_mitm.session.release import Release, ReleaseOrder, arrival_order, gates, overlaps
 
 
-def calls(*spans: tuple[int, int]) -> list:  # type: ignore[type-arg]
-    """Recorded calls from (request ms, answer ms) spans, in completion order, the way the recorder appends them."""
+def calls(*spans: tuple[int, int], taken_in: bool = True) -> list:  # type: ignore[type-arg]
+    """Recorded calls from (request ms, answer ms) spans, in completion order, the way the recorder appends them.
+
+    ``taken_in``: each request carries, as its history, every answer that completed before it arrived (one agent's
+    calls, whose answers it acts on); else every call is its own conversation (nothing carries an answer on).
+    """
     trace = Trace.new("release-1", created_at=0)
     for i, (start, end) in enumerate(spans):
-        trace.append("model_input", {"messages": [{"role": "user", "content": f"call {i}"}], "tools": []}, timestamp=start)
+        history = [{"role": "assistant", "content": f"answer {j}"} for j, (_, done) in enumerate(spans) if taken_in and done <= start]
+        messages = [*history, {"role": "user", "content": f"call {i}"}]
+        trace.append("model_input", {"messages": messages, "tools": []}, timestamp=start)
         trace.append("model_output", {"type": "final_answer", "text": f"answer {i}"}, timestamp=end)
     return recorded_calls_of(trace)
 
@@ -100,7 +106,7 @@ def test_threads_released_in_the_recorded_order_with_the_requested_separation() 
     for g in range(4):
         base = g * 1000
         spans += [(base + 2, base + 500), (base + 1, base + 501), (base, base + 502)]
-    recorded = calls(*spans)
+    recorded = calls(*spans, (4000, 4010))  # the last call takes the last group's answers in
     order = ReleaseOrder(recorded, gap_ms=15)
     numbers = list(range(len(recorded)))
     random.Random(7).shuffle(numbers)  # asked for in any order, from many threads at once
@@ -125,7 +131,7 @@ def test_threads_released_in_the_recorded_order_with_the_requested_separation() 
         assert r.not_before_ms == by_call[r.after].at_ms + 15
         assert r.at_ms >= r.not_before_ms  # the separation the scheduler was asked for
     for group in range(4):
-        assert [r.call for r in releases if r.call // 3 == group] == [3 * group, 3 * group + 1, 3 * group + 2]
+        assert [r.call for r in releases if r.call // 3 == group and r.call < 12] == [3 * group, 3 * group + 1, 3 * group + 2]
 
 
 def test_the_event_loop_waiter_keeps_the_same_order() -> None:
@@ -338,3 +344,38 @@ def test_an_answer_asked_for_a_moment_ago_settles_before_it_goes() -> None:
     clock.now += 25
     assert alpha.now()
     assert [(r.call, r.at_ms) for r in order.releases] == [(1, 1550.0), (2, 1575.0), (3, 1600.0)]
+
+
+def test_independent_conversations_side_by_side_are_never_held() -> None:
+    # Eight clients, each its own one-call conversation, asked and answered overlapping (a benchmark's concurrent
+    # phase, a batch job): no later request carries any answer, so no order of them can be seen in the recording.
+    spans = [(i, 100 + 3 * i) for i in range(8)]
+    assert overlaps(calls(*spans, taken_in=False))  # they did overlap
+    order = ReleaseOrder(calls(*spans, taken_in=False), gap_ms=25, clock=FakeClock(), settle_ms=250)
+    assert not any(order.concerns(n) for n in range(8)) and order.predecessors == {} and order.gates == {}
+    # The same spans as one agent's calls (each later request carries the answers before it) are held as before.
+    held = ReleaseOrder(calls(*spans, (200, 210)), gap_ms=25, clock=FakeClock(), settle_ms=250)
+    assert all(held.concerns(n) for n in range(8)) and held.predecessors[7] == tuple(range(7))
+
+
+def test_an_answer_is_taken_in_by_its_text_its_tool_call_id_or_its_tool_input() -> None:
+    from blackbox_mitm.session.perceived import taken_in
+
+    trace = Trace.new("release-6", created_at=0)
+    outputs = [
+        {"type": "tool_calls", "calls": [{"toolCallId": "call-7", "toolName": "read", "toolInput": {"path": "a.txt"}}]},
+        {"type": "tool_calls", "calls": [{"toolCallId": "x-1", "toolName": "read", "toolInput": {"path": "b.txt"}}]},
+        {"type": "final_answer", "text": "nobody sends this on"},
+        {"type": "final_answer"},  # nothing to look for: counted as taken in (held, as before)
+    ]
+    for i, output in enumerate(outputs):
+        trace.append("model_input", {"messages": [{"role": "user", "content": f"sub {i}"}], "tools": []}, timestamp=i)
+        trace.append("model_output", output, timestamp=100 + i)
+    later = [
+        {"role": "assistant", "content": [{"type": "tool_use", "toolCallId": "call-7", "toolName": "read", "toolInput": {}}]},
+        # The same tool call under another id (a codec that numbers ids per request): its input says it is call 1's.
+        {"role": "assistant", "content": [{"type": "tool_use", "toolCallId": "t0", "toolName": "read", "toolInput": {"path": "b.txt"}}]},
+    ]
+    trace.append("model_input", {"messages": later, "tools": []}, timestamp=200)
+    trace.append("model_output", {"type": "final_answer", "text": "done"}, timestamp=210)
+    assert taken_in(recorded_calls_of(trace), {0, 1, 2, 3}) == {0, 1, 3}

@@ -88,12 +88,16 @@ _REQUEST: Shape = {
 }
 
 
+def _upper(m: re.Match[str]) -> str:
+    return m.group(1).upper()
+
+
 def _camel(value: Any, shape: Shape) -> Any:
     if not isinstance(value, dict):
         return value
     out: dict[str, Any] = {}
     for key, item in value.items():
-        name = _SNAKE.sub(lambda m: m.group(1).upper(), key) if isinstance(key, str) else key
+        name = _SNAKE.sub(_upper, key) if isinstance(key, str) and "_" in key else key  # the SDKs send camelCase
         if name in out and name != key:
             continue  # both spellings: the camelCase one wins
         if name in shape:
