@@ -93,7 +93,7 @@ def test_a_body_the_number_check_parsed_is_not_parsed_again_by_the_codec() -> No
 
     body = b'{"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.5}'
     refuse_unrepresentable_numbers(body)
-    with mock.patch.object(jsonio.orjson, "loads", side_effect=AssertionError("parsed twice")):
+    with mock.patch.object(orjson, "loads", side_effect=AssertionError("parsed twice")):
         first = jsonio.load_object(body, "request", "openai")
     assert first == orjson.loads(body)
     again = jsonio.load_object(body, "request", "openai")  # handed over once: a second read parses afresh
