@@ -42,11 +42,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import re2
 
 from blackbox_mitm.errors import MaskError
+
+if TYPE_CHECKING:
+    from blackbox_mitm.matcher.unordered import Unordered
 
 __all__ = [
     "BUILT_IN_MASKS",
@@ -264,6 +267,7 @@ class CompareRules:
 
     masks: tuple[Mask, ...] = ()
     redactions: tuple[str, ...] = ()
+    unordered: tuple[Unordered, ...] = ()  # an agent profile's lists in no fixed order (``Unordered``)
 
     @classmethod
     def build(
@@ -290,7 +294,7 @@ class CompareRules:
         return cls(tuple(masks), tuple(redactions))
 
     def __bool__(self) -> bool:
-        return bool(self.masks)
+        return bool(self.masks or self.unordered)
 
     def by_name(self, name: str) -> Mask | None:
         return next((m for m in self.masks if m.name == name), None)
@@ -298,7 +302,9 @@ class CompareRules:
     # -- masking ----------------------------------------------------------------------
 
     def mask_text(self, text: str) -> str:
-        """``text`` with every masked span replaced by its mask's placeholder."""
+        """``text`` with its unordered lists sorted and every masked span replaced by its mask's placeholder."""
+        for rule in self.unordered:
+            text = rule.sort_text(text)
         if not self.masks:
             return text
         spans = _spans(text, self.masks)
@@ -314,7 +320,7 @@ class CompareRules:
 
     def mask_view(self, view: dict[str, Any]) -> dict[str, Any]:
         """A compared view (``normalize.compared_view``) with its compared texts masked; the input is not modified."""
-        if not self.masks:
+        if not self:
             return view
         out = dict(view)
         if isinstance(view.get("systemPrompt"), str):
@@ -351,8 +357,13 @@ class CompareRules:
         return part
 
     def _tool(self, tool: Any) -> Any:
-        if isinstance(tool, Mapping) and isinstance(tool.get("description"), str):
-            return {**tool, "description": self.mask_text(tool["description"])}
+        if not isinstance(tool, Mapping):
+            return tool
+        if isinstance(tool.get("description"), str):
+            tool = {**tool, "description": self.mask_text(tool["description"])}
+        for rule in self.unordered:
+            if tool.get("name") in rule.tools and "inputSchema" in tool:
+                tool = {**tool, "inputSchema": rule.sort_schema(tool["inputSchema"])}
         return tool
 
 

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from blackbox_mitm.matcher.masks import CompareRules, Mask
+from blackbox_mitm.matcher.unordered import Unordered
 
 __all__ = ["LABELLED", "LABELS", "PROFILES", "PROVIDER_ID", "Profile", "background_profile", "profile_for", "with_profile"]
 
@@ -47,6 +48,8 @@ class Profile:
     # Labels the agent writes a provider's own id right after, in its system prompt ("cc_prev_req="):
     # the id is written PROVIDER_ID at record and at replay (``LABELLED``, session/echoed_ids.py).
     labelled_ids: tuple[str, ...] = ()
+    # Lists the agent writes in no fixed order from one run to the next: compared sorted (``masks.Unordered``).
+    unordered: tuple[Unordered, ...] = ()
 
     def matches(self, user_agent: str) -> bool:
         return user_agent.strip().lower().startswith(self.user_agents)
@@ -98,7 +101,26 @@ PROFILES: tuple[Profile, ...] = (
         "gemini-cli",
         ("geminicli/",),
         (),
-        "Gemini CLI (User-Agent GeminiCLI/…): nothing beyond env substitution varied",
+        "Gemini CLI (User-Agent GeminiCLI/…): its skills list, in the order its file search found them",
+        # It finds its skills (SKILL.md files) with an asynchronous glob: the order of <available_skills> in its
+        # system prompt, of the names in activate_skill's description and of that tool's enum changes between runs.
+        unordered=(
+            Unordered(
+                "gemini-cli.skills",
+                r"<available_skills>\n(?P<mask>(?s:.*?))\n</available_skills>",
+                r"(?s)<skill>.*?</skill>",
+                needs=("<available_skills>",),
+                about="the <skill> entries of Gemini CLI's <available_skills>, in no fixed order",
+            ),
+            Unordered(
+                "gemini-cli.skill-names",
+                r"\(Available: (?P<mask>'[^']*'(?:, '[^']*')*)\)",
+                r"'[^']*'",
+                needs=("(Available: ",),
+                tools=("activate_skill",),
+                about="the skill names in Gemini CLI's activate_skill tool (its description and its enum), in no fixed order",
+            ),
+        ),
     ),
     Profile(
         "opencode",
@@ -128,9 +150,12 @@ def background_profile(method: str, url: str) -> Profile | None:
 
 
 def with_profile(rules: CompareRules, profile: Profile | None) -> CompareRules:
-    """``rules`` plus ``profile``'s masks, when the built-in masks are on (``--no-default-masks`` turns profiles off too)."""
-    if profile is None or not profile.masks or not any(m.source == "built-in" for m in rules.masks):
+    """``rules`` plus ``profile``'s masks and unordered lists, when the built-in masks are on (``--no-default-masks`` turns profiles off too)."""
+    if profile is None or not (profile.masks or profile.unordered) or not any(m.source == "built-in" for m in rules.masks):
         return rules
     have = {m.name for m in rules.masks}
     extra = tuple(m for m in profile.masks if m.name not in have)
-    return CompareRules(rules.masks + extra, rules.redactions) if extra else rules
+    unordered = tuple(u for u in profile.unordered if u not in rules.unordered)
+    if not extra and not unordered:
+        return rules
+    return CompareRules(rules.masks + extra, rules.redactions, rules.unordered + unordered)
