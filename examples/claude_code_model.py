@@ -79,6 +79,14 @@ Tasks, chosen by a marker in the prompt (``claude -p "… TASK …"``):
     server-side search), then an answer naming the loaded tools and quoting both
     results.
 
+``BB-TOOLSEARCH-MCP``
+    Claude Code's defaults (tool search on) with an MCP server named ``notes``
+    (``examples/mcp_notes_server.py --stdio``): its tool is deferred, so the
+    model loads it with ``ToolSearch`` (``select:mcp__notes__lookup``, answered
+    with a ``tool_reference`` block), calls ``mcp__notes__lookup`` with
+    ``{"word": "alpha"}``, then answers naming the loaded tool and quoting what
+    the server returned.
+
 ``BB-SEARCH``
     A WebSearch (with tool search off, so the tool is offered directly): Claude
     Code asks the model again with Anthropic's server-side ``web_search_20250305``
@@ -281,6 +289,16 @@ def _fetch_summary(first: str) -> Answer:
     return {"text": f"The page says: {line}"}
 
 
+def _loaded_tools(body: Json) -> list[str]:
+    """The tools the history's ToolSearch results named (their ``tool_reference`` blocks), in order."""
+    loaded: list[str] = []
+    for m in body.get("messages", []):
+        for b in _blocks(m.get("content")) if isinstance(m, dict) and m.get("role") == "user" else []:
+            content = b.get("content") if b.get("type") == "tool_result" else None
+            loaded += [str(r.get("tool_name")) for r in content or [] if isinstance(r, dict) and r.get("type") == "tool_reference"]
+    return loaded
+
+
 def _task_tool_search_web(body: Json) -> Answer:
     turns = _turns(body)
     if turns == 0:
@@ -291,13 +309,27 @@ def _task_tool_search_web(body: Json) -> Answer:
         return {"text": "Fetching the page.", "tool_calls": [{"name": "WebFetch", "arguments": fetch}]}
     if turns == 2:
         return {"text": "Now searching the web.", "tool_calls": [{"name": "WebSearch", "arguments": {"query": SEARCH_QUERY}}]}
-    loaded: list[str] = []
-    for m in body.get("messages", []):
-        for b in _blocks(m.get("content")) if isinstance(m, dict) and m.get("role") == "user" else []:
-            content = b.get("content") if b.get("type") == "tool_result" else None
-            loaded += [str(r.get("tool_name")) for r in content or [] if isinstance(r, dict) and r.get("type") == "tool_reference"]
+    loaded = _loaded_tools(body)
     fetched, searched = (" ".join(r.split()) for r in _all_results(body)[-2:])
     return {"text": f"Loaded: {', '.join(loaded)}.\nFetched: {fetched}\nSearched: {searched}"}
+
+
+MCP_TOOL = "mcp__notes__lookup"
+
+
+def _task_tool_search_mcp(body: Json) -> Answer:
+    turns = _turns(body)
+    if turns == 0:
+        query = {"query": f"select:{MCP_TOOL}", "max_results": 1}
+        return {"text": "Loading the notes tool.", "tool_calls": [{"name": "ToolSearch", "arguments": query}]}
+    if turns == 1:
+        offered = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+        if MCP_TOOL not in offered:
+            return {"text": f"ToolSearch did not load {MCP_TOOL}; offered: {', '.join(map(str, offered))}."}
+        return {"text": "Asking the notes server.", "tool_calls": [{"name": MCP_TOOL, "arguments": {"word": "alpha"}}]}
+    loaded = _loaded_tools(body)
+    said = " ".join(" ".join(r.split()) for r in _last_results(body))
+    return {"text": f"Loaded: {', '.join(loaded)}.\nThe notes server said: {said}"}
 
 
 def _task_agents(body: Json, background: bool, together: int = 0, behind: bool = False) -> Answer:
@@ -451,6 +483,8 @@ def respond(kind: str, body: Json) -> Answer:
         return _task_copy(body)
     if first.lstrip().startswith("Web page content:") and FETCH_QUESTION in first:
         return _fetch_summary(first)
+    if "BB-TOOLSEARCH-MCP" in first:
+        return _task_tool_search_mcp(body)
     if "BB-TOOLSEARCH-WEB" in first:
         return _task_tool_search_web(body)
     if "BB-TOOLSEARCH" in first:

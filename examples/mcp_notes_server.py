@@ -1,4 +1,4 @@
-"""A tiny MCP server over streamable HTTP (the ``mcp`` package): one tool, ``lookup(word)``.
+"""A tiny MCP server over streamable HTTP or stdio (the ``mcp`` package): one tool, ``lookup(word)``.
 
 The end-to-end tests run it on 127.0.0.1 and let the agent reach it as
 ``https://mcp.example.com/mcp`` through ``--map-remote``; at replay it is
@@ -6,6 +6,10 @@ stopped, and the MCP exchanges come from the cassette::
 
     python examples/mcp_notes_server.py PORT [--json]   # --json: JSON responses instead of SSE
     python examples/mcp_notes_server.py PORT --sse      # the older HTTP+SSE transport (GET /sse, POST /messages/)
+    python examples/mcp_notes_server.py --stdio         # over stdio: the agent starts it as its own local tool
+
+Over stdio nothing of it goes through the proxy: at replay the agent starts it
+again, and it answers the same.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ def lookup(word: str) -> str:
 
 
 def main() -> None:
+    if "--stdio" in sys.argv:
+        server.run("stdio")
+        return
     port = int(sys.argv[1])
     json_response = "--json" in sys.argv
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # reached as mcp.example.com through the proxy

@@ -1,8 +1,9 @@
-"""End to end: three everyday sessions of the real pinned agents, each recorded once and replayed strictly offline.
+"""End to end: four everyday sessions of the real pinned agents, each recorded once and replayed strictly offline.
 
 Each runs the program itself (isolated HOME, a fake key) through a real proxy
 with ``blackbox record -- PROGRAM …`` against a scripted fake provider on
-127.0.0.1, then ``blackbox replay`` with the fake stopped and no flags:
+127.0.0.1, then ``blackbox replay`` with the fake stopped and no flags (the
+two tool-search sessions three times, each identical to the recording):
 
 * Codex CLI's ``view_image``: the model runs ``tools.view_image`` on a PNG in the
   workspace (this Codex exposes its tools inside its ``exec`` code tool) and
@@ -15,6 +16,10 @@ with ``blackbox record -- PROGRAM …`` against a scripted fake provider on
   and WebSearch (``tool_reference`` blocks), WebFetch reads a page of the local
   web stand-in, WebSearch's sub-call is answered with Anthropic's server-side
   ``server_tool_use`` / ``web_search_tool_result`` blocks.
+* Claude Code with its defaults and a stdio MCP server (``--mcp-config``): the
+  server's tool is deferred, ``ToolSearch`` loads it, the model calls it and
+  answers from its result; at replay Claude Code starts the server again (it is
+  the agent's own local tool, not a provider) and every model call is served.
 """
 
 from __future__ import annotations
@@ -27,11 +32,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_code_model import FETCH_PAGE, SEARCH_QUERY, SEARCH_RESULTS, respond
+from claude_code_model import FETCH_PAGE, MCP_TOOL, SEARCH_QUERY, SEARCH_RESULTS, respond
 from conftest import blackbox, remote_args
 from fake_gemini import FakeGemini
 from fake_provider import FakeProvider
 from fake_responses_ws import FakeResponsesWs
+from mcp_notes_server import NOTES
 from web_standin import PAGES, WebStandIn
 
 from blackbox_mitm.cassette import compression, load_trace
@@ -216,5 +222,54 @@ def test_claude_code_tool_search_loads_web_fetch_and_web_search_and_the_session_
     assert SEARCH_QUERY in raw and FETCH_PAGE in raw
 
     calls = sum(1 for s in trace.steps if s.type == "model_input")
-    rep = cc.run(["replay", str(cassette), "--confdir", str(confdir), "-v", "--", *claude], cwd=work)
-    cc.assert_same_run(rep, rec, calls)
+    for _ in range(3):  # strict offline replay, identical three times (issue 23)
+        rep = cc.run(["replay", str(cassette), "--confdir", str(confdir), "-v", "--", *claude], cwd=work)
+        cc.assert_same_run(rep, rec, calls)
+
+
+# --- Claude Code: ToolSearch -> an MCP tool (a stdio server) --------------------------------------
+
+
+def test_claude_code_tool_search_loads_an_mcp_tool_from_a_stdio_server_and_the_session_replays_strictly(
+    tmp_path: Path, confdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not cc.CLAUDE.exists():
+        pytest.fail(f"Claude Code is not installed at {cc.CLAUDE}; scripts/setup installs it")
+    monkeypatch.delenv("ENABLE_TOOL_SEARCH", raising=False)  # the defaults: tool search on
+    # Claude Code -p may send its first request while an MCP server is still starting (then it names the server as
+    # "still connecting" instead of listing its tool): a race between record and replay. It waits up to this long.
+    monkeypatch.setitem(cc.EXTRA_ENV, "CLAUDE_CODE_MCP_STARTUP_WAIT_MS", "60000")
+    work = tmp_path / "work"
+    work.mkdir()
+    (tmp_path / "home").mkdir()
+    server = Path(__file__).resolve().parents[2] / "examples" / "mcp_notes_server.py"
+    config = {"mcpServers": {"notes": {"type": "stdio", "command": sys.executable, "args": [str(server), "--stdio"]}}}
+    (work / "mcp.json").write_text(json.dumps(config))  # as a user writes it, beside the project
+    cassette = tmp_path / "toolsearch-mcp.json"
+    claude = [str(cc.CLAUDE), "-p", "BB-TOOLSEARCH-MCP: ask the notes about alpha", "--mcp-config", "mcp.json", "--allowedTools", MCP_TOOL]
+    with FakeProvider(responder=respond) as provider:
+        rec = cc.run(["record", "-o", str(cassette), "--confdir", str(confdir), "-v", *remote_args(provider.url), "--", *claude], cwd=work)
+        requests = [r["body"] for r in provider.requests if r["path"].startswith("/v1/messages") and isinstance(r["body"], dict)]
+    assert rec.returncode == 0, rec.stderr
+    said = f'The notes server said: {{"result":"{NOTES["alpha"]}"}}'  # the stdio server's answer, quoted by the model
+    assert rec.stdout.strip().splitlines() == [f"Loaded: {MCP_TOOL}.", said], rec.stdout
+    # Tool search was on: the first request names the MCP tool as deferred (no schema), the next one carries it.
+    tools = [[t.get("name") for t in r.get("tools") or []] for r in requests]
+    assert "ToolSearch" in tools[0] and MCP_TOOL not in tools[0] and MCP_TOOL in json.dumps(requests[0])
+    assert MCP_TOOL in tools[1]
+
+    checked = blackbox("verify", str(cassette))
+    assert checked.returncode == 0 and checked.stdout.startswith("OK"), checked.stdout
+    trace = load_trace(cassette)
+    assert verify_trace(trace) == []
+    results = {s.payload["toolName"]: s.payload["result"] for s in trace.steps if s.type == "tool_result"}
+    assert sorted(results) == sorted(["ToolSearch", MCP_TOOL])
+    assert [p for p in results["ToolSearch"] if p.get("type") == "tool_reference"] == [{"type": "tool_reference", "toolName": MCP_TOOL}]
+    assert NOTES["alpha"] in json.dumps(results[MCP_TOOL])  # the MCP tool's answer is in the recorded history
+    assert "toolu_" not in cassette.read_text()
+
+    calls = sum(1 for s in trace.steps if s.type == "model_input")
+    assert calls == len(requests)
+    for _ in range(3):  # each replay starts the MCP server again; every model call is served, three times alike
+        rep = cc.run(["replay", str(cassette), "--confdir", str(confdir), "-v", "--", *claude], cwd=work)
+        cc.assert_same_run(rep, rec, calls)
