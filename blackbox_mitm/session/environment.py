@@ -159,6 +159,9 @@ class EnvSubstitution:
     not_replaced: dict[str, str]  # name -> why its value is not replaced
     _values: dict[str, str] = field(repr=False, compare=False)
     _regex: re.Pattern[str] | None = field(repr=False, compare=False)
+    # The replaced values as plain text: every match of ``_regex`` contains one of them, so a string that holds
+    # none is left as it is without running the regex (its alternation of look-arounds costs per character).
+    _literals: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     @classmethod
     def for_record(cls, environment: RunEnvironment) -> EnvSubstitution:
@@ -190,7 +193,8 @@ class EnvSubstitution:
                 replaced.append(name)
         replaced.sort(key=lambda n: (-len(forms[n][0]), n))
         regex = re.compile("|".join(f"(?P<{n.replace('-', '_')}>{_pattern(*forms[n])})" for n in replaced)) if replaced else None
-        return cls(environment, tuple(replaced), skipped, {n: t for n, (t, _) in forms.items()}, regex)
+        literals = tuple(dict.fromkeys(forms[n][0] for n in replaced))
+        return cls(environment, tuple(replaced), skipped, {n: t for n, (t, _) in forms.items()}, regex, literals)
 
     def __bool__(self) -> bool:
         return self._regex is not None
@@ -209,6 +213,11 @@ class EnvSubstitution:
     def text(self, text: str) -> str:
         if self._regex is None:
             return text
+        for literal in self._literals:
+            if literal in text:
+                break
+        else:
+            return text  # no replaced value occurs in it: nothing to rewrite
         return self._regex.sub(lambda m: PLACEHOLDER.format(name=str(m.lastgroup).replace("_", "-")), text)
 
     def neutral(self, value: Any) -> Any:
