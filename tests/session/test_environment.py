@@ -266,3 +266,22 @@ def test_the_literal_prefilter_rewrites_exactly_what_the_regex_alone_does() -> N
     untouched = texts[1]
     assert sub.text(untouched) is untouched
     assert sub.neutral({"messages": [untouched]})["messages"][0] is untouched
+
+
+def test_a_payload_holding_no_replaced_value_is_returned_as_is_and_one_holding_one_is_rewritten() -> None:
+    # neutral() serializes a payload once to tell whether any replaced value occurs in it; the values are looked
+    # for as JSON writes them, so one with a quote, a backslash or a non-ASCII letter is still found.
+    odd = RunEnvironment(
+        cwd='/srv/A/zoë "q" \\proj', home="/srv/A/home/zoë", user="zoebot", host="laptop-z", tmp="/tmp", now=KIRITIMATI
+    )
+    sub = EnvSubstitution.for_record(odd)
+    clean: dict[str, Any] = {"messages": [{"role": "user", "content": "nothing here"}], "tools": [{"name": "t", "n": 1}]}
+    assert sub.neutral(clean) is clean
+    holding = {"messages": [{"role": "system", "content": f"cwd: {odd.cwd}; home {odd.home}"}], "n": [1, 2.5, None]}
+    out = sub.neutral(holding)
+    assert out["messages"][0]["content"] == "cwd: <env:cwd>; home <env:home>"
+    assert out["n"] is holding["n"]
+    assert sub.neutral([odd.cwd]) == ["<env:cwd>"]
+    # What orjson cannot write (a key that is not a string, a lone surrogate) is walked as before.
+    assert sub.neutral({1: odd.cwd}) == {1: "<env:cwd>"}
+    assert sub.neutral({"a": "\ud800", "b": odd.home}) == {"a": "\ud800", "b": "<env:home>"}
