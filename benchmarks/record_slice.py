@@ -17,6 +17,7 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -35,7 +36,7 @@ from benchmarks.proxy_calls import (
 )
 
 
-def _baseline_run(ctx: Context, plan: _Plan, provider: Service, baseline: Path, round_no: int) -> dict:
+def _baseline_run(ctx: Context, plan: _Plan, provider: Service, baseline: Path, round_no: int) -> dict[str, Any]:
     """(e) recorded by the package under ``baseline`` (an older checkout), measured as ``_run_variant`` measures (e)."""
     cassette = ctx.path(f"record0-{round_no}.json")
     port = free_port()
@@ -57,7 +58,7 @@ def _baseline_run(ctx: Context, plan: _Plan, provider: Service, baseline: Path, 
     }
 
 
-def _ratios(results: dict[str, list[dict]], phase: str, key: str, num: str = "e") -> list[float]:
+def _ratios(results: dict[str, list[dict[str, Any]]], phase: str, key: str, num: str = "e") -> list[float]:
     return [e[phase][key] / b[phase][key] for b, e in zip(results["b"], results[num], strict=True)]
 
 
@@ -72,7 +73,7 @@ def main() -> None:
         (work / "conf").mkdir()
         ctx = Context(quick=False, rounds=args.rounds, workdir=work, confdir=work / "conf", profile=False, log=print)
         plan = _Plan(ctx)
-        results: dict[str, list[dict]] = {"b": [], "e": [], "e0": []}
+        results: dict[str, list[dict[str, Any]]] = {"b": [], "e": [], "e0": []}
         port = free_port()
         print(f"load before: {os.getloadavg()[0]:.2f}")
         with Service("provider", [PYTHON, str(PROVIDER), "--port", str(port)], port=port, log_dir=work) as provider:
