@@ -271,9 +271,7 @@ def test_the_literal_prefilter_rewrites_exactly_what_the_regex_alone_does() -> N
 def test_a_payload_holding_no_replaced_value_is_returned_as_is_and_one_holding_one_is_rewritten() -> None:
     # neutral() serializes a payload once to tell whether any replaced value occurs in it; the values are looked
     # for as JSON writes them, so one with a quote, a backslash or a non-ASCII letter is still found.
-    odd = RunEnvironment(
-        cwd='/srv/A/zoë "q" \\proj', home="/srv/A/home/zoë", user="zoebot", host="laptop-z", tmp="/tmp", now=KIRITIMATI
-    )
+    odd = RunEnvironment(cwd='/srv/A/zoë "q" \\proj', home="/srv/A/home/zoë", user="zoebot", host="laptop-z", tmp="/tmp", now=KIRITIMATI)
     sub = EnvSubstitution.for_record(odd)
     clean: dict[str, Any] = {"messages": [{"role": "user", "content": "nothing here"}], "tools": [{"name": "t", "n": 1}]}
     assert sub.neutral(clean) is clean
