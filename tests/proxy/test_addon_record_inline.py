@@ -15,7 +15,6 @@ from mitmproxy.addons.proxyserver import Proxyserver
 from mitmproxy.test import taddons, tflow, tutils
 
 from blackbox_mitm.cassette import journal_path, load_trace
-from blackbox_mitm.proxy import addon as addon_module
 from blackbox_mitm.proxy.addon import BlackboxAddon
 
 RESPONSE = {
@@ -46,7 +45,7 @@ async def _record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, overlappin
         hops.append(fn)
         return await real(fn, *args, **kwargs)
 
-    monkeypatch.setattr(addon_module.asyncio, "to_thread", counting)
+    monkeypatch.setattr(asyncio, "to_thread", counting)  # the addon calls asyncio.to_thread
     cassette = tmp_path / "run.json"
     addon = BlackboxAddon()
     with taddons.context(addon, Proxyserver()) as tctx:
