@@ -50,6 +50,7 @@ from benchmarks.common import (
 )
 from benchmarks.hooks import component_costs, hook_costs
 from benchmarks.profiles import PySpy, SpySummary, pyspy_path
+from benchmarks.record_costs import record_step_costs
 
 __all__ = ["measure"]
 
@@ -522,9 +523,21 @@ def _report(
         f"(with it: {ratios['e/b']['seq'].fmt()}).",
         "",
     )
+    steps = record_step_costs(n=30 if ctx.quick else 300, passes=2 if ctx.quick else 5)
+    section.add(
+        "**The recording path alone, in-process** (`benchmarks/record_costs.py`: each step of `on_request` + `on_response` "
+        "timed alone on calls like these, with the environment's placeholders and the default redaction on, as "
+        "`blackbox proxy --mode record` runs), µs per call:",
+        "",
+        *md_table(("step", "µs per call"), [(name, f"{sec * 1e6:.1f}") for name, sec in steps]),
+        "",
+    )
+    data["record_steps_s"] = [{"step": name, "seconds": sec} for name, sec in steps]
+    whole_us = steps[-2][1] * 1e6
     record.note = (
         f"the fsync before each answer costs {fsync_s * 1e3:.2f} ms on this file system (e/b without it: {without.median:.2f}); "
-        "the rest is decoding the answer, the hash-chain append and the hop to the writer thread"
+        f"the recording path is {whole_us:.0f} µs a call in-process without it (decode, placeholders, canonical JSON and "
+        "hash chain, leak check: see the split in section 1); the rest is the hop to the writer thread and mitmproxy's per-flow work"
     )
     section.targets.append(record)
     seq_d = _stats(results, "d", "seq", "per_call_s")

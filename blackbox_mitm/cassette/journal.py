@@ -58,6 +58,7 @@ class Journal:
         self.overwrite = overwrite
         self.fsync = fsync
         self.compact = compact  # the cassette on one line (``save_trace(compact=)``), and so its recovery
+        self._plain = compression.kind_of(self.cassette) == compression.PLAIN  # read from the name once, not per write
         # The cassette this run may replace (with ``overwrite``): exactly the file there now.
         self.replaces = file_identity(self.cassette)
         if self.replaces is not None and not overwrite:
@@ -144,7 +145,8 @@ class Journal:
         self._write(line)
 
     def _write(self, data: bytes) -> None:
-        data = compression.journal_member(self.cassette, data)  # a gzip member / zstd frame of its own for RUN.json.gz / .zst
+        if not self._plain:
+            data = compression.journal_member(self.cassette, data)  # a gzip member / zstd frame of its own for RUN.json.gz / .zst
         if self._fd is None:
             raise CassetteError("the journal is closed", path=str(self.path))
         start = os.lseek(self._fd, 0, os.SEEK_CUR)

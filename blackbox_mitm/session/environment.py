@@ -159,6 +159,11 @@ class EnvSubstitution:
     not_replaced: dict[str, str]  # name -> why its value is not replaced
     _values: dict[str, str] = field(repr=False, compare=False)
     _regex: re.Pattern[str] | None = field(repr=False, compare=False)
+    # The replaced values as plain text: every match of ``_regex`` contains one of them, so a string that holds
+    # none is left as it is without running the regex (its alternation of look-arounds costs per character).
+    _literals: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    # The same values as they appear inside a JSON string (orjson's escaping); None: one cannot be encoded.
+    _in_json: tuple[bytes, ...] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def for_record(cls, environment: RunEnvironment) -> EnvSubstitution:
@@ -190,7 +195,9 @@ class EnvSubstitution:
                 replaced.append(name)
         replaced.sort(key=lambda n: (-len(forms[n][0]), n))
         regex = re.compile("|".join(f"(?P<{n.replace('-', '_')}>{_pattern(*forms[n])})" for n in replaced)) if replaced else None
-        return cls(environment, tuple(replaced), skipped, {n: t for n, (t, _) in forms.items()}, regex)
+        literals = tuple(dict.fromkeys(forms[n][0] for n in replaced))
+        values = {n: t for n, (t, _) in forms.items()}
+        return cls(environment, tuple(replaced), skipped, values, regex, literals, _json_forms(literals))
 
     def __bool__(self) -> bool:
         return self._regex is not None
@@ -209,11 +216,29 @@ class EnvSubstitution:
     def text(self, text: str) -> str:
         if self._regex is None:
             return text
+        for literal in self._literals:
+            if literal in text:
+                break
+        else:
+            return text  # no replaced value occurs in it: nothing to rewrite
         return self._regex.sub(lambda m: PLACEHOLDER.format(name=str(m.lastgroup).replace("_", "-")), text)
 
     def neutral(self, value: Any) -> Any:
         """``value`` with every replaced value, in every string, as its placeholder. Unchanged parts are the same objects."""
-        return value if self._regex is None else _walk(value, self.text)
+        if self._regex is None or not self._may_occur_in(value):
+            return value
+        return _walk(value, self.text)
+
+    def _may_occur_in(self, value: Any) -> bool:
+        """False only when no replaced value occurs in any string of ``value``: one C serialization tells, instead
+        of a walk of every node (a request's tool schemas and history, on every recorded call)."""
+        if self._in_json is None or not isinstance(value, dict | list):
+            return True
+        try:
+            blob = orjson.dumps(value)
+        except (TypeError, orjson.JSONEncodeError):
+            return True  # what orjson cannot write (a lone surrogate, an integer past 64 bits, a key not a string) is walked
+        return any(form in blob for form in self._in_json)
 
     # -- placeholders -> values ----------------------------------------------------------
 
@@ -235,6 +260,14 @@ class EnvSubstitution:
         if self.not_replaced:
             out["notReplaced"] = dict(sorted(self.not_replaced.items()))
         return out
+
+
+def _json_forms(literals: tuple[str, ...]) -> tuple[bytes, ...] | None:
+    """Each text as orjson writes it inside a JSON string (its escapes included); None when one cannot be written."""
+    try:
+        return tuple(orjson.dumps(text)[1:-1] for text in literals)
+    except orjson.JSONEncodeError:
+        return None
 
 
 def _walk(value: Any, rewrite: Any) -> Any:

@@ -17,6 +17,7 @@ hashed or written.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import re
@@ -91,15 +92,23 @@ def _credential_values(value: str) -> list[str]:
     return out
 
 
+@functools.cache
+def _credential_names() -> tuple[tuple[str, ...], frozenset[str]]:
+    """The header and query names that carry a credential: the codecs' registry is fixed, so read once, not per call."""
+    return tuple(dict.fromkeys((*_ALWAYS_CREDENTIAL_HEADERS, *credential_headers()))), frozenset(
+        (*_ALWAYS_CREDENTIAL_QUERY, *credential_query())
+    )
+
+
 def secrets_from_request(headers: Mapping[str, str], query: str = "") -> set[str]:
     """Every credential a request carried: auth headers of any scheme, key query parameters."""
     found: set[str] = set()
-    for name in dict.fromkeys((*_ALWAYS_CREDENTIAL_HEADERS, *credential_headers())):
+    header_names, names = _credential_names()
+    for name in header_names:
         raw = headers.get(name)
         if raw:
             found.update(v for v in _credential_values(raw) if len(v) >= _MIN_SECRET)
     if query:
-        names = {*_ALWAYS_CREDENTIAL_QUERY, *credential_query()}
         for name, value in parse_qsl(query, keep_blank_values=False):
             if name.lower() in names and len(value.strip()) >= _MIN_SECRET:
                 found.add(value.strip())
@@ -255,10 +264,12 @@ class RunRecorder:
         known = self.privacy.secrets
         if not known:
             return
+        # Each credential as raw UTF-8 and as it reads inside a JSON string: built once per call, not per payload.
+        needles = [(secret, secret.encode(), _blob(secret)[1:-1]) for secret in known]
         for kind, payload, _ in staged:
             blob = _blob(payload)
-            for secret in known:
-                if secret.encode() in blob or _blob(secret)[1:-1] in blob:
+            for secret, raw, escaped in needles:
+                if raw in blob or escaped in blob:
                     raise SecretLeak(
                         f"blackbox refused to record this call: its {kind} would contain the API key "
                         f"({secret[:4]}…); keep credentials out of prompts and tool results"

@@ -245,3 +245,41 @@ def test_an_interrupted_recording_keeps_its_environment(tmp_path: Path) -> None:
     assert trace.environment is not None and trace.environment["cwd"] == "/srv/A/alice/proj"
     served = _served(replay_session(out, environment=env_b()), env_b())
     assert "/srv/B/ci/builds/proj/notes.txt" in json.dumps(served)
+
+
+def test_the_literal_prefilter_rewrites_exactly_what_the_regex_alone_does() -> None:
+    # text() skips the regex for a string holding none of the replaced values (the recording's hot path): the
+    # result must be the same as running the regex on every string, and an untouched string is the same object.
+    sub = EnvSubstitution.for_record(env_a())
+    assert sub._regex is not None
+    forms = env_a().forms()
+    texts = [
+        prompt_in(env_a()),
+        "nothing of this run's environment here: /srv/B/other, bob@desktop, 1999-01-01",
+        f"{env_a().cwd}x is another folder; {env_a().cwd}/src is inside",  # the bounds are the regex's, not the prefilter's
+        f"slug {forms['cwd-slug'][0]} and the user alice-2 (not the user) and alice",
+        "",
+    ]
+    for text in texts:
+        expected = sub._regex.sub(lambda m: f"<env:{str(m.lastgroup).replace('_', '-')}>", text)
+        assert sub.text(text) == expected
+    untouched = texts[1]
+    assert sub.text(untouched) is untouched
+    assert sub.neutral({"messages": [untouched]})["messages"][0] is untouched
+
+
+def test_a_payload_holding_no_replaced_value_is_returned_as_is_and_one_holding_one_is_rewritten() -> None:
+    # neutral() serializes a payload once to tell whether any replaced value occurs in it; the values are looked
+    # for as JSON writes them, so one with a quote, a backslash or a non-ASCII letter is still found.
+    odd = RunEnvironment(cwd='/srv/A/zoë "q" \\proj', home="/srv/A/home/zoë", user="zoebot", host="laptop-z", tmp="/tmp", now=KIRITIMATI)
+    sub = EnvSubstitution.for_record(odd)
+    clean: dict[str, Any] = {"messages": [{"role": "user", "content": "nothing here"}], "tools": [{"name": "t", "n": 1}]}
+    assert sub.neutral(clean) is clean
+    holding = {"messages": [{"role": "system", "content": f"cwd: {odd.cwd}; home {odd.home}"}], "n": [1, 2.5, None]}
+    out = sub.neutral(holding)
+    assert out["messages"][0]["content"] == "cwd: <env:cwd>; home <env:home>"
+    assert out["n"] is holding["n"]
+    assert sub.neutral([odd.cwd]) == ["<env:cwd>"]
+    # What orjson cannot write (a key that is not a string, a lone surrogate) is walked as before.
+    assert sub.neutral({1: odd.cwd}) == {1: "<env:cwd>"}
+    assert sub.neutral({"a": "\ud800", "b": odd.home}) == {"a": "\ud800", "b": "<env:home>"}

@@ -1,0 +1,25 @@
+"""The recording path's split by step (benchmarks/record_costs.py): every step measured, on a real record session."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.record_costs import record_step_costs  # noqa: E402
+
+pytestmark = [pytest.mark.bench]
+
+
+def test_every_step_of_a_recorded_call_is_measured_and_the_fsync_is_its_own_row() -> None:
+    steps = dict(record_step_costs(n=5, passes=1))
+    names = " ".join(steps)
+    for step in ("request decode", "answer decode", "placeholders", "redaction", "leak check", "canonical JSON", "hash chain"):
+        assert step in names, step
+    assert "journal `os.write` + `os.fsync`" in steps and "journal `os.write`" in steps
+    assert "the whole path, with the fsync" in steps and "the whole path, no fsync (`on_request` + `on_response`)" in steps
+    assert all(seconds > 0 for seconds in steps.values())
