@@ -7,7 +7,8 @@ the client sends both back in the model turn of its history. They are kept as
 neutral server-side parts (``cassette/server_parts.py``), in place and in order:
 ``executableCode`` is a ``server_tool_call`` named ``codeExecution`` whose input
 is ``{language, code}``, ``codeExecutionResult`` a ``server_tool_result`` of kind
-``codeExecutionResult`` whose result is ``{outcome, output}`` as sent. Neither has a
+``codeExecutionResult`` whose result is ``{outcome, output}`` as sent (over
+``RESULT_INLINE_MAX`` by digest, its bytes in the run's media file). Neither has a
 provider id: the pair gets a ``call-N``, known by its place in the conversation
 (``"message index:x<k>"``, like a function call without an id), so the same
 code is the same ``call-N`` in every later history. A replay gives both back
@@ -19,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from blackbox_mitm.cassette.server_parts import AnswerPart
+from blackbox_mitm.cassette.server_parts import AnswerPart, result_of, result_part
 from blackbox_mitm.codecs.gemini import REFUSALS
 
 __all__ = ["KINDS", "TOOL", "is_code_part", "neutral_part", "wire_part"]
@@ -46,7 +47,7 @@ def neutral_part(kind: str, value: Any, where: str, call_id: str) -> AnswerPart:
         code = _strings(value, where, kind, ("language", "code"), ())
         return {"type": "server_tool_call", "toolCallId": call_id, "toolName": TOOL, "toolInput": code}
     result = _strings(value, where, kind, ("outcome",), ("output",))
-    return {"type": "server_tool_result", "toolCallId": call_id, "kind": "codeExecutionResult", "result": result}
+    return dict(result_part(call_id, "codeExecutionResult", result))  # a huge output goes to the run's media file
 
 
 def is_code_part(part: Mapping[str, Any]) -> bool:
@@ -60,4 +61,4 @@ def wire_part(part: Mapping[str, Any]) -> dict[str, Any]:
     """A neutral code-execution part -> the Gemini part, as it was recorded."""
     if part.get("type") == "server_tool_call":
         return {"executableCode": dict(part.get("toolInput") or {})}
-    return {"codeExecutionResult": dict(part.get("result") or {})}
+    return {"codeExecutionResult": dict(result_of(part) or {})}
