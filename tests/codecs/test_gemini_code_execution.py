@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
 import pytest
 
+from blackbox_mitm.cassette.canonical import canonical_bytes
+from blackbox_mitm.cassette.media import digests_in
+from blackbox_mitm.cassette.media_bytes import collecting, resolving
+from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.codecs import gemini as codec
 from blackbox_mitm.codecs.base import CallIds, SseEvent
 from blackbox_mitm.codecs.sse import parse_sse
+from blackbox_mitm.codecs.verified import verify_trace
 from blackbox_mitm.errors import BlackboxUnsupportedError
 
 MODEL = "gemini-2.5-flash"
@@ -92,3 +98,31 @@ def test_a_malformed_part_in_the_history_names_its_field() -> None:
     history = [USER, {"role": "model", "parts": [{"executableCode": {"code": "1"}}]}]
     with pytest.raises(BlackboxUnsupportedError, match=r"contents\[1\]\.parts\[0\]\.executableCode\.language"):
         _request(CallIds(), history)
+
+
+def test_a_huge_output_is_kept_by_digest_in_the_media_file_and_served_back_whole() -> None:
+    big = {"outcome": "OUTCOME_OK", "output": "".join(f"row {n}\n" for n in range(20000))}
+    ids = CallIds()
+    with collecting() as found:
+        out = codec.decode_response(_answer([CODE, {"codeExecutionResult": big}]), ids, _request(ids, [USER]))
+    digest = hashlib.sha256(canonical_bytes(big)).hexdigest()
+    assert out["content"][1]["resultMedia"]["sha256"] == digest and "result" not in out["content"][1]
+    assert list(digests_in(out)) == [digest]
+    fresh = CallIds()
+    with resolving({d: data for d, (_, data) in found.items()}):
+        served = codec.encode_response(out, request=_request(fresh, [USER]), ids=fresh, created_ms=0)
+    assert served["candidates"][0]["content"]["parts"][1] == {"codeExecutionResult": big}
+
+
+def test_a_cassette_with_code_execution_verifies() -> None:
+    ids = CallIds()
+    request = _request(ids, [USER])
+    output = codec.decode_response(_answer(PARTS), ids, request)
+    history = _request(ids, [USER, {"role": "model", "parts": PARTS}, {"role": "user", "parts": [{"text": "Thanks"}]}])
+    trace = Trace.new()
+    trace.append("model_input", dict(request.model_input))
+    trace.append("model_output", dict(output))
+    trace.append("model_input", dict(history.model_input))
+    trace.append("model_output", {"type": "final_answer", "text": "You're welcome."})
+    trace.append("metadata", {"event": "run_completed", "status": "success", "result": "You're welcome."})
+    assert verify_trace(trace) == []
