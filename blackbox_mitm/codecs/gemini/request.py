@@ -131,7 +131,7 @@ def _decode_contents(raw: Any, ids: CallIds) -> tuple[list[Message], list[tuple[
             elif kind in ("inlineData", "fileData"):
                 out.append(media_of(part[kind], kind, f"{where}.{kind}"))
             elif kind in code_execution.KINDS:
-                out.append(_code_part(kind, part[kind], f"{where}.{kind}", i, code_ids, last_code, ids, positions))  # type: ignore[arg-type]
+                out.append(_code_part(kind, part[kind], f"{where}.{kind}", i, code_ids, last_code, ids, positions))
             else:
                 REFUSALS.refuse("gemini.non_text", f"{where}.{kind}")
         if calls_here:
