@@ -23,6 +23,8 @@ Script: a list of answers, one consumed per model call::
     {"status": 429, "message": "..."}             # that error, Google-shaped
     {"text": "...", "image": {"mimeType", "data"}}  # an image model's answer: text, then an inlineData part
     {"audio": [{"mimeType", "data"}, ...]}        # a speech model's answer: inlineData parts (streamed one per chunk)
+    {"code_execution": [{"language", "code", "outcome", "output"}], "text": "..."}  # code run at Google: an
+                                                  # executableCode and a codeExecutionResult part each, then the text
     {"raw": {...}}                                # this exact JSON body
 
 A ``responder(body) -> answer | None`` may answer first (None: the script answers).
@@ -106,6 +108,9 @@ def _parts(answer: Json) -> list[Json]:
     parts: list[Json] = []
     if answer.get("thought"):
         parts.append({"text": answer["thought"], "thought": True})
+    for run in answer.get("code_execution") or []:  # the codeExecution tool: the code, then what it printed
+        parts.append({"executableCode": {"language": run.get("language", "PYTHON"), "code": run["code"]}})
+        parts.append({"codeExecutionResult": {"outcome": run.get("outcome", "OUTCOME_OK"), "output": run.get("output", "")}})
     if answer.get("text"):
         parts.append({"text": answer["text"]})
     if answer.get("image"):  # an image model's answer: {"mimeType", "data" (base64)}

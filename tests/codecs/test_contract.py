@@ -383,7 +383,7 @@ def test_the_real_sdk_parses_what_the_codec_synthesizes(name: str, stream: bool,
 
 
 # A codec's server-side tools live in one module of their own (cassette/server_parts.py is the neutral side).
-SERVER_TOOL_MODULES = ("server_tools.py", "hosted_tools.py", "grounding.py")
+SERVER_TOOL_MODULES = ("server_tools.py", "hosted_tools.py", "grounding.py", "code_execution.py")
 
 # The order every codec package defines its contract functions in, file by file (docs/adding-a-provider.md).
 LAYOUT: dict[str, tuple[str, ...]] = {

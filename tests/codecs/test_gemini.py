@@ -420,10 +420,10 @@ def _refusal_cases() -> dict[str, Any]:
         "gemini.stream_json": (lambda: _decode(path=STREAM_PATH), "alt"),
         "gemini.candidate_count": (request(generationConfig={"candidateCount": 2}), "generationConfig.candidateCount: (it was 2)"),
         "gemini.non_text": (
-            request(contents=[{"role": "user", "parts": [{"executableCode": {"language": "PYTHON", "code": "print(1)"}}]}]),
-            "contents[0].parts[0].executableCode",
+            request(contents=[{"role": "user", "parts": [{"toolCall": {"functionCalls": []}}]}]),
+            "contents[0].parts[0].toolCall",
         ),
-        "gemini.builtin_tool": (request(tools=[{"codeExecution": {}}]), "tools[0].codeExecution"),
+        "gemini.builtin_tool": (request(tools=[{"fileSearch": {}}]), "tools[0].fileSearch"),
         "gemini.cached_content": (request(cachedContent="cachedContents/abc"), "cachedContent"),
         "gemini.prompt_blocked": (
             lambda: codec.decode_response(blocked, CallIds(), _decode()),
@@ -435,7 +435,7 @@ def _refusal_cases() -> dict[str, Any]:
             response({"text": "x"}, logprobsResult={"topCandidates": []}),
             "candidates[0].logprobsResult",
         ),
-        "gemini.non_text_response": (response({"executableCode": {"code": "1"}}), "candidates[0].content.parts[0].executableCode"),
+        "gemini.non_text_response": (response({"toolCall": {"functionCalls": []}}), "candidates[0].content.parts[0].toolCall"),
         "gemini.text_after_call": (response(CALL, {"text": "done"}), "candidates[0].content.parts[1]"),
     }
 

@@ -293,10 +293,10 @@ def test_a_refusal_is_a_client_error_naming_the_field_without_a_retry(server: tu
 def test_a_built_in_tool_is_refused_by_name(server: tuple[Replayer, str]) -> None:
     _replayer, url = server
     client = _client(url)
-    code = types.Tool(code_execution=types.ToolCodeExecution())
+    maps = types.Tool(google_maps=types.GoogleMaps())  # code execution is recorded (test_gemini_code_execution.py); maps is not
     with pytest.raises(errors.ClientError) as err:
-        client.models.generate_content(model=MODEL, contents="Sum 1..9", config=types.GenerateContentConfig(tools=[code]))
-    assert err.value.message is not None and "tools[0].codeExecution" in err.value.message
+        client.models.generate_content(model=MODEL, contents="Cafes near me", config=types.GenerateContentConfig(tools=[maps]))
+    assert err.value.message is not None and "tools[0].googleMaps" in err.value.message
 
 
 def test_an_in_stream_error_raises_in_the_sdk(server: tuple[Replayer, str]) -> None:

@@ -18,7 +18,8 @@ Requests (``decode_request``)
       role ``model`` is ``assistant``, an absent role is ``user``, others stay as
       sent. Text parts are joined, empty text and thought parts (``thought:
       true``) are dropped, ``thoughtSignature`` is not kept (see the
-      limitations page: a replay cannot give it back).
+      limitations page: a replay cannot give it back). ``executableCode`` and
+      ``codeExecutionResult`` parts are server-side parts (``code_execution``).
     * Function calls rarely carry an ``id``. A call without one is known by its
       place — (message index, its index among that turn's calls, its name) in
       its conversation (told apart by the text of the first message) —
@@ -144,14 +145,14 @@ REFUSALS = RefusalTable(PROVIDER, (
     Refusal("gemini.code_assist", PROVIDER, "path", "Code Assist (Gemini CLI signed in with a Google account: cloudcode-pa.googleapis.com/v1internal)", "not supported: the signed-in CLI also needs Code Assist's setup calls and Google sign-in, which are not model calls; use GEMINI_API_KEY"),
     Refusal("gemini.stream_json", PROVIDER, "path", "streamGenerateContent without ?alt=sse (a streamed JSON array)", "only server-sent events are recorded: use alt=sse (the SDKs and Gemini CLI do)"),
     Refusal("gemini.candidate_count", PROVIDER, "request", "several candidates per request (generationConfig.candidateCount > 1)", "several candidates per request are not supported: a replay returns one"),
-    Refusal("gemini.non_text", PROVIDER, "request", "non-text parts (inlineData, fileData, executableCode, ...) in contents, systemInstruction or a functionResponse", "non-text content is not supported yet: only text is recorded"),
-    Refusal("gemini.builtin_tool", PROVIDER, "request", "built-in tools other than Google Search and URL context (codeExecution, fileSearch, googleMaps, computerUse, ...)", "not recorded: their calls and results come as parts Blackbox does not record yet (executableCode, codeExecutionResult) or run outside the answer"),
+    Refusal("gemini.non_text", PROVIDER, "request", "Live API parts (toolCall, toolResponse) in contents; non-text parts in systemInstruction or in a functionResponse's parts", "not recorded: only text is read there (contents' media and code-execution parts are: docs/cassette.md)"),
+    Refusal("gemini.builtin_tool", PROVIDER, "request", "built-in tools other than Google Search, URL context and code execution (fileSearch, googleMaps, computerUse, ...)", "not recorded: they read server-side state (file stores) or act outside the answer, which a replay could not give back"),
     Refusal("gemini.cached_content", PROVIDER, "request", "cachedContent (a prompt cached on the server)", "server-side state: the cached part of the prompt is not in the request, so it could be neither compared nor replayed"),
     Refusal("gemini.prompt_blocked", PROVIDER, "response", "a response whose prompt was blocked (promptFeedback.blockReason)", "it holds no answer a replay could give back"),
     Refusal("gemini.candidates", PROVIDER, "response", "a response with more than one candidate", "several candidates per request are not supported: a replay returns one"),
     Refusal("gemini.finish_reason", PROVIDER, "response", "a finishReason other than STOP or MAX_TOKENS (SAFETY, RECITATION, BLOCKLIST, PROHIBITED_CONTENT, SPII, MALFORMED_FUNCTION_CALL, OTHER, ...), or none", "a replay gives STOP or MAX_TOKENS, so it would replay as a normal stop"),
     Refusal("gemini.response_metadata", PROVIDER, "response", "logprobsResult on a candidate", "not recorded"),
-    Refusal("gemini.non_text_response", PROVIDER, "response", "a non-text part in a response other than media (executableCode, codeExecutionResult, ...)", "not recorded: a replay could not give it back (inlineData and fileData are: docs/cassette.md)"),
+    Refusal("gemini.non_text_response", PROVIDER, "response", "a Live API part in a response (toolCall, toolResponse)", "not recorded: a replay could not give it back (media and code-execution parts are: docs/cassette.md)"),
     Refusal("gemini.text_after_call", PROVIDER, "response", "text after a function call in a response", "a replay returns the text before the function calls"),
 ), reads="a Gemini generateContent body")
 # fmt: on

@@ -20,7 +20,8 @@ from blackbox_mitm.cassette.payloads import ToolDefinition, builtin_tool
 
 __all__ = ["GROUNDING_KEYS", "SERVED_TOOLS", "decode_builtin", "grounding_of", "served_grounding"]
 
-SERVED_TOOLS = frozenset({"googleSearch", "googleSearchRetrieval", "urlContext"})
+# codeExecution too: its code and result are parts of the answer (``code_execution``).
+SERVED_TOOLS = frozenset({"googleSearch", "googleSearchRetrieval", "urlContext", "codeExecution"})
 GROUNDING_KEYS = ("groundingMetadata", "urlContextMetadata", "citationMetadata")
 
 

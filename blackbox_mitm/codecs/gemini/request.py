@@ -18,7 +18,7 @@ from blackbox_mitm.cassette.payloads import (
 )
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.codecs.common.jsonio import dumps, load_object, loads_or_none
-from blackbox_mitm.codecs.gemini import CODE_ASSIST, EMPTY_SCHEMA, MODEL_PATH, NAME, PARAMS, PROVIDER, REFUSALS, grounding
+from blackbox_mitm.codecs.gemini import CODE_ASSIST, EMPTY_SCHEMA, MODEL_PATH, NAME, PARAMS, PROVIDER, REFUSALS, code_execution, grounding
 from blackbox_mitm.codecs.gemini.fields import call_positions, camel_request, part_kind
 from blackbox_mitm.errors import BlackboxUnsupportedError
 
@@ -96,6 +96,7 @@ def _decode_contents(raw: Any, ids: CallIds) -> tuple[list[Message], list[tuple[
     messages: list[Message] = []
     results: list[tuple[int, int, str]] = []
     open_calls: list[tuple[str, str]] = []  # (call-N, name) of the latest model turn's calls not yet answered
+    last_code: list[str] = []  # the latest executableCode's call-N: a streamed answer's history has its result in the next content
     for i, content in enumerate(raw):
         if not isinstance(content, dict):
             REFUSALS.malformed(f"contents[{i}]", "a content is not an object")
@@ -105,6 +106,9 @@ def _decode_contents(raw: Any, ids: CallIds) -> tuple[list[Message], list[tuple[
             REFUSALS.malformed(f"contents[{i}].parts", "parts is not a list")
         out: list[MessagePart] = []
         calls_here: list[tuple[str, str]] = []
+        code_ids: list[str] = []  # the call-N of each executableCode of this content, in order
+        if role != "model":
+            last_code.clear()
         for j, part in enumerate(parts):
             where = f"contents[{i}].parts[{j}]"
             kind = part_kind(part, where)
@@ -126,12 +130,27 @@ def _decode_contents(raw: Any, ids: CallIds) -> tuple[list[Message], list[tuple[
                 out.append(result)
             elif kind in ("inlineData", "fileData"):
                 out.append(media_of(part[kind], kind, f"{where}.{kind}"))
+            elif kind in code_execution.KINDS:
+                out.append(_code_part(kind, part[kind], f"{where}.{kind}", i, code_ids, last_code, ids, positions))
             else:
                 REFUSALS.refuse("gemini.non_text", f"{where}.{kind}")
         if calls_here:
             open_calls = list(calls_here)
         messages.append({"role": "assistant" if role == "model" else role, "content": _content_of(out)})
     return messages, results
+
+
+def _code_part(
+    kind: str, value: Any, where: str, i: int, code_ids: list[str], last_code: list[str], ids: CallIds, positions: dict[str, str]
+) -> Any:
+    """A history's ``executableCode`` (its call-N by place) or ``codeExecutionResult`` (the latest code's call-N)."""
+    if kind == "executableCode" or not last_code:
+        place = f"{i}:x{len(code_ids)}"
+        call_id = positions.get(place) or ids.assign(None, code_execution.TOOL)
+        positions[place] = call_id
+        code_ids.append(call_id)
+        last_code[:] = [call_id]
+    return code_execution.neutral_part(kind, value, where, last_code[0])
 
 
 def media_of(blob: Any, kind: str, where: str) -> MediaPart:

@@ -23,7 +23,7 @@ from blackbox_mitm.cassette.payloads import (
 from blackbox_mitm.codecs.base import STOP_LENGTH, CallIds, DecodedRequest, ErrorResponse
 from blackbox_mitm.codecs.common.ids import answer_key, digest
 from blackbox_mitm.codecs.common.jsonio import dumps, load_object
-from blackbox_mitm.codecs.gemini import PROVIDER, REFUSALS, grounding
+from blackbox_mitm.codecs.gemini import PROVIDER, REFUSALS, code_execution, grounding
 from blackbox_mitm.codecs.gemini.fields import call_positions, camel_content, first_text, neutral_output, part_kind
 from blackbox_mitm.codecs.gemini.request import media_of as _media_of
 
@@ -58,6 +58,7 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
     content = candidate.get("content") or {}
     read = _read_parts(content.get("parts") if isinstance(content, dict) else None)
     out = neutral_output("".join(read.texts), _assign_calls(read.calls, ids, request), reason == "MAX_TOKENS")
+    _assign_code(read.content, ids, request)
     if any(p["type"] != "text" for p in read.content):
         out["content"] = joined_parts(read.content)  # Blackbox's extension: an answer with media (docs/cassette.md)
     counts = _tokens_of_usage(data.get("usageMetadata"))
@@ -119,6 +120,10 @@ def _read_parts(parts: Any) -> _Parts:
             if read.calls:
                 REFUSALS.refuse("gemini.text_after_call", where)
             read.content.append(_media_of(part[kind], kind, f"{where}.{kind}"))
+        elif kind in code_execution.KINDS:  # code Google ran, and its result: kept in place (call-N given later)
+            if read.calls:
+                REFUSALS.refuse("gemini.text_after_call", where)
+            read.content.append(code_execution.neutral_part(kind, part[kind], f"{where}.{kind}", ""))
         elif kind == "functionCall":
             call = part["functionCall"]
             if not isinstance(call, dict) or not isinstance(call.get("name"), str):
@@ -140,6 +145,32 @@ def _assign_calls(calls: list[tuple[str | None, str, Any]], ids: CallIds, reques
         positions[f"{at}:{k}:{name}"] = call_id
         out_calls.append({"toolCallId": call_id, "toolName": name, "toolInput": args})
     return out_calls
+
+
+def _assign_code(content: list[Any], ids: CallIds, request: DecodedRequest) -> None:
+    """call-N ids for the answer's code-execution parts (a result takes its code's), noted by place for later histories."""
+    at = len(request.model_input.get("messages", []))
+    positions = call_positions(ids, first_text(request.model_input.get("messages", [])))
+    current, k = "", 0
+    for part in content:
+        if not code_execution.is_code_part(part):
+            continue
+        if part["type"] == "server_tool_call" or not current:
+            current = ids.assign(None, code_execution.TOOL)
+            positions[f"{at}:x{k}"] = current
+            k += 1
+        part["toolCallId"] = current
+
+
+def _note_code(content: list[Any], ids: CallIds, request: DecodedRequest) -> None:
+    """A served answer's code-execution parts: their recorded call-N noted by place, as ``_assign_code`` does."""
+    at = len(request.model_input.get("messages", []))
+    positions = call_positions(ids, first_text(request.model_input.get("messages", [])))
+    codes = [p for p in content if isinstance(p, dict) and p.get("type") == "server_tool_call" and p.get("toolName") == code_execution.TOOL]
+    for k, part in enumerate(codes):
+        call_id = str(part.get("toolCallId"))
+        positions[f"{at}:x{k}"] = call_id
+        ids.register(call_id, code_execution.TOOL)
 
 
 def _reasoning_part(part: dict[str, Any], kind: str | None) -> ReasoningPart | None:
@@ -217,8 +248,9 @@ def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: 
         raise ValueError(f"not a model_output: type {output.get('type')!r}")
     parts: list[dict[str, Any]] = [{"text": text}] if text or not calls else []
     media = output.get("content")
-    if isinstance(media, list):  # an answer with media: its parts in order, the bytes from the run's media
+    if isinstance(media, list):  # an answer with media or code execution: its parts in order, the bytes from the run's media
         parts = [_wire_part(p) for p in media if isinstance(p, dict)]
+        _note_code(media, ids, request)
     at = len(request.model_input.get("messages", []))
     positions = call_positions(ids, first_text(request.model_input.get("messages", [])))
     for k, call in enumerate(calls):
@@ -249,6 +281,8 @@ def _wire_part(part: Mapping[str, Any]) -> dict[str, Any]:
     """A neutral text or media part of an answer -> a Gemini part (inline bytes from the run's media, byte for byte)."""
     if part.get("type") == "text":
         return {"text": part.get("text", "")}
+    if code_execution.is_code_part(part):
+        return code_execution.wire_part(part)
     mime = str(part.get("mediaType") or "application/octet-stream")
     if isinstance(part.get("url"), str):
         return {"fileData": {"mimeType": mime, "fileUri": part["url"]}}

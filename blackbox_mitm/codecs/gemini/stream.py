@@ -135,8 +135,8 @@ def stream_body(response: dict[str, Any]) -> bytes:
     for part in candidate["content"]["parts"]:
         if part.get("thought") is True:
             pieces.append([part])  # a thought whole, in its own chunk
-        elif "inlineData" in part or "fileData" in part:
-            pieces.append([part])  # an answer's image whole, in its own chunk, in its place
+        elif any(k in part for k in ("inlineData", "fileData", "executableCode", "codeExecutionResult")):
+            pieces.append([part])  # an answer's image, or code Google ran and its result: whole, in its own chunk, in its place
         elif "text" in part:
             text = part["text"]
             texts = [[{"text": text[i : i + FRAGMENT]}] for i in range(0, len(text), FRAGMENT)] or [[{"text": ""}]]
