@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
@@ -120,24 +121,46 @@ def _decode_contents(raw: Any, ids: CallIds) -> tuple[list[Message], list[tuple[
                     last["text"] += part["text"]
                 elif part["text"]:
                     out.append({"type": "text", "text": part["text"]})
-            elif kind == "functionCall":
-                call_id, name, args = _history_call(part["functionCall"], f"{where}.functionCall", i, len(calls_here), ids, positions)
-                calls_here.append((call_id, name))
-                out.append({"type": "tool_use", "toolCallId": call_id, "toolName": name, "toolInput": args})
-            elif kind == "functionResponse":
-                result = _function_response(part["functionResponse"], f"{where}.functionResponse", f"{i}:{j}", ids, open_calls, positions)
-                results.append((i, j, result["toolCallId"]))
-                out.append(result)
-            elif kind in ("inlineData", "fileData"):
-                out.append(media_of(part[kind], kind, f"{where}.{kind}"))
-            elif kind in code_execution.KINDS:
-                out.append(_code_part(kind, part[kind], f"{where}.{kind}", i, code_ids, last_code, ids, positions))
-            else:
-                REFUSALS.refuse("gemini.non_text", f"{where}.{kind}")
+                continue
+            turn = _Turn(i, j, calls_here, code_ids, last_code, open_calls, results)
+            out.append(_history_part(kind, part, where, turn, ids, positions))
         if calls_here:
             open_calls = list(calls_here)
         messages.append({"role": "assistant" if role == "model" else role, "content": _content_of(out)})
     return messages, results
+
+
+@dataclass(slots=True)
+class _Turn:
+    """Where a history part sits (content ``i``, part ``j``) and what the contents so far left open."""
+
+    i: int
+    j: int
+    calls_here: list[tuple[str, str]]
+    code_ids: list[str]
+    last_code: list[str]
+    open_calls: list[tuple[str, str]]
+    results: list[tuple[int, int, str]]
+
+
+def _history_part(kind: str, part: dict[str, Any], where: str, turn: _Turn, ids: CallIds, positions: dict[str, str]) -> MessagePart:
+    """One non-text part of a history content as a neutral part (a refusal for what has none)."""
+    if kind == "functionCall":
+        call_id, name, args = _history_call(part["functionCall"], f"{where}.functionCall", turn.i, len(turn.calls_here), ids, positions)
+        turn.calls_here.append((call_id, name))
+        return {"type": "tool_use", "toolCallId": call_id, "toolName": name, "toolInput": args}
+    if kind == "functionResponse":
+        result = _function_response(
+            part["functionResponse"], f"{where}.functionResponse", f"{turn.i}:{turn.j}", ids, turn.open_calls, positions
+        )
+        turn.results.append((turn.i, turn.j, result["toolCallId"]))
+        return result
+    if kind in ("inlineData", "fileData"):
+        return media_of(part[kind], kind, f"{where}.{kind}")
+    if kind in code_execution.KINDS:
+        code: MessagePart = _code_part(kind, part[kind], f"{where}.{kind}", turn.i, turn.code_ids, turn.last_code, ids, positions)
+        return code
+    REFUSALS.refuse("gemini.non_text", f"{where}.{kind}")
 
 
 def _code_part(
