@@ -18,9 +18,9 @@ from typing import Any
 
 import orjson
 
-from blackbox_mitm.errors import BlackboxUnsupportedError
+from blackbox_mitm.errors import BlackboxUnsupportedError, StreamIncomplete
 
-__all__ = ["dumps", "dumps_bytes", "hand_over", "load_object", "loads", "loads_or_none"]
+__all__ = ["dumps", "dumps_bytes", "hand_over", "load_object", "loads", "loads_or_none", "stream_object"]
 
 _KINDS: dict[type, str] = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean", type(None): "null"}
 
@@ -84,3 +84,14 @@ def loads_or_none(body: bytes | str) -> Any:
         return loads(body, "request", "")
     except BlackboxUnsupportedError:
         return None
+
+
+def stream_object(data: str, n: int) -> dict[str, Any]:
+    """Stream event ``n``'s data as a JSON object; ``StreamIncomplete`` (the call did not complete) when it is none."""
+    try:
+        value = json.loads(data)
+    except ValueError as exc:
+        raise StreamIncomplete(f"stream event {n} is not JSON: the call did not complete") from exc
+    if not isinstance(value, dict):
+        raise StreamIncomplete(f"stream event {n} is not a JSON object: the call did not complete")
+    return value

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest, SseEvent, StreamIncomplete
-from blackbox_mitm.codecs.common.jsonio import dumps
+from blackbox_mitm.codecs.common.jsonio import dumps, stream_object
 from blackbox_mitm.codecs.gemini import FRAGMENT
 from blackbox_mitm.codecs.gemini.grounding import GROUNDING_KEYS
 from blackbox_mitm.codecs.gemini.response import encode_response, error_body
@@ -76,12 +76,7 @@ def aggregate_stream(events: list[SseEvent]) -> dict[str, Any]:
         data = event.data.strip()
         if not data:
             continue
-        try:
-            chunk = json.loads(data)
-        except ValueError as exc:
-            raise StreamIncomplete(f"stream event {n} is not JSON: the call did not complete") from exc
-        if not isinstance(chunk, dict):
-            raise StreamIncomplete(f"stream event {n} is not a JSON object: the call did not complete")
+        chunk = stream_object(data, n)
         error = chunk.get("error")
         if error is not None:
             detail = error.get("message") if isinstance(error, dict) else error

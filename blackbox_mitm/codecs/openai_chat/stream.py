@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest, SseEvent, StreamIncomplete
-from blackbox_mitm.codecs.common.jsonio import dumps
+from blackbox_mitm.codecs.common.jsonio import dumps, stream_object
 from blackbox_mitm.codecs.openai_chat import FRAGMENT
 from blackbox_mitm.codecs.openai_chat.audio import audio_deltas, finish_audio, merge_audio_delta, served_audio, text_parts
 from blackbox_mitm.codecs.openai_chat.fields import filtered_at
@@ -159,12 +158,7 @@ def aggregate_stream(events: list[SseEvent]) -> dict[str, Any]:
 
 def _chunk(n: int, event: SseEvent, data: str) -> dict[str, Any]:
     """Stream event ``n`` as a JSON object; ``StreamIncomplete`` when it is not one or carries an error."""
-    try:
-        chunk = json.loads(data)
-    except ValueError as exc:
-        raise StreamIncomplete(f"stream event {n} is not JSON: the call did not complete") from exc
-    if not isinstance(chunk, dict):
-        raise StreamIncomplete(f"stream event {n} is not a JSON object: the call did not complete")
+    chunk = stream_object(data, n)
     if event.event == "error" or chunk.get("error"):
         error = chunk.get("error") if isinstance(chunk.get("error"), dict) else None
         detail = error.get("message") if error else data

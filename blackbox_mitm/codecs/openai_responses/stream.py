@@ -13,14 +13,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest, SseEvent, StreamIncomplete
-from blackbox_mitm.codecs.common.jsonio import dumps
+from blackbox_mitm.codecs.common.jsonio import dumps, stream_object
 from blackbox_mitm.codecs.openai_responses import FRAGMENT
 from blackbox_mitm.codecs.openai_responses.hosted_tools import SERVED_ITEMS
 from blackbox_mitm.codecs.openai_responses.response import encode_response, response_head
@@ -144,23 +143,13 @@ def is_stream_end(event: SseEvent) -> bool:
     return _event_type(event) in FINAL_EVENTS
 
 
-def _parse(event: SseEvent, n: int) -> dict[str, Any]:
-    try:
-        data = json.loads(event.data)
-    except ValueError as exc:
-        raise StreamIncomplete(f"stream event {n} is not JSON: the call did not complete") from exc
-    if not isinstance(data, dict):
-        raise StreamIncomplete(f"stream event {n} is not a JSON object: the call did not complete")
-    return data
-
-
 def aggregate_stream(events: list[SseEvent]) -> dict[str, Any]:
     """Recorded Responses events -> the Response object they stand for (for ``decode_response``)."""
     done_items: dict[int, Any] = {}
     for n, event in enumerate(events):
         if not event.data.strip():
             continue
-        data = _parse(event, n)
+        data = stream_object(event.data, n)
         kind = data.get("type") if isinstance(data.get("type"), str) else event.event
         if kind not in KNOWN_EVENTS:
             raise StreamIncomplete(f"stream event {n} has type {kind!r}, which the Responses API does not define: not recorded")
