@@ -30,13 +30,14 @@ from blackbox_mitm.codecs.base import (
     DecodedRequest,
     ErrorResponse,
     FramedStreamCodec,
+    STOP_PAUSE,
     SseEvent,
     StreamParser,
 )
 from blackbox_mitm.codecs.common.refusals import Refusal
 from blackbox_mitm.codecs.sse import SseParser
 from blackbox_mitm.codecs.websocket_base import WebSocketCapable
-from blackbox_mitm.errors import ConfigError
+from blackbox_mitm.errors import BlackboxUnsupportedError, ConfigError
 
 __all__ = [
     "CHAINING",
@@ -71,6 +72,7 @@ __all__ = [
     "response_keys",
     "stream_content_type",
     "stream_parser",
+    "unservable_stop",
 ]
 
 # The registry, in matching order: the first codec that matches a request answers it.
@@ -94,6 +96,9 @@ CHAINING: tuple[ChainingCodec, ...] = (openai_responses,)
 WEBSOCKETS: tuple[WebSocketCapable, ...] = (openai_responses,)
 FRAMED: tuple[FramedStreamCodec, ...] = (bedrock, bedrock_converse)  # streams that are not server-sent events
 # The clouds' credential endpoints (STS, OAuth, Entra ID, instance metadata): what they answer is a credential.
+# The codecs whose answers can say the provider paused a server-tool turn (Anthropic's pause_turn, on every transport
+# that carries a Messages body): a neutral "pause" stop reaching any other codec is refused by unservable_stop.
+PAUSING: tuple[Codec, ...] = (anthropic_messages, vertex_anthropic, bedrock)
 TOKEN_HOSTS: tuple[str, ...] = (*bedrock.TOKEN_HOSTS, *vertex_anthropic.TOKEN_HOSTS, *openai_chat.TOKEN_HOSTS)
 
 
@@ -115,6 +120,23 @@ def codec_for(method: str, path: str, host: str | None = None, named: Mapping[st
         if codec.matches(method, bare, query):
             return codec
     return None
+
+
+def unservable_stop(codec: Codec, output: Mapping[str, object]) -> BlackboxUnsupportedError | None:
+    """Why ``codec`` cannot give ``output`` back as recorded: a neutral stop its API has no word for (None: it can).
+
+    Only ``"pause"`` (a paused server-tool turn) is such a stop today: served as another stop, the agent would take
+    the partial turn for a whole one.
+    """
+    if output.get("stop") != STOP_PAUSE or codec in PAUSING:
+        return None
+    return BlackboxUnsupportedError(
+        "stop",
+        f"the answer is a server-tool turn the provider paused (recorded from Anthropic's pause_turn); the {codec.NAME} API "
+        "has no paused stop, so it cannot be served to this client as recorded",
+        provider=codec.PROVIDER,
+        value='"pause"',
+    )
 
 
 def codec_for_path(path: str) -> Codec | None:

@@ -21,7 +21,8 @@ Neutral payloads (spec: "Structured Transcript", "Model output shapes"; typed as
 * model_output: ``{"type": "final_answer", "text"}`` or ``{"type": "tool_calls",
   "calls": [{"toolCallId", "toolName", "toolInput"}], "text"?}``, plus ``"stop"``
   only when the stop is not the shape's default: ``"length"`` (max tokens) or
-  ``"refusal"`` (an OpenAI refusal; ``text`` is the refusal text). A final
+  ``"refusal"`` (an OpenAI refusal; ``text`` is the refusal text) or ``"pause"``
+  (Anthropic's ``pause_turn``: a server-tool turn the provider paused). A final
   answer's default stop is the end of the turn, tool calls' is tool use.
 """
 
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "STOP_LENGTH",
+    "STOP_PAUSE",
     "STOP_REFUSAL",
     "CallIds",
     "ChainingCodec",
@@ -56,6 +58,7 @@ __all__ = [
 
 STOP_LENGTH = "length"
 STOP_REFUSAL = "refusal"
+STOP_PAUSE = "pause"  # the provider paused a long server-tool turn; the agent sends it back to continue (Anthropic pause_turn)
 
 _CALL_N = re.compile(r"^call-(\d+)$")
 

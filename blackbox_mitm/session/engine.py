@@ -25,7 +25,7 @@ import orjson
 from blackbox_mitm.cassette.media import collecting, resolving
 from blackbox_mitm.cassette.payloads import order_tool_results
 from blackbox_mitm.cassette.trace import now_ms
-from blackbox_mitm.codecs import codec_for, stream_content_type
+from blackbox_mitm.codecs import codec_for, stream_content_type, unservable_stop
 from blackbox_mitm.codecs.base import CallIds, ChainingCodec, Codec, DecodedRequest, SseEvent
 from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
 from blackbox_mitm.matcher import Divergence, Exhausted, RecordedCalls, Served
@@ -296,6 +296,10 @@ class Session(RunLog):
         hold: Hold | None = None,
     ) -> Answer:
         created = int(timestamp)
+        unservable = unservable_stop(codec, output)
+        if unservable is not None:  # a stop this client's API has no word for (a paused turn): named, not misserved
+            self._note_refusal(unservable.client_message)
+            return _error(codec, unservable.client_message)
         if self.privacy.env is not None:  # the recorded placeholders as this run's values: the agent reads its own paths
             output = self.privacy.env.restore(output)
         if decoded.stream:

@@ -423,19 +423,31 @@ REFUSAL_CASES: dict[str, list[tuple[str, Any, str]]] = {
                                 "tool_use_id": "toolu_01Pdf",
                                 "content": [
                                     {"type": "text", "text": "Page 1"},
-                                    {"type": "document", "source": {"type": "content", "content": [{"type": "text", "text": "p"}]}},
+                                    {"type": "document", "source": {"type": "content", "content": [{"type": "search_result", "content": []}]}},
                                 ],
                             }
                         ],
                     },
                 ]
             ),
-            "messages[2].content[0].content[1].source.type",
+            "messages[2].content[0].content[1].source.content[0]",
         ),
+        (
+            "request",
+            _req(messages=[{"role": "user", "content": [{"type": "document", "source": {"type": "content", "content": 7}}]}]),
+            "messages[0].content[0].source.type",
+        ),
+    ],
+    "anthropic.system_content": [
         (
             "request",
             _req(system=[{"type": "text", "text": "Sys"}, {"type": "image", "source": {"type": "url", "url": "https://x/y.png"}}]),
             "system[1]",
+        ),
+        (
+            "request",
+            _req(messages=[{"role": "system", "content": [{"type": "document", "source": {"type": "text", "data": "d"}}]}, {"role": "user", "content": "hi"}]),
+            "messages[0].content[0]",
         ),
     ],
     "anthropic.server_tool": [
@@ -522,8 +534,7 @@ REFUSAL_CASES: dict[str, list[tuple[str, Any, str]]] = {
             "stop_details",
         ),
     ],
-    "anthropic.pause_turn": [
-        ("response", _resp([TEXT], "pause_turn"), "stop_reason"),
+    "anthropic.unknown_stop": [
         ("response", _resp([TEXT], "compaction"), "stop_reason"),
         ("response", _resp([TEXT], None), "stop_reason"),
     ],

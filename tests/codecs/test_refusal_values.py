@@ -36,7 +36,7 @@ def test_an_openai_finish_reason_is_named(finish: str) -> None:
     assert f'(it was "{finish}")' in str(err.value)
 
 
-@pytest.mark.parametrize("stop", ["stop_sequence", "model_context_window_exceeded", "pause_turn", "refusal"])
+@pytest.mark.parametrize("stop", ["stop_sequence", "model_context_window_exceeded", "compaction", "refusal"])
 def test_an_anthropic_stop_reason_is_named(stop: str) -> None:
     with pytest.raises(BlackboxUnsupportedError) as err:
         anthropic_messages.decode_response(_message(stop), CallIds(), ANTHROPIC_REQUEST)

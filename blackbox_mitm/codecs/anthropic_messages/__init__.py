@@ -113,7 +113,8 @@ PARAMS: tuple[tuple[str, str], ...] = (
 # One row per line: this is a table (docs/gen_refusals.py prints it).
 # fmt: off
 REFUSALS = RefusalTable(PROVIDER, (
-    Refusal("anthropic.image_content", "anthropic", "request", "a content block Blackbox does not read in messages or tool results (a document whose source is a content list, search results, ...)", "not recorded: only text, tool use and results, images, documents and tool references are"),
+    Refusal("anthropic.image_content", "anthropic", "request", "a content block Blackbox does not read in messages, tool results or a document's content (search results, a document inside a document, ...)", "not recorded: only text, tool use and results, images, documents (base64, plain text, URL, file and content-list sources) and tool references are"),
+    Refusal("anthropic.system_content", "anthropic", "request", "a block other than text in system (the top-level system, or a message with role system)", "the API does not accept it: system takes text blocks only"),
     Refusal("anthropic.server_tool", "anthropic", "request", "the MCP connector (mcp_servers, mcp_tool_use and mcp_tool_result blocks), container_upload blocks, and tool calls made from code execution (programmatic tool calling: a tool_use with a caller)", "not recorded: the MCP connector's calls and results name servers Blackbox never sees, and a call made from the provider's code has no place in a neutral transcript yet"),
     Refusal("anthropic.server_tool_response", "anthropic", "response", "MCP connector and container_upload blocks in a response, and tool calls made from code execution (a tool_use with a caller)", "not recorded: the MCP connector's calls and results, and calls made from the provider's code, could not be given back"),
     Refusal("anthropic.stop_sequence", "anthropic", "response", 'a response with stop_reason: "stop_sequence"', "the matched sequence is not recorded; it would replay as end_turn"),
@@ -121,7 +122,7 @@ REFUSALS = RefusalTable(PROVIDER, (
     Refusal("anthropic.text_blocks", "anthropic", "response", "a response with more than one text block, or text after a tool call", "a replay returns one text block before the tool calls"),
     Refusal("anthropic.refusal", "anthropic", "response", "a refusal together with tool calls; and, while the API sends stop_details with refusals, any refusal", "not recorded"),
     Refusal("anthropic.citations", "anthropic", "response", "stop_details in a response", "not recorded"),
-    Refusal("anthropic.pause_turn", "anthropic", "response", 'a response with stop_reason: "pause_turn" (a paused server-tool turn), or a stop_reason Blackbox does not know', "a replay only gives end_turn, tool_use or max_tokens"),
+    Refusal("anthropic.unknown_stop", "anthropic", "response", "a response with a stop_reason Blackbox does not know (a beta compaction stop, or none)", "a replay only gives end_turn, tool_use, max_tokens, refusal or pause_turn"),
     Refusal("anthropic.tool_use_stop", "anthropic", "response", 'tool calls with a stop_reason other than tool_use or max_tokens, or stop_reason: "tool_use" without a tool call', "a replay gives tool_use exactly when there are tool calls, so it would replay with another stop_reason"),
     Refusal("anthropic.unknown_block", "anthropic", "response", "a response content block of a type Blackbox does not record (for example a beta compaction block)", "not recorded: a replay could not give it back"),
 ), reads="a Messages body")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from blackbox_mitm.cassette.payloads import (
     MediaPart,
@@ -33,7 +33,7 @@ def decode_request(body: bytes, ids: CallIds, *, path: str = "", query: str = ""
         "tools": _decode_tools(data.get("tools")),
     }
     if "system" in data and data["system"] is not None:
-        model_input["systemPrompt"] = _joined_text(data["system"], "system")
+        model_input["systemPrompt"] = _joined_text(data["system"], "system", row="anthropic.system_content")
     model = data.get("model")
     if isinstance(model, str):
         model_input["model"] = model
@@ -58,6 +58,8 @@ def _decode_messages(messages: Any, ids: CallIds) -> list[Message]:
         if isinstance(content, str):
             decoded: str | list[MessagePart] = content
         elif isinstance(content, list):
+            if message.get("role") == "system":  # text blocks only, as the API takes them
+                _joined_text(content, f"messages[{i}].content", row="anthropic.system_content")
             decoded = _decode_blocks(content, f"messages[{i}].content", ids, names)
         else:
             raise BlackboxUnsupportedError(f"messages[{i}].content", "expected a string or a list of content blocks", provider=PROVIDER)
@@ -125,10 +127,27 @@ def _decode_tool_result(block: dict[str, Any], where: str, ids: CallIds, names: 
 
 
 def media_of(block: dict[str, Any], kind: str, where: str) -> MediaPart:
-    """An image or document block -> a neutral media part: inline bytes by digest, a URL or file id as the reference."""
+    """An image or document block -> a neutral media part: inline bytes by digest, a URL or file id as the reference.
+
+    A document keeps what the model reads beside its bytes: ``context`` as sent, and ``citations: true`` when
+    citations are enabled on it (a document without them is the part it always was).
+    """
     source = block.get("source")
     if not isinstance(source, dict):
         raise BlackboxUnsupportedError(f"{where}.source", f"an {kind} block needs a source object", provider=PROVIDER)
+    part = _media_source(block, source, kind, where)
+    if kind == "document":
+        extras: dict[str, Any] = dict(part)
+        if isinstance(block.get("context"), str):
+            extras["context"] = block["context"]
+        citations = block.get("citations")
+        if isinstance(citations, dict) and citations.get("enabled") is True:
+            extras["citations"] = True
+        part = cast(MediaPart, extras)
+    return part
+
+
+def _media_source(block: dict[str, Any], source: dict[str, Any], kind: str, where: str) -> MediaPart:
     neutral_kind: Any = kind if kind == "image" else "document"
     name = block.get("title") if isinstance(block.get("title"), str) else None
     media_type = source.get("media_type") if isinstance(source.get("media_type"), str) else None
@@ -144,7 +163,35 @@ def media_of(block: dict[str, Any], kind: str, where: str) -> MediaPart:
             return media_part(neutral_kind, media_type, url=source["url"], name=name)
         case "file" if isinstance(source.get("file_id"), str):
             return media_part(neutral_kind, media_type, file=source["file_id"], name=name)
+        case "content" if kind == "document" and isinstance(source.get("content"), (str, list)):
+            part: dict[str, Any] = {"type": "document", "content": _document_content(source["content"], f"{where}.source.content")}
+            if name is not None:
+                part["name"] = name
+            return cast(MediaPart, part)
     REFUSALS.refuse("anthropic.image_content", f"{where}.source.type", source.get("type"))
+
+
+def _document_content(content: str | list[Any], path: str) -> list[dict[str, Any]]:
+    """A custom-content document's blocks (text and images, the API's ``ContentBlockSourceContentParam``) as neutral parts.
+
+    A string is one text part; adjacent text is joined and empty text dropped, as in a message.
+    """
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    parts: list[dict[str, Any]] = []
+    for k, block in enumerate(content):
+        kind = block_kind(block)
+        if kind == "text":
+            text = text_of(block, f"{path}[{k}]")
+            if parts and parts[-1]["type"] == "text":
+                parts[-1]["text"] += text
+            elif text:
+                parts.append({"type": "text", "text": text})
+        elif kind == "image":
+            parts.append(dict(media_of(block, kind, f"{path}[{k}]")))
+        else:
+            REFUSALS.refuse("anthropic.image_content", f"{path}[{k}]", kind)
+    return parts
 
 
 def _result_content(content: Any, path: str) -> Any:
@@ -199,8 +246,8 @@ def _decode_tools(tools: Any) -> list[ToolDefinition]:
     return out
 
 
-def _joined_text(value: Any, path: str) -> str:
-    """A string, or text blocks joined with "" (how text is split into blocks is not compared)."""
+def _joined_text(value: Any, path: str, *, row: str = "anthropic.image_content") -> str:
+    """A string, or text blocks joined with "" (how text is split into blocks is not compared); another block is ``row``'s refusal."""
     if isinstance(value, str):
         return value
     if not isinstance(value, list):
@@ -208,7 +255,7 @@ def _joined_text(value: Any, path: str) -> str:
     texts = []
     for k, block in enumerate(value):
         if not isinstance(block, dict) or block.get("type") != "text":
-            REFUSALS.refuse("anthropic.image_content", f"{path}[{k}]")
+            REFUSALS.refuse(row, f"{path}[{k}]", block_kind(block))
         texts.append(text_of(block, f"{path}[{k}]"))
     return "".join(texts)
 

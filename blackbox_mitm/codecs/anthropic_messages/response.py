@@ -18,7 +18,7 @@ from blackbox_mitm.cassette.payloads import (
 )
 from blackbox_mitm.codecs.anthropic_messages import PROVIDER, REFUSALS, THINKING, server_tools
 from blackbox_mitm.codecs.anthropic_messages.fields import block_kind, server_caller, text_of
-from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse
+from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_PAUSE, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse
 from blackbox_mitm.codecs.common.ids import digest
 from blackbox_mitm.codecs.common.jsonio import dumps, dumps_bytes, load_object
 from blackbox_mitm.errors import BlackboxUnsupportedError
@@ -65,9 +65,16 @@ def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: Deco
         REFUSALS.refuse("anthropic.tool_use_stop", "stop_reason", stop_reason)
     # call-N ids are handed out only once nothing is refused, in the order the model emitted them.
     output = _output(text, [_new_call(block, name, block.get("input"), ids) for block, name in tool_uses])
+    _set_stop(output, stop_reason)
+    return _with_extras(output, data, content)
+
+
+def _set_stop(output: ModelOutput, stop_reason: Any) -> None:
+    """A stop that is not the shape's default: max tokens, or a paused server-tool turn."""
     if stop_reason == "max_tokens":
         output["stop"] = STOP_LENGTH
-    return _with_extras(output, data, content)
+    elif stop_reason == "pause_turn":
+        output["stop"] = STOP_PAUSE
 
 
 def _refuse_unsupported(data: dict[str, Any], content: list[Any], stop_reason: Any) -> None:
@@ -85,8 +92,8 @@ def _refuse_unsupported(data: dict[str, Any], content: list[Any], stop_reason: A
         REFUSALS.refuse("anthropic.stop_sequence", "stop_reason", stop_reason)
     if stop_reason == "model_context_window_exceeded":
         REFUSALS.refuse("anthropic.context_window", "stop_reason", stop_reason)
-    if stop_reason not in ("end_turn", "tool_use", "max_tokens"):
-        REFUSALS.refuse("anthropic.pause_turn", "stop_reason", stop_reason)
+    if stop_reason not in ("end_turn", "tool_use", "max_tokens", "pause_turn"):
+        REFUSALS.refuse("anthropic.unknown_stop", "stop_reason", stop_reason)
     if data.get("stop_details") is not None:
         REFUSALS.refuse("anthropic.citations", "stop_details")
 
@@ -131,8 +138,7 @@ def _rich_output(content: list[dict[str, Any]], stop_reason: Any, ids: CallIds) 
     text, calls, parts = server_tools.decode_answer_parts(content, ids, _new_call)
     output = _output(text, calls)
     output["parts"] = parts
-    if stop_reason == "max_tokens":
-        output["stop"] = STOP_LENGTH
+    _set_stop(output, stop_reason)
     return output
 
 
@@ -270,6 +276,8 @@ def stop_reason_of(output: Mapping[str, Any]) -> str:
         return "max_tokens"
     if stop == STOP_REFUSAL:
         return "refusal"
+    if stop == STOP_PAUSE:
+        return "pause_turn"
     return "tool_use" if tool_calls_of(output) else "end_turn"
 
 
