@@ -122,7 +122,7 @@ REFUSALS = RefusalTable(PROVIDER, (
     Refusal("anthropic.text_blocks", "anthropic", "response", "a response with more than one text block, or text after a tool call", "a replay returns one text block before the tool calls"),
     Refusal("anthropic.refusal", "anthropic", "response", "a refusal together with tool calls; and, while the API sends stop_details with refusals, any refusal", "not recorded"),
     Refusal("anthropic.citations", "anthropic", "response", "stop_details in a response", "not recorded"),
-    Refusal("anthropic.unknown_stop", "anthropic", "response", "a response with a stop_reason Blackbox does not know (a beta compaction stop, or none)", "a replay only gives end_turn, tool_use, max_tokens, refusal or pause_turn"),
+    Refusal("anthropic.unknown_stop", "anthropic", "response", "a response with a stop_reason Blackbox does not know (a beta compaction stop, or none)", "a replay only gives end_turn, tool_use, max_tokens or pause_turn"),
     Refusal("anthropic.tool_use_stop", "anthropic", "response", 'tool calls with a stop_reason other than tool_use or max_tokens, or stop_reason: "tool_use" without a tool call', "a replay gives tool_use exactly when there are tool calls, so it would replay with another stop_reason"),
     Refusal("anthropic.unknown_block", "anthropic", "response", "a response content block of a type Blackbox does not record (for example a beta compaction block)", "not recorded: a replay could not give it back"),
 ), reads="a Messages body")
