@@ -24,13 +24,13 @@ from collections.abc import Iterable, Mapping
 from blackbox_mitm.cassette.facts import ProviderFacts
 from blackbox_mitm.codecs import anthropic_messages, bedrock, bedrock_converse, gemini, openai_chat, openai_responses, vertex_anthropic
 from blackbox_mitm.codecs.base import (
+    STOP_PAUSE,
     CallIds,
     ChainingCodec,
     Codec,
     DecodedRequest,
     ErrorResponse,
     FramedStreamCodec,
-    STOP_PAUSE,
     SseEvent,
     StreamParser,
 )

@@ -90,11 +90,16 @@ def test_a_string_content_source_and_a_text_split_otherwise_are_the_same_part() 
     as_string = {"type": "document", "source": {"type": "content", "content": "Chapter 1. The figure shows the pipeline."}}
     as_blocks = {
         "type": "document",
-        "source": {"type": "content", "content": [{"type": "text", "text": "Chapter 1. The figure"}, {"type": "text", "text": " shows the pipeline."}]},
+        "source": {
+            "type": "content",
+            "content": [{"type": "text", "text": "Chapter 1. The figure"}, {"type": "text", "text": " shows the pipeline."}],
+        },
     }
-    assert _decoded(_request(as_string)) == _decoded(_request(as_blocks)) == [
-        {"type": "document", "content": [{"type": "text", "text": "Chapter 1. The figure shows the pipeline."}]}
-    ]
+    assert (
+        _decoded(_request(as_string))
+        == _decoded(_request(as_blocks))
+        == [{"type": "document", "content": [{"type": "text", "text": "Chapter 1. The figure shows the pipeline."}]}]
+    )
 
 
 def test_text_and_file_documents_keep_their_title_context_and_citations() -> None:
@@ -151,8 +156,9 @@ def test_a_content_document_in_a_tool_result_is_recorded() -> None:
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [CONTENT_DOCUMENT]}]},
         ],
     }
-    [result] = codec.decode_request(json.dumps(body).encode(), CallIds()).model_input["messages"][2]["content"]
-    assert isinstance(result, dict) and result["type"] == "tool_result"
+    content: Any = codec.decode_request(json.dumps(body).encode(), CallIds()).model_input["messages"][2]["content"]
+    [result] = content
+    assert result["type"] == "tool_result"
     assert result["result"][0]["type"] == "document" and result["result"][0]["content"][1]["sha256"] == PNG_SHA
 
 
@@ -162,7 +168,10 @@ def test_a_content_document_in_a_tool_result_is_recorded() -> None:
 @pytest.mark.parametrize(
     "system",
     [
-        [{"type": "text", "text": "Be brief."}, {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64}}],
+        [
+            {"type": "text", "text": "Be brief."},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64}},
+        ],
         [{"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "x"}}],
     ],
 )
@@ -271,7 +280,13 @@ RESUMED: dict[str, Any] = {
     **PAUSED,
     "id": "msg_01Resumed",
     "content": [
-        {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01Pause", "content": [{"type": "web_search_result", "url": "https://w.example", "title": "W", "encrypted_content": "Eq", "page_age": None}]},
+        {
+            "type": "web_search_tool_result",
+            "tool_use_id": "srvtoolu_01Pause",
+            "content": [
+                {"type": "web_search_result", "url": "https://w.example", "title": "W", "encrypted_content": "Eq", "page_age": None}
+            ],
+        },
         {"type": "text", "text": "Sunny, 24 °C."},
     ],
     "stop_reason": "end_turn",

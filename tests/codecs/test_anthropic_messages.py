@@ -423,7 +423,10 @@ REFUSAL_CASES: dict[str, list[tuple[str, Any, str]]] = {
                                 "tool_use_id": "toolu_01Pdf",
                                 "content": [
                                     {"type": "text", "text": "Page 1"},
-                                    {"type": "document", "source": {"type": "content", "content": [{"type": "search_result", "content": []}]}},
+                                    {
+                                        "type": "document",
+                                        "source": {"type": "content", "content": [{"type": "search_result", "content": []}]},
+                                    },
                                 ],
                             }
                         ],
@@ -446,7 +449,12 @@ REFUSAL_CASES: dict[str, list[tuple[str, Any, str]]] = {
         ),
         (
             "request",
-            _req(messages=[{"role": "system", "content": [{"type": "document", "source": {"type": "text", "data": "d"}}]}, {"role": "user", "content": "hi"}]),
+            _req(
+                messages=[
+                    {"role": "system", "content": [{"type": "document", "source": {"type": "text", "data": "d"}}]},
+                    {"role": "user", "content": "hi"},
+                ]
+            ),
             "messages[0].content[0]",
         ),
     ],

@@ -37,7 +37,9 @@ from blackbox_mitm.cassette.media import load_media
 pytestmark = pytest.mark.e2e
 
 KEY = "sk-ant-test-not-a-real-key-0000"
-PNG = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8ffff3f0005fe02fea7a69a0000000049454e44ae426082")
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8ffff3f0005fe02fea7a69a0000000049454e44ae426082"
+)
 MODEL = "claude-sonnet-4-6"
 
 
@@ -100,7 +102,9 @@ def _run(agent_source: str, tmp_path: Path, confdir: Path, respond: Any, stream:
 def _replay(cassette: Path, tmp_path: Path, confdir: Path, stream: bool) -> Any:
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
     agent = tmp_path / "agent.py"
-    return blackbox("replay", str(cassette), "--confdir", str(confdir), "--", sys.executable, str(agent), "stream" if stream else "whole", env=env)
+    return blackbox(
+        "replay", str(cassette), "--confdir", str(confdir), "--", sys.executable, str(agent), "stream" if stream else "whole", env=env
+    )
 
 
 # --- documents with a content-list source, citations into them ---------------------------------
@@ -141,7 +145,7 @@ messages += [{{"role": "assistant", "content": [b.model_dump(exclude_none=True) 
 print(ask().content[0].text)
 """
 
-CITED = [
+CITED: list[dict[str, Any]] = [
     {"type": "text", "text": "The design says: "},
     {
         "type": "text",
@@ -248,16 +252,22 @@ print(" ".join(b.text for b in reply.content if b.type == "text"))
 """
 
 SEARCH_ID = "srvtoolu_01PauseSearchPauseSearch01"
-PAUSED = [
+PAUSED: list[dict[str, Any]] = [
     {"type": "text", "text": "Let me search for that."},
     {"type": "server_tool_use", "id": SEARCH_ID, "name": "web_search", "input": {"query": "paris weather"}},
 ]
-RESUMED = [
+RESUMED: list[dict[str, Any]] = [
     {
         "type": "web_search_tool_result",
         "tool_use_id": SEARCH_ID,
         "content": [
-            {"type": "web_search_result", "url": "https://weather.example/paris", "title": "Paris", "encrypted_content": "EqgfCioIARgB", "page_age": "1 day"}
+            {
+                "type": "web_search_result",
+                "url": "https://weather.example/paris",
+                "title": "Paris",
+                "encrypted_content": "EqgfCioIARgB",
+                "page_age": "1 day",
+            }
         ],
     },
     {"type": "text", "text": "It is sunny in Paris, 24 °C."},

@@ -7,7 +7,9 @@ holds its facts and which requests it answers, ``request`` reads requests,
 Anthropic-specific, and the choices the spec leaves open, is written down here:
 
 Requests (``decode_request``)
-    * ``system`` (a string or text blocks, joined with "") is the ``systemPrompt``.
+    * ``system`` (a string or text blocks, joined with "") is the ``systemPrompt``;
+      another block there, or in a ``role: "system"`` message, is refused: the
+      API takes text only.
     * A message keeps its role as sent (``user``, ``assistant``, ``system``).
       Its blocks keep their order; adjacent text is joined, empty text is
       dropped (a replay drops empty text blocks, so the agent's next history
@@ -24,14 +26,18 @@ Requests (``decode_request``)
       provider-defined tool definitions (``builtin``); ``server_tool_use`` and
       ``*_tool_result`` blocks in the history are server-tool parts
       (``server_tools``).
+    * Images and documents are media parts (``request.media_of``); a document's
+      ``context`` and enabled ``citations`` are kept, and a content-list source
+      is a document part holding its text and images as neutral parts.
     * Request controls that are ``null`` are treated as absent. Citations and
-      ``cache_control`` on history blocks, and every field the spec does not
+      ``cache_control`` on history text blocks, and every field the spec does not
       compare, are dropped.
 
 Responses (``decode_response``, ``aggregate_stream``)
     Refusals are checked in this order, so a response breaking several rules
     names the most useful one: block types (MCP connector, unknown blocks),
-    then ``stop_reason``, then ``stop_details``, then the layout of text and
+    then ``stop_reason`` (``pause_turn``, a paused server-tool turn, is
+    recorded as the neutral stop ``"pause"``), then ``stop_details``, then the layout of text and
     tool calls (several text blocks, text after a tool call, a ``stop_reason``
     that does not fit the content). An answer with server-tool blocks or
     citations is kept block by block (``parts``, see ``server_tools``), so its
