@@ -51,9 +51,15 @@ seen = []
 for question in ("Tell me about Zurich.", "And the weather there?"):
     chunks = list(chat.send_message_stream(question))
     seen.append({"chunks": len(chunks), "text": "".join(c.text or "" for c in chunks)})
-history = chat.get_history(curated=True)
-seen.append({"history": [c.role for c in history]})
-print(json.dumps(seen))
+turns = []  # the chat's history, adjacent contents of one role as one turn: (role, its parts' kinds and text)
+for content in chat.get_history(curated=True):
+    said = "".join(p.text or "" for p in content.parts) + "".join(f"<call {p.function_call.name}>" for p in content.parts if p.function_call)
+    said += "".join(f"<result {p.function_response.name}>" for p in content.parts if p.function_response)
+    if turns and turns[-1][0] == content.role:
+        turns[-1][1] += said
+    else:
+        turns.append([content.role, said])
+print(json.dumps({"answers": seen, "turns": turns}))
 """
 # fake_gemini cuts each text in 12 pieces: 13-14 characters (159), 5-6 (62) and 7-8 (90); a replay cuts 64
 ANSWERS = [
@@ -85,14 +91,26 @@ def test_streamed_chat_cut_unlike_a_replay_replays_strictly_offline(tmp_path: Pa
     assert all(5 <= len(c["parts"][0]["text"]) <= 17 for c in sent_back)
     assert "".join(c["parts"][0]["text"] for c in sent_back) == FIRST
     seen = json.loads(rec.stdout)
-    assert seen[0] == {"chunks": 12, "text": FIRST}
-    assert seen[1]["text"].endswith(FINAL)
+    assert seen["answers"] == [{"chunks": 12, "text": FIRST}, {"chunks": 25, "text": NARRATION + FINAL}]
+    assert seen["turns"] == [
+        ["user", "Tell me about Zurich."],
+        ["model", FIRST],
+        ["user", "And the weather there?"],
+        ["model", NARRATION + "<call get_weather>"],
+        ["user", "<result get_weather>"],
+        ["model", FINAL],
+    ]
 
     trace = load_trace(cassette)
     inputs = [s.payload for s in trace.steps if s.type == "model_input"]
     assert len(inputs) == 3
     assistant = [m for m in inputs[1]["messages"] if m["role"] == "assistant"]
     assert len(assistant) == 12  # the cassette keeps what was sent: one message per content
+    [answer] = [s.payload for s in trace.steps if s.type == "model_output" and s.payload["type"] == "tool_calls"]
+    [call] = [p for m in inputs[2]["messages"] for p in m["content"] if isinstance(p, dict) and p["type"] == "tool_use"]
+    [result] = [s.payload for s in trace.steps if s.type == "tool_result"]
+    # The call came in the 13th content of its turn: it is the answer's call-N all the same, and its result is paired.
+    assert call["toolCallId"] == answer["calls"][0]["toolCallId"] == result["toolCallId"]
     checked = blackbox("verify", str(cassette))
     assert checked.returncode == 0, checked.stdout
 
@@ -100,7 +118,8 @@ def test_streamed_chat_cut_unlike_a_replay_replays_strictly_offline(tmp_path: Pa
     for _ in range(3):
         rep = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", sys.executable, str(agent), env=env)
         assert rep.returncode == 0, rep.stderr
-        assert json.loads(rep.stdout)[1:] == seen[1:]
-        replayed = json.loads(rep.stdout)[0]
-        assert replayed["text"] == FIRST and replayed["chunks"] == 3  # a replay's own pieces: 64, 64 and 31 characters
-        assert "3 of 3 model calls served" in rep.stderr or "diverg" not in rep.stderr.lower(), rep.stderr
+        replayed = json.loads(rep.stdout)
+        assert replayed["turns"] == seen["turns"]
+        # A replay's own pieces: 64, 64 and 31 characters; the narration whole, then the call; 64 and 26 characters.
+        assert replayed["answers"] == [{"chunks": 3, "text": FIRST}, {"chunks": 4, "text": NARRATION + FINAL}]
+        assert "3 of 3 model calls served from the recording, no divergence" in rep.stderr, rep.stderr
