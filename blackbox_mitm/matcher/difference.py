@@ -228,8 +228,12 @@ def _in_turns(d: Difference, recorded: Mapping[str, Any], got: Mapping[str, Any]
     assert span is not None  # the differing message is on one side at least
     if all(s is None or s == span for s in (rec, new)) and span[1] - span[0] == 1:
         return replace(counts, message=span[0])
-    sides = [f"{_span_text(s)} of the {side}'s request" for s, side in ((rec, "recording"), (new, "agent")) if s is not None]
-    note = f"adjacent {d.role} messages are compared as one turn: this is {' and '.join(sides)}"
+    sides = " and ".join(f"{_span_text(s)} of the {side}'s request" for s, side in ((rec, "recording"), (new, "agent")) if s is not None)
+    folded = "/".join(roles)
+    if any(s is not None and s[1] - s[0] > 1 for s in (rec, new)):
+        note = f"adjacent {folded} messages are compared as one turn: this is {sides}"
+    else:
+        note = f"this is {sides} (adjacent {folded} messages before it are compared as one turn)"
     return replace(counts, message=span[0], note=f"{d.note}; {note}" if d.note else note)
 
 
