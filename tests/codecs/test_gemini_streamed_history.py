@@ -17,9 +17,9 @@ from blackbox_mitm.codecs import gemini
 from blackbox_mitm.codecs.base import CallIds
 
 PATH = "/v1beta/models/gemini-2.5-flash:streamGenerateContent"
-QUESTION = {"role": "user", "parts": [{"text": "Weather in Zurich?"}]}
-CALL = {"functionCall": {"name": "get_weather", "args": {"city": "Zurich"}}}
-RESULT = {"role": "user", "parts": [{"functionResponse": {"name": "get_weather", "response": {"forecast": "sunny"}}}]}
+QUESTION: dict[str, Any] = {"role": "user", "parts": [{"text": "Weather in Zurich?"}]}
+CALL: dict[str, Any] = {"functionCall": {"name": "get_weather", "args": {"city": "Zurich"}}}
+RESULT: dict[str, Any] = {"role": "user", "parts": [{"functionResponse": {"name": "get_weather", "response": {"forecast": "sunny"}}}]}
 
 
 def _request(contents: list[dict[str, Any]], ids: CallIds) -> Any:
