@@ -9,8 +9,8 @@ declares that adjacent model contents are one turn (``ONE_TURN_ROLES``): strict
 replay compares them joined, on both sides, so the recording made from Google's
 chunks replays strictly offline — three times over.
 
-The fake Gemini API (examples/fake_gemini.py) streams each text in pieces of 5 to
-17 characters; the second answer is a function call after streamed narration.
+The fake Gemini API (examples/fake_gemini.py) streams each text in 12 pieces of 5 to
+14 characters; the second answer is a function call after streamed narration.
 """
 
 from __future__ import annotations
