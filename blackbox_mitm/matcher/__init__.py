@@ -3,6 +3,7 @@
 Plain Python, no mitmproxy import. One job per module:
 
 * ``normalize`` — the compared view of a model_input and ``request_digest``;
+* ``turns`` — adjacent messages compared as one turn, when the agent's codec declares it;
 * ``difference`` — ``first_difference`` and the ``Difference`` record;
 * ``outcomes`` — what a match answers: ``Served``, ``Divergence``, ``Exhausted``;
 * ``recorded`` — ``RecordedCalls``: a run's calls, served in strict or sequence mode;

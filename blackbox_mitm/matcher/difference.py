@@ -37,6 +37,12 @@ had (the same messages, content parts or blocks of text in another order:
 ``reordered_items`` what they are; the headline then says "the same N items in
 another order" instead of a character offset.
 
+With ``rules.one_turn`` adjacent messages of those roles are compared as one
+(``matcher.turns``): ``message`` is then the index, in the agent's request (the
+recording's when the agent's stops before it), of the first message of the turn
+that differs, the message counts are the requests' own, and when the turn is
+several messages on either side ``note`` says which ones on each.
+
 With ``rules`` (``masks.CompareRules``) the masked views are compared. When the
 first differing character is in a placeholder on either side (a mask matched
 on one side and not the other, or two different masks matched), ``masks``
@@ -53,7 +59,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules, placeholders_in
-from blackbox_mitm.matcher.normalize import compared_view
+from blackbox_mitm.matcher.normalize import _as_list, compared_view
 from blackbox_mitm.matcher.quotes import (
     ABSENT,
     QUOTE_CHARS,
@@ -73,6 +79,7 @@ from blackbox_mitm.matcher.quotes import (
     text_of,
 )
 from blackbox_mitm.matcher.reorder import reordering
+from blackbox_mitm.matcher.turns import turn_spans
 
 __all__ = ["MESSAGE_FIELDS", "QUOTE_CHARS", "QUOTE_CONTEXT", "ROLE_CHARS", "Difference", "first_difference"]
 
@@ -201,7 +208,38 @@ class Difference:
 def first_difference(recorded: Mapping[str, Any], got: Mapping[str, Any], rules: CompareRules = NO_RULES) -> Difference | None:
     """The first difference between two model_inputs (compared views, masked by ``rules``, are taken here), or None."""
     found = _first_difference(compared_view(recorded, rules), compared_view(got, rules))
-    return None if found is None else _with_placeholders(found, rules)
+    if found is None:
+        return None
+    found = _with_placeholders(found, rules)
+    return _in_turns(found, recorded, got, rules.one_turn) if rules.one_turn else found
+
+
+def _in_turns(d: Difference, recorded: Mapping[str, Any], got: Mapping[str, Any], roles: tuple[str, ...]) -> Difference:
+    """A difference found among folded turns (``matcher.turns``), told in the requests' own message indices and counts."""
+    rec_messages, got_messages = _as_list(recorded.get("messages")), _as_list(got.get("messages"))
+    rec_spans, got_spans = turn_spans(rec_messages, roles), turn_spans(got_messages, roles)
+    counts = replace(d, recorded_messages=len(rec_messages), got_messages=len(got_messages))
+    k = d.message
+    if k is None or d.area != "messages":
+        return counts
+    rec = rec_spans[k] if k < len(rec_spans) else None
+    new = got_spans[k] if k < len(got_spans) else None
+    span = new or rec
+    assert span is not None  # the differing message is on one side at least
+    if all(s is None or s == span for s in (rec, new)) and span[1] - span[0] == 1:
+        return replace(counts, message=span[0])
+    sides = " and ".join(f"{_span_text(s)} of the {side}'s request" for s, side in ((rec, "recording"), (new, "agent")) if s is not None)
+    folded = "/".join(roles)
+    if any(s is not None and s[1] - s[0] > 1 for s in (rec, new)):
+        note = f"adjacent {folded} messages are compared as one turn: this is {sides}"
+    else:
+        note = f"this is {sides} (adjacent {folded} messages before it are compared as one turn)"
+    return replace(counts, message=span[0], note=f"{d.note}; {note}" if d.note else note)
+
+
+def _span_text(span: tuple[int, int]) -> str:
+    a, b = span
+    return f"message {a}" if b - a == 1 else f"messages {a}-{b - 1}"
 
 
 def _with_placeholders(d: Difference, rules: CompareRules) -> Difference:

@@ -12,7 +12,8 @@ members joined with ``,`` + ``}``, a list is ``[`` + its items joined + ``]``,
 and each member or item is itself canonical. So the canonical bytes of a view can
 be assembled from the canonical bytes of its pieces — the system prompt, each
 message, each tool definition — and each piece depends on that piece of the
-request alone (and the rules). ``PieceDigester`` keeps the canonical bytes of the
+request alone (and the rules; with ``rules.one_turn`` a piece is a message as
+``matcher.turns`` folds it, several adjacent ones joined). ``PieceDigester`` keeps the canonical bytes of the
 masked view of each piece it has seen, keyed by the piece's exact JSON
 (``orjson.dumps`` of the decoded value, not sorted: a key that differs in any way
 is a miss, never a wrong hit), and joins them. On a hit a piece costs one
@@ -43,6 +44,7 @@ from blackbox_mitm.cassette.canonical import canonical_bytes
 from blackbox_mitm.cassette.payloads import order_tool_results
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.matcher.normalize import _as_list, _message, _neutral_params, _tool
+from blackbox_mitm.matcher.turns import fold_turns
 
 __all__ = ["MEMO_PIECES", "PieceDigester"]
 
@@ -82,7 +84,7 @@ class PieceDigester:
         if not ordered:
             model_input = order_tool_results(model_input)
         members: list[bytes] = []  # in sorted key order: messages, model, params, systemPrompt, tools
-        messages = _as_list(model_input.get("messages"))
+        messages = fold_turns(_as_list(model_input.get("messages")), self.rules.one_turn)
         members.append(b'"messages":[' + b",".join([self._piece("m", m, self._message_bytes) for m in messages]) + b"]")
         model = model_input.get("model")
         if model is not None:

@@ -268,6 +268,7 @@ class CompareRules:
     masks: tuple[Mask, ...] = ()
     redactions: tuple[str, ...] = ()
     unordered: tuple[Unordered, ...] = ()  # an agent profile's lists in no fixed order (``Unordered``)
+    one_turn: tuple[str, ...] = ()  # roles whose adjacent messages compare as one (``matcher.turns``; the agent's codec says)
 
     @classmethod
     def build(

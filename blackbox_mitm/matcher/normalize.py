@@ -23,6 +23,11 @@ to pick the compared keys and make equal things look equal:
   ``inputSchema`` and ``strict`` (Blackbox's extension; only ever ``true``), and a
   provider-defined tool's ``builtin`` (its type and options, ``cassette/server_parts.py``).
 
+With ``rules.one_turn`` (the agent's codec declares it, ``matcher.turns``), adjacent
+messages of one of those roles are compared as one message: ``"ab"`` then ``"c"``
+is ``"abc"``; a tool call or any other non-text part between two texts stays
+between them.
+
 The tool_result parts of a user turn are compared in the order of the tool_use
 parts they answer (``cassette.payloads.order_tool_results``), whatever order
 the agent sent them in. With ``rules`` (``masks.CompareRules``), every span a
@@ -43,6 +48,7 @@ from blackbox_mitm.cassette.canonical import canonical_bytes
 from blackbox_mitm.cassette.payloads import order_tool_results
 from blackbox_mitm.codecs import REGISTERED
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
+from blackbox_mitm.matcher.turns import fold_turns
 
 __all__ = ["COMPARED_KEYS", "CONTROL_ALIASES", "compared_view", "request_digest"]
 
@@ -67,7 +73,7 @@ def compared_view(model_input: Mapping[str, Any], rules: CompareRules = NO_RULES
         value = model_input.get(key)
         if value is not None:
             view[key] = value
-    view["messages"] = [_message(m) for m in _as_list(model_input.get("messages"))]
+    view["messages"] = [_message(m) for m in fold_turns(_as_list(model_input.get("messages")), rules.one_turn)]
     view["tools"] = [_tool(t) for t in _as_list(model_input.get("tools"))]
     params = model_input.get("params")
     if params is not None and params != {}:

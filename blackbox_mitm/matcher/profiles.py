@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from blackbox_mitm.matcher.masks import CompareRules, Mask
 from blackbox_mitm.matcher.unordered import Unordered
@@ -158,4 +158,4 @@ def with_profile(rules: CompareRules, profile: Profile | None) -> CompareRules:
     unordered = tuple(u for u in profile.unordered if u not in rules.unordered)
     if not extra and not unordered:
         return rules
-    return CompareRules(rules.masks + extra, rules.redactions, rules.unordered + unordered)
+    return replace(rules, masks=rules.masks + extra, unordered=rules.unordered + unordered)

@@ -31,6 +31,7 @@ from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
 from blackbox_mitm.matcher import Divergence, Exhausted, RecordedCalls, Served
 from blackbox_mitm.matcher.outcomes import RecordedCall
 from blackbox_mitm.matcher.profiles import profile_for, with_profile
+from blackbox_mitm.matcher.turns import with_codec_turns
 from blackbox_mitm.session.calls import Answer, Forward, ModelRequest, Ticket
 from blackbox_mitm.session.echoed_ids import EchoedIds
 from blackbox_mitm.session.exchanges import ExchangeServer
@@ -184,7 +185,7 @@ class Session(RunLog):
     def _from_recording(self, codec: Codec, decoded: DecodedRequest, req: ModelRequest) -> Answer | None:
         """The recorded answer, a divergence, or the end of the recording (None: the tail answers)."""
         assert self.replay is not None
-        self._choose_profile(req.headers)
+        self._choose_profile(req.headers, codec)
         # The environment's values as placeholders, as they were recorded (the codecs keep the live request:
         # their state, such as Gemini's call places, is keyed by what the agent sends; the recorder neutralizes).
         env = self.privacy.env
@@ -227,16 +228,19 @@ class Session(RunLog):
         log.warning("%s", message)
         return _error(codec, message, error_type="replay_exhausted", status=400)
 
-    def _choose_profile(self, headers: Mapping[str, str]) -> None:
-        """On the first call: the agent's profile masks (by its User-Agent) join the rules, before anything is matched."""
+    def _choose_profile(self, headers: Mapping[str, str], codec: Codec) -> None:
+        """On the first call: the agent's profile masks (by its User-Agent) join the rules, before anything is matched;
+        so do its codec's comparison facts (``matcher.turns``: adjacent messages its clients send as one turn)."""
         assert self.replay is not None
         with self._lock:
             if self._profile_chosen:
                 return
             self._profile_chosen = True
             profile = profile_for(headers)
-            rules = with_profile(self.replay.rules, profile)
-            if rules is not self.replay.rules and self.replay.use_rules(rules):
+            before = self.replay.rules
+            profiled = with_profile(before, profile)
+            rules = with_codec_turns(profiled, codec)
+            if rules is not before and self.replay.use_rules(rules) and profiled is not before:
                 log.info(
                     "blackbox: the %s profile's masks are on (User-Agent %s)", profile.name if profile else "", headers.get("user-agent")
                 )

@@ -69,9 +69,9 @@ def test_code_execution_records_verifies_and_replays_offline_as_recorded(mode: s
     agent = tmp_path / "primes.py"
     agent.write_text(AGENT)
     cassette = tmp_path / "primes.json"
-    # One text piece per chunk, as a replay serves a text this short: google-genai's streamed chat keeps one history
-    # content per chunk, so a recording cut into other pieces than the replay's would send a different history back.
-    with FakeGemini(script=json.loads(json.dumps(ANSWERS)), stream_pieces=1) as fake:
+    # The text in 3 pieces, where a replay serves it in one: google-genai's streamed chat keeps one history content per
+    # chunk, so the replayed history has fewer model contents; strict replay compares a turn's contents joined.
+    with FakeGemini(script=json.loads(json.dumps(ANSWERS)), stream_pieces=3) as fake:
         rec = blackbox(
             "record", "-o", str(cassette), "--confdir", str(confdir), *_remote(fake), "--",
             sys.executable, str(agent), mode, env={"GEMINI_API_KEY": KEY},

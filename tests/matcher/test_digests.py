@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -13,7 +14,8 @@ from blackbox_mitm.matcher.digests import PieceDigester
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules, Mask
 from blackbox_mitm.matcher.normalize import compared_view, request_digest
 
-RULES = (NO_RULES, CompareRules.build(), CompareRules.build([r"id-[0-9]+"]))
+# The last: adjacent assistant messages compared as one turn (matcher.turns), as a Gemini replay compares them.
+RULES = (NO_RULES, CompareRules.build(), CompareRules.build([r"id-[0-9]+"]), replace(CompareRules.build(), one_turn=("assistant",)))
 
 # Texts that hit the built-in masks, the canonical-JSON corner cases (astral / private-use characters, lone
 # surrogates), and plain words.

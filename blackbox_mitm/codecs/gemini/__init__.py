@@ -20,6 +20,11 @@ Requests (``decode_request``)
       true``) are dropped, ``thoughtSignature`` is not kept (see the
       limitations page: a replay cannot give it back). ``executableCode`` and
       ``codeExecutionResult`` parts are server-side parts (``code_execution``).
+    * Adjacent model contents are one turn (``ONE_TURN_ROLES``): google-genai's
+      streamed chat sends an answer back as one content per chunk it got. Each
+      stays its own message in the cassette; strict replay compares them joined
+      (``matcher.turns``), and a function call's or code's place is counted from
+      the turn's first content.
     * Function calls rarely carry an ``id``. A call without one is known by its
       place — (message index, its index among that turn's calls, its name) in
       its conversation (told apart by the text of the first message) —
@@ -65,6 +70,7 @@ __all__ = [
     "ID_PREFIXES",
     "KEY_ENV_VARS",
     "NAME",
+    "ONE_TURN_ROLES",
     "PARAMS",
     "PROVIDER",
     "REFUSALS",
@@ -137,6 +143,9 @@ _API_PATH = re.compile(
     r"^(?:/upload)?/(?:v1beta|v1alpha|v1internal)(?:[/:]|$)|^/v1/(?:models|tunedModels|files|cachedContents|operations)/[^/]+:\w+$"
 )
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+# Adjacent model contents are one turn: google-genai's streamed chat sends an answer back as one content per chunk
+# it got, and a replay's chunks are not the provider's. Strict replay compares them joined (matcher/turns.py).
+ONE_TURN_ROLES: tuple[str, ...] = ("assistant",)
 FRAGMENT = 64
 
 # One row per line: this is a table (docs/gen_refusals.py prints it).

@@ -98,6 +98,9 @@ def _decode_contents(raw: Any, ids: CallIds) -> tuple[list[Message], list[tuple[
     results: list[tuple[int, int, str]] = []
     open_calls: list[tuple[str, str]] = []  # (call-N, name) of the latest model turn's calls not yet answered
     last_code: list[str] = []  # the latest executableCode's call-N: a streamed answer's history has its result in the next content
+    at, previous = 0, ""  # the turn's first content, and the role of the content before
+    calls_here: list[tuple[str, str]] = []  # the turn's calls so far, and (below) its codes' call-N
+    code_ids: list[str] = []
     for i, content in enumerate(raw):
         if not isinstance(content, dict):
             REFUSALS.malformed(f"contents[{i}]", "a content is not an object")
@@ -106,8 +109,9 @@ def _decode_contents(raw: Any, ids: CallIds) -> tuple[list[Message], list[tuple[
         if not isinstance(parts, list):
             REFUSALS.malformed(f"contents[{i}].parts", "parts is not a list")
         out: list[MessagePart] = []
-        calls_here: list[tuple[str, str]] = []
-        code_ids: list[str] = []  # the call-N of each executableCode of this content, in order
+        if not (role == previous == "model"):  # adjacent model contents are one turn (ONE_TURN_ROLES): places count from its first
+            at, calls_here, code_ids = i, [], []
+        previous = role
         if role != "model":
             last_code.clear()
         for j, part in enumerate(parts):
@@ -122,7 +126,7 @@ def _decode_contents(raw: Any, ids: CallIds) -> tuple[list[Message], list[tuple[
                 elif part["text"]:
                     out.append({"type": "text", "text": part["text"]})
                 continue
-            turn = _Turn(i, j, calls_here, code_ids, last_code, open_calls, results)
+            turn = _Turn(i, j, calls_here, code_ids, last_code, open_calls, results, at)
             out.append(_history_part(kind, part, where, turn, ids, positions))
         if calls_here:
             open_calls = list(calls_here)
@@ -141,12 +145,13 @@ class _Turn:
     last_code: list[str]
     open_calls: list[tuple[str, str]]
     results: list[tuple[int, int, str]]
+    at: int  # the turn's first content: a streamed answer's history is a content per chunk, its places count from there
 
 
 def _history_part(kind: str, part: dict[str, Any], where: str, turn: _Turn, ids: CallIds, positions: dict[str, str]) -> MessagePart:
     """One non-text part of a history content as a neutral part (a refusal for what has none)."""
     if kind == "functionCall":
-        call_id, name, args = _history_call(part["functionCall"], f"{where}.functionCall", turn.i, len(turn.calls_here), ids, positions)
+        call_id, name, args = _history_call(part["functionCall"], f"{where}.functionCall", turn.at, len(turn.calls_here), ids, positions)
         turn.calls_here.append((call_id, name))
         return {"type": "tool_use", "toolCallId": call_id, "toolName": name, "toolInput": args}
     if kind == "functionResponse":
@@ -158,7 +163,7 @@ def _history_part(kind: str, part: dict[str, Any], where: str, turn: _Turn, ids:
     if kind in ("inlineData", "fileData"):
         return media_of(part[kind], kind, f"{where}.{kind}")
     if kind in code_execution.KINDS:
-        code: MessagePart = _code_part(kind, part[kind], f"{where}.{kind}", turn.i, turn.code_ids, turn.last_code, ids, positions)
+        code: MessagePart = _code_part(kind, part[kind], f"{where}.{kind}", turn.at, turn.code_ids, turn.last_code, ids, positions)
         return code
     REFUSALS.refuse("gemini.non_text", f"{where}.{kind}")
 
