@@ -40,12 +40,14 @@ Tasks, chosen by a marker in the prompt (``claude -p "… TASK …"``):
     once all have, the answer sums up what they said.
 
 ``BB-BEHIND``
-    Two background subagents, alpha thinking 0.2 s and beta 1.2 s
-    (``BEHIND_THINK_MS``), and the answer to the turn that reports alpha alone
-    is slow (``BEHIND_TURN_MS``): beta ends while that turn is still being
-    answered, so Claude Code reports it in a turn of its own afterwards. Its
-    request arrived before beta's answer completed: what a replay must wait for
-    before it lets beta end (``session/release.py``, happens-before).
+    Two background subagents: alpha thinks 0.2 s; beta is answered only once the
+    turn that reports alpha alone has arrived (then ``BEHIND_THINK_MS`` later),
+    and that turn's answer is slow (``BEHIND_TURN_MS``): beta ends while that
+    turn is still being answered, so Claude Code reports it in a turn of its own
+    afterwards. Its request arrived before beta's answer completed, by
+    construction rather than by timing (so it holds on a loaded machine): what a
+    replay must wait for before it lets beta end (``session/release.py``,
+    happens-before).
 
 ``BB-FORKS``
     Call the ``list_forks`` tool of the ``blackbox`` MCP server (``blackbox mcp``,
@@ -135,8 +137,10 @@ Json = dict[str, Any]
 
 SUBAGENTS = ("alpha", "beta")
 BACKGROUND_THINK_MS = {"alpha": 200, "beta": 1500}
-BEHIND_THINK_MS = {"alpha": 200, "beta": 1200}
+BEHIND_THINK_MS = {"alpha": 200, "beta": 200}  # beta: after the turn reporting alpha has arrived
 BEHIND_TURN_MS = 1500  # the turn reporting alpha: still being answered when beta ends
+BEHIND_WAIT_S = 60  # beta waits at most this long for that turn (a run that never sends it is not left hanging)
+_behind_reported = threading.Event()  # set when the turn reporting alpha alone arrives; cleared by a new run
 TOGETHER = ("alpha", "beta", "gamma")
 TOGETHER_THINK_MS = 800  # after the first subagent asked: every one of them has asked by then
 TOGETHER_SPACING_MS = 3
@@ -212,6 +216,8 @@ def _subagent(name: str, body: Json) -> Answer:
     if together:
         delay: float = _together_delay(name, int(together.group(1)))
     elif "(behind)" in first:
+        if name != "alpha":
+            _behind_reported.wait(BEHIND_WAIT_S)
         delay = BEHIND_THINK_MS[name]
     elif "(background)" in first:
         delay = BACKGROUND_THINK_MS[name]
@@ -337,6 +343,8 @@ def _task_agents(body: Json, background: bool, together: int = 0, behind: bool =
     texts = _user_texts(body)
     names = TOGETHER[:together] if together else SUBAGENTS
     if _turns(body) == 0:
+        if behind:
+            _behind_reported.clear()
         calls = [_agent_call(n, background, together, behind) for n in names]
         if not background:
             calls.append(_read(body))
@@ -348,6 +356,7 @@ def _task_agents(body: Json, background: bool, together: int = 0, behind: bool =
         if len(finished) < len(names):
             waiting: Answer = {"text": "Waiting for the agents: " + (", ".join(finished) or "none") + " finished so far."}
             if behind and finished:
+                _behind_reported.set()
                 waiting["delay_ms"] = BEHIND_TURN_MS
             return waiting
         if not together:
