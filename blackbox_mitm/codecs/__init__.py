@@ -33,6 +33,7 @@ from blackbox_mitm.codecs.base import (
     FramedStreamCodec,
     SseEvent,
     StreamParser,
+    TurnFoldingCodec,
 )
 from blackbox_mitm.codecs.common.refusals import Refusal
 from blackbox_mitm.codecs.sse import SseParser
@@ -45,6 +46,7 @@ __all__ = [
     "FRAMED",
     "REGISTERED",
     "TOKEN_HOSTS",
+    "TURN_FOLDING",
     "WEBSOCKETS",
     "CallIds",
     "Codec",
@@ -66,6 +68,7 @@ __all__ = [
     "id_prefixes",
     "key_env_vars",
     "neutral_params",
+    "one_turn_roles",
     "parse_stream",
     "placeholder_env_vars",
     "provider_facts",
@@ -93,6 +96,7 @@ CODECS: dict[str, Codec] = {c.NAME: c for c in REGISTERED}
 # The capabilities each codec has, stated so that mypy checks the module against the sub-protocol
 # (tests/codecs/test_contract.py checks that isinstance finds exactly these at run time).
 CHAINING: tuple[ChainingCodec, ...] = (openai_responses,)
+TURN_FOLDING: tuple[TurnFoldingCodec, ...] = (gemini,)  # clients that send one turn as several messages
 WEBSOCKETS: tuple[WebSocketCapable, ...] = (openai_responses,)
 FRAMED: tuple[FramedStreamCodec, ...] = (bedrock, bedrock_converse)  # streams that are not server-sent events
 # The clouds' credential endpoints (STS, OAuth, Entra ID, instance metadata): what they answer is a credential.
@@ -137,6 +141,11 @@ def unservable_stop(codec: Codec, output: Mapping[str, object]) -> BlackboxUnsup
         provider=codec.PROVIDER,
         value='"pause"',
     )
+
+
+def one_turn_roles(codec: Codec) -> tuple[str, ...]:
+    """The neutral roles whose adjacent messages ``codec``'s clients send as one turn (``matcher.turns``): most, none."""
+    return next((c.ONE_TURN_ROLES for c in TURN_FOLDING if c is codec), ())
 
 
 def codec_for_path(path: str) -> Codec | None:

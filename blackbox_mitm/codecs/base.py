@@ -54,6 +54,7 @@ __all__ = [
     "StreamIncomplete",
     "StreamParser",
     "StreamingCodec",
+    "TurnFoldingCodec",
 ]
 
 STOP_LENGTH = "length"
@@ -291,6 +292,13 @@ class ChainingCodec(Codec, Protocol):
     def forward_body(self, body: bytes, ids: CallIds) -> bytes | None:
         """The body to send upstream instead, when it continues a response a replay served (None: as sent)."""
         ...
+
+
+@runtime_checkable
+class TurnFoldingCodec(Codec, Protocol):
+    """An API whose clients may send one turn as several adjacent messages (google-genai's streamed chat history)."""
+
+    ONE_TURN_ROLES: tuple[str, ...]  # the neutral roles whose adjacent messages are compared as one (matcher.turns)
 
 
 class StreamParser(Protocol):

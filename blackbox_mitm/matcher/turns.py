@@ -7,7 +7,7 @@ messages when the provider sent 12 chunks and as 3 when a replay served its own
 64-character pieces. A codec that speaks for such clients declares the roles
 whose adjacent messages are one turn (``ONE_TURN_ROLES``, e.g. the Gemini
 codec's ``("assistant",)``); a replay turns the fold on when the agent's first
-model call is that codec's (``with_codec_turns``), and ``CompareRules.one_turn``
+model call is that codec's (``with_one_turn``), and ``CompareRules.one_turn``
 carries it to every comparison of the run.
 
 ``fold_turns`` joins each run of adjacent messages of one such role into one
@@ -31,13 +31,12 @@ from typing import Any
 
 from blackbox_mitm.matcher.masks import CompareRules
 
-__all__ = ["fold_turns", "turn_spans", "with_codec_turns"]
+__all__ = ["fold_turns", "turn_spans", "with_one_turn"]
 
 
-def with_codec_turns(rules: CompareRules, codec: Any) -> CompareRules:
-    """``rules`` with ``codec``'s ``ONE_TURN_ROLES`` folded (the same object when it declares none, or they are on)."""
-    declared = getattr(codec, "ONE_TURN_ROLES", ())
-    roles = tuple(r for r in declared if isinstance(r, str) and r not in rules.one_turn)
+def with_one_turn(rules: CompareRules, declared: tuple[str, ...]) -> CompareRules:
+    """``rules`` with the ``declared`` roles folded (a codec's ``codecs.one_turn_roles``; the same object when none are new)."""
+    roles = tuple(r for r in declared if r not in rules.one_turn)
     if not roles:
         return rules
     return replace(rules, one_turn=rules.one_turn + roles)

@@ -25,13 +25,13 @@ import orjson
 from blackbox_mitm.cassette.media import collecting, resolving
 from blackbox_mitm.cassette.payloads import order_tool_results
 from blackbox_mitm.cassette.trace import now_ms
-from blackbox_mitm.codecs import codec_for, stream_content_type, unservable_stop
+from blackbox_mitm.codecs import codec_for, one_turn_roles, stream_content_type, unservable_stop
 from blackbox_mitm.codecs.base import CallIds, ChainingCodec, Codec, DecodedRequest, SseEvent
 from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
 from blackbox_mitm.matcher import Divergence, Exhausted, RecordedCalls, Served
 from blackbox_mitm.matcher.outcomes import RecordedCall
 from blackbox_mitm.matcher.profiles import profile_for, with_profile
-from blackbox_mitm.matcher.turns import with_codec_turns
+from blackbox_mitm.matcher.turns import with_one_turn
 from blackbox_mitm.session.calls import Answer, Forward, ModelRequest, Ticket
 from blackbox_mitm.session.echoed_ids import EchoedIds
 from blackbox_mitm.session.exchanges import ExchangeServer
@@ -229,21 +229,18 @@ class Session(RunLog):
         return _error(codec, message, error_type="replay_exhausted", status=400)
 
     def _choose_profile(self, headers: Mapping[str, str], codec: Codec) -> None:
-        """On the first call: the agent's profile masks (by its User-Agent) join the rules, before anything is matched;
-        so do its codec's comparison facts (``matcher.turns``: adjacent messages its clients send as one turn)."""
+        """On the first call, before anything is matched: the agent's profile (by its User-Agent) and its codec's one-turn
+        roles (``matcher.turns``) join the rules."""
         assert self.replay is not None
         with self._lock:
             if self._profile_chosen:
                 return
             self._profile_chosen = True
             profile = profile_for(headers)
-            before = self.replay.rules
-            profiled = with_profile(before, profile)
-            rules = with_codec_turns(profiled, codec)
-            if rules is not before and self.replay.use_rules(rules) and profiled is not before:
-                log.info(
-                    "blackbox: the %s profile's masks are on (User-Agent %s)", profile.name if profile else "", headers.get("user-agent")
-                )
+            profiled = with_profile(self.replay.rules, profile)
+            agent = profile.name if profile is not None and profiled is not self.replay.rules else None
+            if self.replay.use_rules(with_one_turn(profiled, one_turn_roles(codec))) and agent is not None:
+                log.info("blackbox: the %s profile's masks are on (User-Agent %s)", agent, headers.get("user-agent"))
 
     def _mode_now(self) -> str:
         """Strict up to the cut; after an edit the agent has seen something new, so in order."""

@@ -191,12 +191,13 @@ def test_the_codec_states_its_facts(name: str) -> None:
 @pytest.mark.parametrize("name", list(_CODECS))
 def test_capabilities_are_the_declared_sub_protocols(name: str) -> None:
     """isinstance finds a capability exactly where the registry declares it (and mypy checks the declaration)."""
-    from blackbox_mitm.codecs import CHAINING, WEBSOCKETS
-    from blackbox_mitm.codecs.base import ChainingCodec
+    from blackbox_mitm.codecs import CHAINING, TURN_FOLDING, WEBSOCKETS
+    from blackbox_mitm.codecs.base import ChainingCodec, TurnFoldingCodec
     from blackbox_mitm.codecs.websocket_base import WebSocketCapable, websocket_of
 
     codec = _CODECS[name]
     assert isinstance(codec, ChainingCodec) == (codec in CHAINING)
+    assert isinstance(codec, TurnFoldingCodec) == (codec in TURN_FOLDING)
     assert isinstance(codec, WebSocketCapable) == (codec in WEBSOCKETS)
     assert (websocket_of(codec) is not None) == (codec in WEBSOCKETS)
 

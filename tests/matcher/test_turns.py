@@ -17,13 +17,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from blackbox_mitm.codecs import gemini, openai_chat
+from blackbox_mitm.codecs import gemini, one_turn_roles, openai_chat
 from blackbox_mitm.codecs.base import CallIds
 from blackbox_mitm.matcher.difference import first_difference
 from blackbox_mitm.matcher.digests import PieceDigester
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules, Mask
 from blackbox_mitm.matcher.normalize import compared_view, request_digest
-from blackbox_mitm.matcher.turns import fold_turns, turn_spans, with_codec_turns
+from blackbox_mitm.matcher.turns import fold_turns, turn_spans, with_one_turn
 
 FOLD = replace(CompareRules.build(), one_turn=("assistant",))
 ANSWER = "Zurich sits at the northern end of Lake Zurich, where the Limmat leaves the lake."
@@ -157,10 +157,10 @@ def test_a_missing_turn_is_named_in_the_recordings_indices() -> None:
 
 def test_the_gemini_codec_declares_the_fold_and_openai_chat_does_not() -> None:
     rules = CompareRules.build()
-    assert with_codec_turns(rules, gemini).one_turn == ("assistant",)
-    assert with_codec_turns(rules, openai_chat) is rules
-    folded = with_codec_turns(rules, gemini)
-    assert with_codec_turns(folded, gemini) is folded  # once
+    assert with_one_turn(rules, one_turn_roles(gemini)).one_turn == ("assistant",)
+    assert with_one_turn(rules, one_turn_roles(openai_chat)) is rules
+    folded = with_one_turn(rules, one_turn_roles(gemini))
+    assert with_one_turn(folded, one_turn_roles(gemini)) is folded  # once
 
 
 def test_a_streamed_gemini_history_decodes_to_one_message_per_content_and_matches_whole() -> None:

@@ -1,7 +1,7 @@
 """A replay compares adjacent messages as one turn when the agent's codec says so (Gemini), and only then.
 
 The session chooses the fold with the agent's first model call, as it chooses an
-agent profile (``Session._choose_profile``, ``matcher.turns.with_codec_turns``).
+agent profile (``Session._choose_profile``, ``matcher.turns.with_one_turn``).
 A Gemini history whose model turn came back in other pieces than recorded is
 served; an OpenAI chat history split the same way is still a divergence.
 """
