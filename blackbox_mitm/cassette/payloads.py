@@ -159,6 +159,7 @@ class ModelInput(TypedDict):
     messages: list[Message]
     tools: list[ToolDefinition]
     systemPrompt: NotRequired[str]
+    systemMedia: NotRequired[list[MediaPart]]  # Blackbox's extension: the system prompt's media (a Gemini systemInstruction's)
     model: NotRequired[str]
     params: NotRequired[dict[str, Any]]  # neutral control name -> its JSON value
 

@@ -17,11 +17,12 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from blackbox_mitm.cassette.payloads import ToolDefinition, builtin_tool
+from blackbox_mitm.codecs.gemini import builtins
 
 __all__ = ["GROUNDING_KEYS", "SERVED_TOOLS", "decode_builtin", "grounding_of", "served_grounding"]
 
-# codeExecution too: its code and result are parts of the answer (``code_execution``).
-SERVED_TOOLS = frozenset({"googleSearch", "googleSearchRetrieval", "urlContext", "codeExecution"})
+# Every recorded built-in (``builtins``): grounding, code execution (``code_execution``), computer use.
+SERVED_TOOLS = builtins.TOOLS
 GROUNDING_KEYS = ("groundingMetadata", "urlContextMetadata", "citationMetadata")
 
 
