@@ -252,3 +252,16 @@ def test_other_built_ins_stay_refused_by_name() -> None:
     with pytest.raises(BlackboxUnsupportedError, match=r"tools\[0\]\.retrieval") as err:
         _decode(tools=[{"retrieval": {"vertexAiSearch": {"datastore": "x"}}}])
     assert err.value.field == "tools[0].retrieval" and "never sees" in err.value.reason
+
+
+def test_the_new_built_ins_options_are_compared_in_camel_case_whatever_the_spelling() -> None:
+    """google-genai sends ``file_search_store_names``; Gemini CLI or a JS client ``fileSearchStoreNames``: one tool."""
+    snake = _decode(tools=[{"file_search": {"file_search_store_names": ["fileSearchStores/a"], "top_k": 2}}]).model_input
+    camel = _decode(tools=[{"fileSearch": {"fileSearchStoreNames": ["fileSearchStores/a"], "topK": 2}}]).model_input
+    assert snake == camel and camel["tools"] == [
+        {"name": "fileSearch", "builtin": {"fileSearch": camel["tools"][0]["builtin"]["fileSearch"]}}
+    ]
+    old = _decode(tools=[{"googleSearchRetrieval": {"dynamic_retrieval_config": {"mode": "MODE_DYNAMIC"}}}]).model_input
+    assert old["tools"][0]["builtin"] == {
+        "googleSearchRetrieval": {"dynamic_retrieval_config": {"mode": "MODE_DYNAMIC"}}
+    }  # as it always was

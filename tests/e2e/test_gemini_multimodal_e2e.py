@@ -21,6 +21,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import blackbox
@@ -85,7 +86,7 @@ def _offline() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "GEMINI_API_KEY"}
 
 
-def _sent_response(fake: FakeGemini) -> dict[str, object]:
+def _sent_response(fake: FakeGemini) -> dict[str, Any]:
     """The function response the fake received in its last model request."""
     contents = fake.model_requests()[-1]["body"]["contents"]
     [response] = [p["functionResponse"] for p in contents[-1]["parts"] if "functionResponse" in p]
@@ -109,7 +110,7 @@ def test_a_function_result_with_an_image_records_verifies_replays_and_goes_upstr
         "call": ["take_screenshot", {"url": "https://example.com"}],
         "answer": "A page with a heading and one link.",
     }
-    [part] = sent["parts"]  # type: ignore[misc]
+    [part] = sent["parts"]
     blob = part["inline_data"]  # google-genai 3.3 sends a function response's parts in snake_case, URL-safe base64
     assert base64.urlsafe_b64decode(blob["data"]) == PNG and blob["display_name"] == "page.png"
 
@@ -159,7 +160,7 @@ def test_an_image_chat_sends_the_answers_image_back_and_replays_strictly(mode: s
     agent = tmp_path / "tile.py"
     agent.write_text(IMAGE_CHAT_AGENT)
     cassette = tmp_path / "tile.json"
-    script = [
+    script: list[dict[str, Any]] = [
         {"text": "Here is your tile.", "image": {"mimeType": "image/png", "data": base64.b64encode(PNG).decode()}},
         {"text": "Four squares, two of each colour."},
     ]

@@ -20,6 +20,10 @@ gives back, and where Blackbox keeps it:
   ``functionResponse`` parts back, usually with a screenshot in their ``parts``
   (``multimodal``): nothing runs at Google, so there is nothing more to keep.
 
+The options of the four built-ins recorded since google-genai 3.3 (``RENAMED``)
+are read with camelCase keys whatever the spelling: the SDK sends them in proto
+JSON's snake_case (``file_search_store_names``), other clients in camelCase, and
+the API takes both. (The older ones are kept exactly as sent, as they always were.)
 The options of ``toolConfig.retrievalConfig`` (the user's location for Maps) are
 a compared control (``retrievalConfig``). Other built-ins (``mcpServers``,
 Vertex's ``retrieval``, third-party search) are refused by name
@@ -28,7 +32,10 @@ Vertex's ``retrieval``, third-party search) are refused by name
 
 from __future__ import annotations
 
-__all__ = ["TOOLS"]
+import re
+from typing import Any
+
+__all__ = ["RENAMED", "TOOLS", "options"]
 
 TOOLS = frozenset(
     {
@@ -42,3 +49,24 @@ TOOLS = frozenset(
         "computerUse",
     }
 )
+
+RENAMED = frozenset({"fileSearch", "googleMaps", "computerUse", "enterpriseWebSearch"})
+_SNAKE = re.compile(r"_([a-z0-9])")
+
+
+def _camel(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_camel(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        name = _SNAKE.sub(lambda m: m.group(1).upper(), key) if isinstance(key, str) else key
+        if name not in out or name == key:  # both spellings: the camelCase one wins
+            out[name] = _camel(item)
+    return out
+
+
+def options(key: str, value: Any) -> Any:
+    """A built-in's options as compared: camelCase keys for ``RENAMED`` ones, as sent for the others."""
+    return _camel(value) if key in RENAMED else value

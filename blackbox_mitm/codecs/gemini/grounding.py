@@ -28,7 +28,7 @@ GROUNDING_KEYS = ("groundingMetadata", "urlContextMetadata", "citationMetadata")
 
 def decode_builtin(key: str, value: Any) -> ToolDefinition:
     """``{"googleSearch": {...}}`` -> ``{"name": "googleSearch", "builtin": {"googleSearch": {...}}}``."""
-    return cast(ToolDefinition, builtin_tool(key, {key: value}))
+    return cast(ToolDefinition, builtin_tool(key, {key: builtins.options(key, value)}))
 
 
 def grounding_of(candidate: Mapping[str, Any]) -> dict[str, Any] | None:
