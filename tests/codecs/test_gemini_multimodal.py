@@ -265,3 +265,21 @@ def test_the_new_built_ins_options_are_compared_in_camel_case_whatever_the_spell
     assert old["tools"][0]["builtin"] == {
         "googleSearchRetrieval": {"dynamic_retrieval_config": {"mode": "MODE_DYNAMIC"}}
     }  # as it always was
+
+
+def test_verify_accepts_system_media_and_a_multimodal_tool_result_and_flags_a_non_list() -> None:
+    from blackbox_mitm.cassette import Trace
+    from blackbox_mitm.codecs.verified import verify_trace
+
+    response = {"name": "click_at", "response": {"url": "u"}, "parts": [_blob(PNG)]}
+    decoded = _decode(systemInstruction={"parts": [{"text": "Review."}, _blob(OTHER)]}, contents=_screenshot_round(response))
+    [result] = decoded.tool_results()
+    trace = Trace.new("multimodal", created_at=1_732_981_200_000)
+    trace.append("model_input", decoded.model_input, timestamp=1_732_981_200_001)
+    trace.append("model_output", {"type": "final_answer", "text": "ok"}, timestamp=1_732_981_200_002)
+    trace.append("tool_result", {k: result[k] for k in ("toolCallId", "toolName", "result")}, timestamp=1_732_981_200_003)
+    trace.append("metadata", {"event": "run_completed", "status": "success", "result": "ok"}, timestamp=1_732_981_200_004)
+    assert verify_trace(trace) == []
+    bad = Trace.new("bad", created_at=1_732_981_200_000)
+    bad.append("model_input", {**decoded.model_input, "systemMedia": "a picture"}, timestamp=1_732_981_200_001)
+    assert any("payload.systemMedia" in str(p) and "must be an array" in str(p) for p in verify_trace(bad))
