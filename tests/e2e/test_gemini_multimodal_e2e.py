@@ -7,7 +7,7 @@
   (the bytes once in ``RUN.media.json``); ``verify`` passes; a strict offline
   replay (the fake stopped, no key) gives the agent the same answers; ``fork
   --live-after`` sends the function response, screenshot included, to the
-  provider byte for byte.
+  provider byte for byte. Streamed, it records and replays the same way.
 * A two-turn image chat (gemini-2.5-flash-image): the answer's image goes back
   in the next turn's history; it is the same media part as the recorded answer's,
   and the run replays strictly, whole and streamed.
@@ -48,14 +48,23 @@ shot = types.FunctionDeclaration(name="take_screenshot", description="A screensh
                                  parameters_json_schema={"type": "object", "properties": {"url": {"type": "string"}}})
 config = types.GenerateContentConfig(tools=[types.Tool(function_declarations=[shot])])
 chat = client.chats.create(model="gemini-3-flash-preview", config=config)
-first = chat.send_message("What does example.com look like?")
-call = first.function_calls[0]
+stream = sys.argv[2:] == ["stream"]
+
+def send(message):
+    if not stream:
+        response = chat.send_message(message)
+        return response.function_calls or [], response.text
+    chunks = list(chat.send_message_stream(message))
+    return [c for chunk in chunks for c in chunk.function_calls or []], "".join(chunk.text or "" for chunk in chunks)
+
+calls, _ = send("What does example.com look like?")
+call = calls[0]
 result = types.Part(function_response=types.FunctionResponse(
     id=call.id, name=call.name, response={"url": call.args["url"], "image": {"$ref": "page.png"}},
     parts=[types.FunctionResponsePart(inline_data=types.FunctionResponseBlob(mime_type="image/png", data=png, display_name="page.png"))],
 ))
-second = chat.send_message(result)
-print(json.dumps({"call": [call.name, call.args], "answer": second.text}))
+_, answer = send(result)
+print(json.dumps({"call": [call.name, call.args], "answer": answer}))
 """
 
 IMAGE_CHAT_AGENT = """
@@ -153,6 +162,30 @@ def test_a_function_result_with_an_image_records_verifies_replays_and_goes_upstr
     assert {k: v for k, v in live_sent.items() if k != "id"} == sent and str(live_sent["id"]).startswith("gemini-bb")
     assert json.loads(fork.stdout)["answer"] == "Live: a page with a heading."
     assert blackbox("verify", str(child)).returncode == 0
+
+
+def test_a_streamed_function_result_with_an_image_records_and_replays_strictly(tmp_path: Path, confdir: Path) -> None:
+    agent = tmp_path / "screenshot.py"
+    agent.write_text(SCREENSHOT_AGENT)
+    cassette = tmp_path / "screenshot.json"
+    argv = [sys.executable, str(agent), base64.b64encode(PNG).decode(), "stream"]
+    script: list[dict[str, Any]] = [
+        {"function_calls": [{"name": "take_screenshot", "args": {"url": "https://example.com"}}]},
+        {"text": "A page with a heading and one link."},
+    ]
+    with FakeGemini(script=script, stream_pieces=1) as fake:
+        rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), *_remote(fake), "--", *argv, env={"GEMINI_API_KEY": KEY})
+        assert rec.returncode == 0, rec.stderr
+    assert json.loads(rec.stdout)["answer"] == "A page with a heading and one link."
+    trace = load_trace(cassette)
+    [result] = [s.payload for s in trace.steps if s.type == "tool_result"]
+    assert result["result"]["parts"] == [
+        {"type": "image", "mediaType": "image/png", "sha256": DIGEST, "size": len(PNG), "name": "page.png"}
+    ]
+    assert blackbox("verify", str(cassette)).returncode == 0
+    rep = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *argv, env=_offline())
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout == rec.stdout
 
 
 @pytest.mark.parametrize("mode", ["whole", "stream"])
