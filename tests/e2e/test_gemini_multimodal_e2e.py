@@ -19,6 +19,8 @@ import base64
 import hashlib
 import json
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,8 @@ KEY = "AIzaSyBx9Q2mZ7kL4pW1cV8nR3tY6uH0jF5dG2a"  # the shape of a Google API key
 # A 2x2 PNG, made here so the test owns its bytes.
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAEUlEQVR4nGP4z8DA8B+MgBgAHfAD/dPQfSYAAAAASUVORK5CYII=")
 DIGEST = hashlib.sha256(PNG).hexdigest()
+NODE = shutil.which("node")
+CHECK_JS = Path(__file__).resolve().parent.parent / "fixtures" / "cassettes" / "check_js_media.js"
 
 SCREENSHOT_AGENT = """
 import base64, json, sys
@@ -138,6 +142,9 @@ def test_a_function_result_with_an_image_records_verifies_replays_and_goes_upstr
     assert base64.b64decode(document["media"][DIGEST]["data"]) == PNG
     checked = blackbox("verify", str(cassette))
     assert checked.returncode == 0, checked.stdout
+    if NODE is not None:  # the independent Node checker, written from docs/cassette.md, finds the digest in the tool result
+        node = subprocess.run([NODE, str(CHECK_JS), str(cassette)], capture_output=True, text=True, timeout=60)
+        assert node.returncode == 0 and json.loads(node.stdout) == {"ok": True, "problems": [], "stored": 1, "named": 1}, node.stdout
 
     rep = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *argv, env=_offline())
     assert rep.returncode == 0, rep.stderr
