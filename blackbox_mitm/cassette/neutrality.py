@@ -70,7 +70,7 @@ def scan(payload_json: bytes, facts: ProviderFacts) -> tuple[bool, bool]:
 _DATA = "data"
 _STRUCT = "struct"
 _FIELDS: dict[str, dict[str, str]] = {
-    "model_input": {"messages": "messages", "tools": "tools", "systemPrompt": _DATA, "params": "params"},
+    "model_input": {"messages": "messages", "tools": "tools", "systemPrompt": _DATA, "systemMedia": "content", "params": "params"},
     "message": {"content": "content"},
     # A media part's reference (url, file) and file name are the user's data (payloads.MediaPart).
     "part": {
@@ -134,6 +134,7 @@ class Walker:
             self._need(payload, "messages", list)
             self._may(payload, "tools", list)
             self._may(payload, "systemPrompt", str)
+            self._may(payload, "systemMedia", list)
             self._may(payload, "model", str)
             params = payload.get("params")
             if self._may(payload, "params", dict) and isinstance(params, dict):

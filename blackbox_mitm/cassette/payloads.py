@@ -135,7 +135,7 @@ class Message(TypedDict):
 class ToolDefinition(TypedDict):
     name: str
     description: NotRequired[str]
-    inputSchema: Any  # JSON Schema, as sent
+    inputSchema: NotRequired[Any]  # JSON Schema, as sent (every tool the agent defines has one; a provider-defined tool, builtin, has none)
     strict: NotRequired[bool]  # Blackbox's extension: present (true) only when the tool asked for strict schema adherence
     builtin: NotRequired[dict[str, Any]]  # Blackbox's extension: a provider-defined tool (server_parts); no inputSchema then
 
@@ -159,6 +159,7 @@ class ModelInput(TypedDict):
     messages: list[Message]
     tools: list[ToolDefinition]
     systemPrompt: NotRequired[str]
+    systemMedia: NotRequired[list[MediaPart]]  # Blackbox's extension: the system prompt's media (a Gemini systemInstruction's)
     model: NotRequired[str]
     params: NotRequired[dict[str, Any]]  # neutral control name -> its JSON value
 

@@ -279,7 +279,9 @@ def _first_difference(rec: dict[str, Any], new: dict[str, Any]) -> Difference | 
     found = compare(rec.get("model", ABSENT), new.get("model", ABSENT), text_of)
     if found:
         return make("model", found, None, None)
-    found = compare(rec.get("systemPrompt", ABSENT), new.get("systemPrompt", ABSENT), text_of)
+    found = compare(rec.get("systemPrompt", ABSENT), new.get("systemPrompt", ABSENT), text_of) or compare(
+        rec.get("systemMedia", ABSENT), new.get("systemMedia", ABSENT), text_of
+    )
     if found:
         return make("system", found, None, None)
     return (

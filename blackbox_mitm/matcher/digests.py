@@ -83,7 +83,7 @@ class PieceDigester:
         """The canonical JSON of the masked compared view of ``model_input``, assembled from its pieces."""
         if not ordered:
             model_input = order_tool_results(model_input)
-        members: list[bytes] = []  # in sorted key order: messages, model, params, systemPrompt, tools
+        members: list[bytes] = []  # in sorted key order: messages, model, params, systemMedia, systemPrompt, tools
         messages = fold_turns(_as_list(model_input.get("messages")), self.rules.one_turn)
         members.append(b'"messages":[' + b",".join([self._piece("m", m, self._message_bytes) for m in messages]) + b"]")
         model = model_input.get("model")
@@ -92,6 +92,9 @@ class PieceDigester:
         params = model_input.get("params")
         if params is not None and params != {}:
             members.append(b'"params":' + canonical_bytes(_neutral_params(params)))
+        media = model_input.get("systemMedia")
+        if media:
+            members.append(b'"systemMedia":' + canonical_bytes(media))
         system = model_input.get("systemPrompt")
         if system is not None:
             members.append(b'"systemPrompt":' + self._piece("s", system, self._system_bytes))

@@ -6,7 +6,9 @@ listed request controls kept under neutral names). What is left to do here is
 to pick the compared keys and make equal things look equal:
 
 * the view holds ``model``, ``systemPrompt``, ``messages``, ``tools`` and
-  ``params``; every other key of a model_input is ignored;
+  ``params``, and ``systemMedia`` (Blackbox's extension: the system prompt's
+  media parts, by digest) when there is any; every other key of a model_input
+  is ignored;
 * ``model``, ``systemPrompt`` and ``params`` are absent when absent or None;
   ``params: {}`` (no request control) is the same as no ``params``;
 * a request control is compared under our neutral name whatever name the
@@ -52,7 +54,7 @@ from blackbox_mitm.matcher.turns import fold_turns
 
 __all__ = ["COMPARED_KEYS", "CONTROL_ALIASES", "compared_view", "request_digest"]
 
-COMPARED_KEYS = ("model", "systemPrompt", "messages", "tools", "params")
+COMPARED_KEYS = ("model", "systemPrompt", "systemMedia", "messages", "tools", "params")
 
 #: A request control's wire name (as the spec lists it) -> our neutral name, from every codec's ``PARAMS``.
 CONTROL_ALIASES: dict[str, str] = {wire: neutral for codec in REGISTERED for wire, neutral in codec.PARAMS if wire != neutral}
@@ -73,6 +75,8 @@ def compared_view(model_input: Mapping[str, Any], rules: CompareRules = NO_RULES
         value = model_input.get(key)
         if value is not None:
             view[key] = value
+    if model_input.get("systemMedia"):  # absent, None and [] alike: a model_input without it hashes as before
+        view["systemMedia"] = model_input["systemMedia"]
     view["messages"] = [_message(m) for m in fold_turns(_as_list(model_input.get("messages")), rules.one_turn)]
     view["tools"] = [_tool(t) for t in _as_list(model_input.get("tools"))]
     params = model_input.get("params")

@@ -395,8 +395,13 @@ LAYOUT: dict[str, tuple[str, ...]] = {
 }
 
 
-# A part of one API alone, beside the shared layout: the Responses API's compaction items (Codex's compaction).
-OWN_PARTS: dict[str, set[str]] = {"openai-responses": {"compaction.py"}, "openai": {"audio.py"}}
+# A part of one API alone, beside the shared layout: the Responses API's compaction items (Codex's compaction),
+# Gemini's media outside a user turn (a function response's parts, systemInstruction) and its recorded built-ins.
+OWN_PARTS: dict[str, set[str]] = {
+    "openai-responses": {"compaction.py"},
+    "openai": {"audio.py"},
+    "gemini": {"multimodal.py", "builtins.py"},
+}
 
 
 @pytest.mark.parametrize("name", list(_CODECS))

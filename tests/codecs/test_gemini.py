@@ -423,7 +423,7 @@ def _refusal_cases() -> dict[str, Any]:
             request(contents=[{"role": "user", "parts": [{"toolCall": {"functionCalls": []}}]}]),
             "contents[0].parts[0].toolCall",
         ),
-        "gemini.builtin_tool": (request(tools=[{"fileSearch": {}}]), "tools[0].fileSearch"),
+        "gemini.builtin_tool": (request(tools=[{"mcpServers": [{"name": "docs"}]}]), "tools[0].mcpServers"),
         "gemini.cached_content": (request(cachedContent="cachedContents/abc"), "cachedContent"),
         "gemini.prompt_blocked": (
             lambda: codec.decode_response(blocked, CallIds(), _decode()),

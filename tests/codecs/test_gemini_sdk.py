@@ -293,10 +293,13 @@ def test_a_refusal_is_a_client_error_naming_the_field_without_a_retry(server: tu
 def test_a_built_in_tool_is_refused_by_name(server: tuple[Replayer, str]) -> None:
     _replayer, url = server
     client = _client(url)
-    maps = types.Tool(google_maps=types.GoogleMaps())  # code execution is recorded (test_gemini_code_execution.py); maps is not
+    # Maps, file search and computer use are recorded (test_gemini_multimodal.py); an MCP server is not: Google calls it.
+    mcp = types.Tool(
+        mcp_servers=[types.McpServer(name="docs", streamable_http_transport=types.StreamableHttpTransport(url="https://mcp.example/x"))]
+    )
     with pytest.raises(errors.ClientError) as err:
-        client.models.generate_content(model=MODEL, contents="Cafes near me", config=types.GenerateContentConfig(tools=[maps]))
-    assert err.value.message is not None and "tools[0].googleMaps" in err.value.message
+        client.models.generate_content(model=MODEL, contents="Cafes near me", config=types.GenerateContentConfig(tools=[mcp]))
+    assert err.value.message is not None and "tools[0].mcpServers" in err.value.message
 
 
 def test_an_in_stream_error_raises_in_the_sdk(server: tuple[Replayer, str]) -> None:

@@ -34,11 +34,14 @@ Requests (``decode_request``)
       replay) is known by it. A ``functionResponse`` is paired by its ``id``
       when that id is known, else with the first unanswered call of the same
       name in the latest model turn; its ``response`` object is the result,
-      as sent (an ``error`` key stays inside it).
-    * ``systemInstruction`` text is the ``systemPrompt``; function declarations
+      as sent (an ``error`` key stays inside it), and with media ``parts``
+      ``{"response", "parts"}`` (``multimodal``).
+    * ``systemInstruction`` text is the ``systemPrompt``, its media parts
+      ``systemMedia`` (``multimodal``); function declarations
       of every ``tools[]`` entry are the tool definitions (``parameters`` or
       ``parametersJsonSchema``, whichever was sent; none is an empty object
-      schema); ``toolConfig.functionCallingConfig`` is ``toolChoice``; the
+      schema), a built-in tool a ``builtin`` one (``builtins``);
+      ``toolConfig.functionCallingConfig`` is ``toolChoice``; the
       ``generationConfig`` controls of ``PARAMS`` and ``safetySettings`` are
       compared under neutral names. Other fields are not compared.
 Responses (``decode_response``)
@@ -127,6 +130,7 @@ PARAMS: tuple[tuple[str, str], ...] = (
     ("generationConfig.responseLogprobs", "logprobs"),
     ("generationConfig.logprobs", "topLogprobs"),
     ("toolConfig.functionCallingConfig", "toolChoice"),
+    ("toolConfig.retrievalConfig", "retrievalConfig"),  # the location googleMaps grounds on (builtins)
     ("safetySettings", "safetySettings"),
     ("generationConfig.responseModalities", "modalities"),  # TEXT, IMAGE, AUDIO: an image or speech answer is kept in the run's media
     ("generationConfig.speechConfig", "speechConfig"),  # the voice (compared): speech comes back as inlineData audio parts
@@ -154,8 +158,8 @@ REFUSALS = RefusalTable(PROVIDER, (
     Refusal("gemini.code_assist", PROVIDER, "path", "Code Assist (Gemini CLI signed in with a Google account: cloudcode-pa.googleapis.com/v1internal)", "not supported: the signed-in CLI also needs Code Assist's setup calls and Google sign-in, which are not model calls; use GEMINI_API_KEY"),
     Refusal("gemini.stream_json", PROVIDER, "path", "streamGenerateContent without ?alt=sse (a streamed JSON array)", "only server-sent events are recorded: use alt=sse (the SDKs and Gemini CLI do)"),
     Refusal("gemini.candidate_count", PROVIDER, "request", "several candidates per request (generationConfig.candidateCount > 1)", "several candidates per request are not supported: a replay returns one"),
-    Refusal("gemini.non_text", PROVIDER, "request", "Live API parts (toolCall, toolResponse) in contents; non-text parts in systemInstruction or in a functionResponse's parts", "not recorded: only text is read there (contents' media and code-execution parts are: docs/cassette.md)"),
-    Refusal("gemini.builtin_tool", PROVIDER, "request", "built-in tools other than Google Search, URL context and code execution (fileSearch, googleMaps, computerUse, ...)", "not recorded: they read server-side state (file stores) or act outside the answer, which a replay could not give back"),
+    Refusal("gemini.non_text", PROVIDER, "request", "Live API parts (toolCall, toolResponse) in contents; parts other than text and media in systemInstruction", "not recorded: server-side tool invocations are not read (contents' media, code-execution parts and a functionResponse's media parts are: docs/cassette.md)"),
+    Refusal("gemini.builtin_tool", PROVIDER, "request", "built-in tools other than Google Search, enterprise web search, URL context, Google Maps, file search, code execution and computer use (mcpServers, retrieval, third-party search, ...)", "not recorded: they reach servers or stores Blackbox never sees, outside the answer"),
     Refusal("gemini.cached_content", PROVIDER, "request", "cachedContent (a prompt cached on the server)", "server-side state: the cached part of the prompt is not in the request, so it could be neither compared nor replayed"),
     Refusal("gemini.prompt_blocked", PROVIDER, "response", "a response whose prompt was blocked (promptFeedback.blockReason)", "it holds no answer a replay could give back"),
     Refusal("gemini.candidates", PROVIDER, "response", "a response with more than one candidate", "several candidates per request are not supported: a replay returns one"),

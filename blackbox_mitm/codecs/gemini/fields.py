@@ -76,13 +76,15 @@ def neutral_output(text: str, calls: list[ToolCall], length: bool) -> ModelOutpu
 _SNAKE = re.compile(r"_([a-z0-9])")
 Shape = dict[str, tuple[bool, "Shape"]]  # field -> (is a list, the shape of its objects)
 _CALL: Shape = {}
-_PART: Shape = {"functionCall": (False, _CALL), "functionResponse": (False, _CALL), "inlineData": (False, {}), "fileData": (False, {})}
+_MEDIA: Shape = {"inlineData": (False, {}), "fileData": (False, {})}
+_RESPONSE: Shape = {"parts": (True, _MEDIA)}  # a multimodal function response's media (its ``response`` is data)
+_PART: Shape = {"functionCall": (False, _CALL), "functionResponse": (False, _RESPONSE), **_MEDIA}
 _CONTENT: Shape = {"parts": (True, _PART)}
 _REQUEST: Shape = {
     "contents": (True, _CONTENT),
     "systemInstruction": (False, _CONTENT),
     "tools": (True, {"functionDeclarations": (True, {})}),
-    "toolConfig": (False, {"functionCallingConfig": (False, {})}),
+    "toolConfig": (False, {"functionCallingConfig": (False, {}), "retrievalConfig": (False, {"latLng": (False, {})})}),
     "generationConfig": (False, {"thinkingConfig": (False, {})}),
     "safetySettings": (True, {}),
 }

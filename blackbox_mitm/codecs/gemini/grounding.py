@@ -17,17 +17,18 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from blackbox_mitm.cassette.payloads import ToolDefinition, builtin_tool
+from blackbox_mitm.codecs.gemini import builtins
 
 __all__ = ["GROUNDING_KEYS", "SERVED_TOOLS", "decode_builtin", "grounding_of", "served_grounding"]
 
-# codeExecution too: its code and result are parts of the answer (``code_execution``).
-SERVED_TOOLS = frozenset({"googleSearch", "googleSearchRetrieval", "urlContext", "codeExecution"})
+# Every recorded built-in (``builtins``): grounding, code execution (``code_execution``), computer use.
+SERVED_TOOLS = builtins.TOOLS
 GROUNDING_KEYS = ("groundingMetadata", "urlContextMetadata", "citationMetadata")
 
 
 def decode_builtin(key: str, value: Any) -> ToolDefinition:
     """``{"googleSearch": {...}}`` -> ``{"name": "googleSearch", "builtin": {"googleSearch": {...}}}``."""
-    return cast(ToolDefinition, builtin_tool(key, {key: value}))
+    return cast(ToolDefinition, builtin_tool(key, {key: builtins.options(key, value)}))
 
 
 def grounding_of(candidate: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -14,13 +14,13 @@ from blackbox_mitm.cassette.payloads import (
     ModelInput,
     ToolDefinition,
     ToolResultPart,
-    media_part,
     tool_definition,
 )
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.codecs.common.jsonio import dumps, load_object, loads_or_none
 from blackbox_mitm.codecs.gemini import CODE_ASSIST, EMPTY_SCHEMA, MODEL_PATH, NAME, PARAMS, PROVIDER, REFUSALS, code_execution, grounding
 from blackbox_mitm.codecs.gemini.fields import call_positions, camel_request, part_kind
+from blackbox_mitm.codecs.gemini.multimodal import function_result, media_of, response_parts, system_parts
 from blackbox_mitm.errors import BlackboxUnsupportedError
 
 __all__ = ["decode_request", "rewrite_tool_result"]
@@ -44,7 +44,9 @@ def decode_request(body: bytes, ids: CallIds, *, path: str = "", query: str = ""
     model_input: ModelInput = {"messages": _decode_contents(data.get("contents"), ids)[0], "tools": _decode_tools(data.get("tools"))}
     system = data.get("systemInstruction")
     if system is not None:
-        model_input["systemPrompt"] = _system_text(system)
+        model_input["systemPrompt"], media = _system(system)
+        if media:
+            model_input["systemMedia"] = media  # Blackbox's extension: the system instruction's media (multimodal)
     if model is not None:
         model_input["model"] = model
     if params:
@@ -69,20 +71,13 @@ def _decode_params(data: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
-def _system_text(system: Any) -> str:
+def _system(system: Any) -> tuple[str, list[MediaPart]]:
+    """``systemInstruction`` -> (its text, its media parts)."""
     if isinstance(system, str):
-        return system
-    parts = system.get("parts") if isinstance(system, dict) else None
-    if not isinstance(parts, list):
+        return system, []
+    if not isinstance(system, dict):
         REFUSALS.malformed("systemInstruction", "systemInstruction is neither a string nor a content with parts")
-    texts = []
-    for j, part in enumerate(parts):
-        kind = part_kind(part, f"systemInstruction.parts[{j}]")
-        if kind == "text":
-            texts.append(part["text"])
-        elif kind is not None:
-            REFUSALS.refuse("gemini.non_text", f"systemInstruction.parts[{j}].{kind}")
-    return "".join(texts)
+    return system_parts(system)
 
 
 def _decode_contents(raw: Any, ids: CallIds) -> tuple[list[Message], list[tuple[int, int, str]]]:
@@ -181,22 +176,6 @@ def _code_part(
     return code_execution.neutral_part(kind, value, where, last_code[0])
 
 
-def media_of(blob: Any, kind: str, where: str) -> MediaPart:
-    """``inlineData`` (its bytes by digest) or ``fileData`` (its URI, the reference) -> a neutral media part."""
-    if not isinstance(blob, dict):
-        REFUSALS.malformed(where, f"{kind} is not an object")
-    mime = blob.get("mimeType") if isinstance(blob.get("mimeType"), str) else None
-    name = blob.get("displayName") if isinstance(blob.get("displayName"), str) else None
-    if kind == "inlineData" and isinstance(blob.get("data"), str):
-        try:
-            return media_part(None, mime, blob["data"], name=name)
-        except ValueError:
-            REFUSALS.malformed(f"{where}.data", "the data is not base64")
-    if kind == "fileData" and isinstance(blob.get("fileUri"), str):
-        return media_part(None, mime, url=blob["fileUri"], name=name)
-    REFUSALS.malformed(where, f"{kind} without its data or fileUri")
-
-
 def _content_of(parts: list[MessagePart]) -> str | list[MessagePart]:
     """A message's neutral content: empty text dropped, text alone a string, nothing at all ``""``."""
     parts = [p for p in parts if p["type"] != "text" or p["text"]]
@@ -230,8 +209,7 @@ def _function_response(
 ) -> ToolResultPart:
     if not isinstance(resp, dict) or not isinstance(resp.get("name"), str):
         REFUSALS.malformed(where, "a functionResponse without a name")
-    if resp.get("parts"):
-        REFUSALS.refuse("gemini.non_text", f"{where}.parts")
+    media = response_parts(resp, where)  # Gemini 3's multimodal function response (multimodal)
     name, native = resp["name"], resp.get("id")
     call_id = ids.lookup(native) if isinstance(native, str) and native else None
     if call_id is None:
@@ -248,8 +226,7 @@ def _function_response(
         place = f"result:{at}:{name}"
         call_id = positions.get(place) or ids.assign(None, name)
         positions[place] = call_id
-    response = resp.get("response")
-    return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": {} if response is None else response}
+    return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": function_result(resp.get("response"), media)}
 
 
 def _decode_tools(raw: Any) -> list[ToolDefinition]:
@@ -282,7 +259,8 @@ def rewrite_tool_result(body: bytes, ids: CallIds, call_id: str, text: str) -> b
 
     ``response`` must be an object: ``text`` that is a JSON object becomes that
     object, any other text ``{"result": text}`` (what google-genai sends for a
-    function that returns a plain value). None when no part answers the call.
+    function that returns a plain value). A multimodal response loses its media
+    ``parts``: the edit stands for the whole result. None when no part answers the call.
     """
     data = loads_or_none(body)
     if not isinstance(data, dict) or not isinstance(data.get("contents"), list):
@@ -301,5 +279,7 @@ def rewrite_tool_result(body: bytes, ids: CallIds, call_id: str, text: str) -> b
     response = value if isinstance(value, dict) else {"result": text}
     for i, j in targets:
         part = data["contents"][i]["parts"][j]
-        part["functionResponse" if "functionResponse" in part else "function_response"]["response"] = response
+        fn = part["functionResponse" if "functionResponse" in part else "function_response"]
+        fn["response"] = response
+        fn.pop("parts", None)  # the edit is the whole result the model sees: a screenshot beside the old one goes too
     return dumps(data).encode()

@@ -25,7 +25,7 @@ from blackbox_mitm.codecs.common.ids import answer_key, digest
 from blackbox_mitm.codecs.common.jsonio import dumps, load_object
 from blackbox_mitm.codecs.gemini import PROVIDER, REFUSALS, code_execution, grounding
 from blackbox_mitm.codecs.gemini.fields import call_positions, camel_content, first_text, neutral_output, part_kind
-from blackbox_mitm.codecs.gemini.request import media_of as _media_of
+from blackbox_mitm.codecs.gemini.multimodal import media_of as _media_of
 
 __all__ = ["decode_response", "encode_error", "encode_response", "error_body", "normalize_answer"]
 
