@@ -147,22 +147,14 @@ def replay(
     blackbox replay runs/weather.json -- python agent.py "What's the weather in Paris?"
     """
     from blackbox_mitm.proxy.lifecycle import ProxySettings, proxy_run
-    from blackbox_mitm.session.build import replay_session
+    from blackbox_mitm.session.build import replay_session_from
 
     setup_logging(verbose)
     found = compare.settings(hosts=hosts, match=default_or("match", match))  # the project config and the flags
     extra_env, environment = None, found.environment
     if clock == "recorded":
         extra_env, environment = _recorded_clock(cassette, environment)
-    session = replay_session(
-        cassette,
-        match=found.match.value,
-        rules=found.rules,
-        redactor=found.redactor,
-        pace=found.pace.value,
-        order_gap_ms=found.order_gap.value,
-        environment=environment,
-    )
+    session = replay_session_from(cassette, found, environment)
     settings = ProxySettings(hosts=found.host_specs, confdir=run.confdir, offline=not allow_network, stream_delay_ms=stream_delay_ms)
     with proxy_run(session, settings=settings) as live:
         code = live.run_command(command, extra_env=extra_env)

@@ -117,7 +117,7 @@ def session_from_options(opts: Options, hosts: Sequence[str], use: Callable[[Hos
 
 def _build(opts: Options, hosts: Sequence[str], use: Callable[[HostTable], None]) -> Session:
     from blackbox_mitm.config import effective_settings
-    from blackbox_mitm.session.build import record_session, replay_session
+    from blackbox_mitm.session.build import record_session, replay_session_from
 
     # The project config (found from the working directory) plus these options (config.py).
     settings = effective_settings(
@@ -140,15 +140,8 @@ def _build(opts: Options, hosts: Sequence[str], use: Callable[[HostTable], None]
             **{k: v.value for k, v in settings.exchange_settings().items()},
         )
         return session
-    session = replay_session(
-        opts.blackbox_cassette,
-        match=str(settings.match.value),
-        rules=settings.rules,
-        redactor=settings.redactor,
-        pace=settings.pace.value,
-        order_gap_ms=settings.order_gap.value,
-        environment=settings.environment,  # mitmdump's own environment stands for the agent's (docs/cassette.md)
-    )
+    # mitmdump's own environment stands for the agent's (docs/cassette.md)
+    session = replay_session_from(opts.blackbox_cassette, settings, settings.environment)
     if "upstream_cert" in opts and opts.upstream_cert:
         opts.update(upstream_cert=False)
     return session

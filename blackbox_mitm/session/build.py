@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -36,7 +36,15 @@ from blackbox_mitm.session.recorder import Privacy, RunRecorder, scrub
 from blackbox_mitm.session.redact import Redactor
 from blackbox_mitm.session.release import DEFAULT_GAP_MS
 
-__all__ = ["finish_proxy_session", "record_session", "replay_report", "replay_session", "run_id_for"]
+__all__ = [
+    "ReplaySettings",
+    "finish_proxy_session",
+    "record_session",
+    "replay_report",
+    "replay_session",
+    "replay_session_from",
+    "run_id_for",
+]
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +121,42 @@ def replay_session(
     media = load_media(cassette, trace)  # checked by load_verified too
     session.media_store = media["media"] if media is not None else None
     return session
+
+
+class _Setting(Protocol):
+    @property
+    def value(self) -> Any: ...
+
+
+class ReplaySettings(Protocol):
+    """What a replay is built from: ``config.Effective`` (the project config and a command's flags) is one."""
+
+    @property
+    def match(self) -> _Setting: ...
+    @property
+    def pace(self) -> _Setting: ...
+    @property
+    def order_gap(self) -> _Setting: ...
+    @property
+    def rules(self) -> CompareRules: ...
+    @property
+    def redactor(self) -> Redactor: ...
+
+
+def replay_session_from(cassette: str | os.PathLike[str], settings: ReplaySettings, environment: RunEnvironment | None) -> Session:
+    """``replay_session`` with its match mode, masks, redaction, pace and order gap read from ``settings``.
+
+    ``environment`` is the live one (``settings.environment``, or one the caller changed, such as a recorded clock).
+    """
+    return replay_session(
+        cassette,
+        match=str(settings.match.value),
+        rules=settings.rules,
+        redactor=settings.redactor,
+        pace=settings.pace.value,
+        order_gap_ms=settings.order_gap.value,
+        environment=environment,
+    )
 
 
 def replay_report(session: Session) -> dict[str, Any]:
