@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from typing import Any
 from blackbox_mitm.cassette.journal import Journal
 from blackbox_mitm.cassette.media import spool_path
 from blackbox_mitm.cassette.payloads import tool_calls_of
+from blackbox_mitm.cassette.records import MediaDocument
 from blackbox_mitm.cassette.trace import Trace, TraceStep
 from blackbox_mitm.codecs import CODECS
 from blackbox_mitm.codecs.base import CallIds
@@ -205,7 +206,7 @@ def fork_session(
     pace: float | None = None,
     order_gap_ms: float | None = DEFAULT_GAP_MS,
     environment: RunEnvironment | None = None,
-    parent_media: Mapping[str, Any] | None = None,
+    parent_media: MediaDocument | None = None,
 ) -> Session:
     """The session that serves the parent up to the cut and records the child (``rules``, ``redactor``, ``pace``,
     ``order_gap_ms``, ``environment`` as for a replay). ``parent_media``: the parent's media document
@@ -234,7 +235,7 @@ def fork_session(
         order_gap_ms=order_gap_ms,
     )
     session = Session(run, run_id=parent.id, recorder=recorder, ids=ids)
-    session.media_store = (parent_media or {}).get("media")
+    session.media_store = parent_media.get("media") if parent_media else None
     return session
 
 
