@@ -37,6 +37,7 @@ from blackbox_mitm.cassette.extensions import (
     tokens,
     tokens_of,
 )
+from blackbox_mitm.cassette.records import FileSeal, JSONObject
 from blackbox_mitm.cassette.server_parts import (
     AnswerPart,
     Container,
@@ -54,6 +55,7 @@ __all__ = [
     "CompactionTriggerPart",
     "Container",
     "FinalAnswer",
+    "JSONObject",
     "MediaKind",
     "MediaPart",
     "Message",
@@ -241,6 +243,10 @@ class Metadata(TypedDict):
     exitCode: NotRequired[int]
     inFlight: NotRequired[int]
     maxSteps: NotRequired[int]
+    exchanges: NotRequired[FileSeal]  # the terminal event's seal of the run's other HTTP exchanges (cassette/exchanges.py)
+    exchangesLost: NotRequired[str]
+    media: NotRequired[FileSeal]  # the terminal event's seal of the run's media (cassette/media.py)
+    mediaLost: NotRequired[str]
 
 
 TERMINAL_EVENTS = ("run_completed", "run_failed")
