@@ -53,7 +53,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules, placeholders_in
-from blackbox_mitm.matcher.normalize import compared_view
+from blackbox_mitm.matcher.normalize import ComparedView, compared_view
 from blackbox_mitm.matcher.quotes import (
     ABSENT,
     QUOTE_CHARS,
@@ -230,7 +230,7 @@ def _with_placeholders(d: Difference, rules: CompareRules) -> Difference:
     return replace(d, masks=masks, redacted=redacted, note="; ".join(notes))
 
 
-def _first_difference(rec: dict[str, Any], new: dict[str, Any]) -> Difference | None:
+def _first_difference(rec: ComparedView, new: ComparedView) -> Difference | None:
     rec_messages: list[Any] = rec["messages"]
     got_messages: list[Any] = new["messages"]
 
@@ -285,10 +285,10 @@ def _tools_difference(rec_tools: list[Any], got_tools: list[Any], make: _Make) -
     return None
 
 
-def _params_difference(rec: dict[str, Any], new: dict[str, Any], make: _Make) -> Difference | None:
+def _params_difference(rec: ComparedView, new: ComparedView, make: _Make) -> Difference | None:
     """The first request control that differs, by sorted name (the whole ``params`` when one is not an object)."""
-    rec_params = rec.get("params", {})
-    got_params = new.get("params", {})
+    rec_params: Any = rec.get("params", {})
+    got_params: Any = new.get("params", {})
     if not (isinstance(rec_params, Mapping) and isinstance(got_params, Mapping)):
         found = compare(rec.get("params", ABSENT), new.get("params", ABSENT), json_text)
         return make("params", found, None, None) if found else None
