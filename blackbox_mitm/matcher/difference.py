@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypedDict
 
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules, placeholders_in
 from blackbox_mitm.matcher.normalize import ComparedView, compared_view
@@ -74,12 +74,33 @@ from blackbox_mitm.matcher.quotes import (
 )
 from blackbox_mitm.matcher.reorder import reordering
 
-__all__ = ["MESSAGE_FIELDS", "QUOTE_CHARS", "QUOTE_CONTEXT", "ROLE_CHARS", "Difference", "first_difference"]
+__all__ = ["MESSAGE_FIELDS", "QUOTE_CHARS", "QUOTE_CONTEXT", "ROLE_CHARS", "Difference", "DifferenceJSON", "first_difference"]
 
 MESSAGE_FIELDS = ("role", "content", "tool_call_id", "tool_calls")
 
 # Who makes a Difference from what was found: (field, found, message index, role).
 _Make = Callable[[str, Found, int | None, str | None], "Difference"]
+
+
+class _DifferenceNotes(TypedDict, total=False):
+    masks: list[str]
+    redacted: list[str]
+    note: str
+    reordered: int
+    reordered_items: str | None
+
+
+class DifferenceJSON(_DifferenceNotes):
+    """A ``Difference`` as a report writes it (``from_json`` reads one back)."""
+
+    message: int | None
+    role: str | None
+    field: str
+    at_char: int | None
+    recorded: str | None
+    got: str | None
+    recorded_messages: int
+    got_messages: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +121,8 @@ class Difference:
     reordered: int | None = None  # the same N items in another order
     reordered_items: str | None = None  # what they are: messages, content parts, blocks of text, paragraphs, lines
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> DifferenceJSON:
+        out: DifferenceJSON = {
             "message": self.message,
             "role": self.role,
             "field": self.field,

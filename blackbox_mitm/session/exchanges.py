@@ -18,7 +18,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 from blackbox_mitm.cassette.exchanges import KEPT_HEADERS, KIND, VERSION, body_bytes, digest_of, stored_body
@@ -36,6 +36,7 @@ __all__ = [
     "POLICIES",
     "ExchangeBook",
     "ExchangeServer",
+    "ExchangeStatus",
     "Served",
     "request_key",
 ]
@@ -224,6 +225,17 @@ class ExchangeBook:
         return exchanges_ref(cassette, document)
 
 
+class ExchangeStatus(TypedDict):
+    """An offline replay's other HTTP exchanges, counted (the replay report carries them)."""
+
+    exchanges: int
+    exchanges_served: int
+    exchanges_reused: int
+    exchanges_other_body: int
+    unmatched_exchanges: list[dict[str, str]]  # method, host, path (and why, for one whose body was not kept)
+    background_unmatched: list[dict[str, str]]  # the same, and the agent whose own timer makes it
+
+
 @dataclass(slots=True)
 class Served:
     status: int
@@ -306,7 +318,7 @@ class ExchangeServer:
             return None
         return self.rules.mask_text(body_bytes(self.bodies[ref]).decode("utf-8", "replace"))
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> ExchangeStatus:
         with self._lock:
             return {
                 "exchanges": len(self.entries),
