@@ -139,7 +139,9 @@ class ToolDefinition(TypedDict):
     description: NotRequired[str]
     inputSchema: Any  # JSON Schema, as sent
     strict: NotRequired[bool]  # Blackbox's extension: present (true) only when the tool asked for strict schema adherence
-    builtin: NotRequired[dict[str, Any]]  # Blackbox's extension: a provider-defined tool (server_parts); no inputSchema then
+    builtin: NotRequired[
+        JSONObject
+    ]  # Blackbox's extension: a provider-defined tool (server_parts), the provider's object; no inputSchema then
 
 
 def tool_definition(name: str, schema: Any, description: Any = None, *, strict: bool = False) -> ToolDefinition:
@@ -162,7 +164,7 @@ class ModelInput(TypedDict):
     tools: list[ToolDefinition]
     systemPrompt: NotRequired[str]
     model: NotRequired[str]
-    params: NotRequired[dict[str, Any]]  # neutral control name -> its JSON value
+    params: NotRequired[JSONObject]  # neutral control name -> its JSON value (as the agent sent it)
 
 
 # --- model_output ----------------------------------------------------------------------
@@ -252,7 +254,7 @@ class Metadata(TypedDict):
 TERMINAL_EVENTS = ("run_completed", "run_failed")
 
 
-def tool_calls_of(output: Any) -> list[dict[str, Any]]:
+def tool_calls_of(output: Any) -> list[JSONObject]:
     """Every tool call a model_output payload requested, in order (empty for a final answer).
 
     A reader of any payload, a cassette's included (not yet verified): the calls are
@@ -362,7 +364,7 @@ def order_tool_results(model_input: Mapping[str, Any]) -> Mapping[str, Any]:
     if not isinstance(messages, Sequence) or isinstance(messages, str):
         return model_input
     calls: dict[str | None, int] = {}
-    changed: dict[int, dict[str, Any]] = {}
+    changed: dict[int, JSONObject] = {}  # messages as found
     for index, message in enumerate(messages):
         parts = _content_parts(message)
         if parts is None:

@@ -66,7 +66,7 @@ class RunHeader(TypedDict):
     version: int
     createdAt: int | float
     origin: int | float
-    created: str
+    created: str | None
     durationMs: int | float
     stepCount: int
     outcome: str
