@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from blackbox_mitm.cassette.records import JSONObject
 from blackbox_mitm.codecs import host_spec
 from blackbox_mitm.config_keys import KEYS, HostSetting, Setting, check_values, host_values, parse_order_gap, parse_pace, rules, single
 from blackbox_mitm.errors import ConfigError
@@ -116,7 +117,7 @@ def _has_table(pyproject: Path) -> bool:
     return isinstance(tool, dict) and "blackbox" in tool
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(path: Path) -> JSONObject:
     try:
         with path.open("rb") as f:
             return tomllib.load(f)

@@ -29,7 +29,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from blackbox_mitm.cassette.canonical import canonical_bytes, js_number
 from blackbox_mitm.cassette.facts import ProviderFacts
@@ -59,6 +59,35 @@ _INPUT_TYPES = frozenset({"model_input", "tool_result"})
 _QUOTE = 40
 
 
+class TailStepJSON(TypedDict):
+    index: int
+    type: str
+    summary: str
+
+
+class _Sides(TypedDict):
+    a: int
+    b: int
+
+
+class _Tails(TypedDict):
+    a: list[TailStepJSON]
+    b: list[TailStepJSON]
+
+
+class DivergenceJSON(TypedDict):
+    """``blackbox diff --json``'s first divergence: where, why, and each side's remaining steps."""
+
+    index: int
+    a: int | None
+    b: int | None
+    kind: str
+    field: str | None
+    explanation: str
+    steps: _Sides
+    tails: _Tails
+
+
 @dataclass(frozen=True, slots=True)
 class TailStep:
     """One remaining step after the divergence: its index, type and one-line summary."""
@@ -67,7 +96,7 @@ class TailStep:
     type: str
     summary: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TailStepJSON:
         return {"index": self.index, "type": self.type, "summary": self.summary}
 
 
@@ -89,7 +118,7 @@ class Divergence:
     tail_a: list[TailStep] = dataclasses.field(default_factory=list)
     tail_b: list[TailStep] = dataclasses.field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> DivergenceJSON:
         return {
             "index": self.index,
             "a": self.index if self.index < self.a_steps else None,

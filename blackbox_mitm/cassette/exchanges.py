@@ -28,11 +28,12 @@ import hashlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from blackbox_mitm.cassette import compression
 from blackbox_mitm.cassette.canonical import canonical_bytes
 from blackbox_mitm.cassette.jsonfile import decode_json, read_file
+from blackbox_mitm.cassette.records import ExchangeRow, ExchangesDocument, FileSeal, StoredBody
 from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.errors import CassetteError
 
@@ -81,21 +82,21 @@ def document_digest(document: Mapping[str, Any]) -> str:
     return digest_of(canonical_bytes(document))
 
 
-def exchanges_ref(cassette: str | os.PathLike[str], document: Mapping[str, Any]) -> dict[str, Any]:
+def exchanges_ref(cassette: str | os.PathLike[str], document: ExchangesDocument) -> FileSeal:
     """What the terminal event says about the exchanges: the file's name, how many, the document's digest."""
     return {"file": exchanges_path(cassette).name, "count": len(document.get("exchanges") or []), "sha256": document_digest(document)}
 
 
-def exchanges_ref_of(trace: Trace) -> dict[str, Any] | None:
+def exchanges_ref_of(trace: Trace) -> FileSeal | None:
     """The terminal event's ``exchanges`` (None: the run kept none, or predates them)."""
     last = trace.steps[-1] if trace.steps else None
     if last is None or last.type != "metadata" or not isinstance(last.payload, dict):
         return None
     ref = last.payload.get("exchanges")
-    return ref if isinstance(ref, dict) else None
+    return cast(FileSeal, ref) if isinstance(ref, dict) else None  # as found: ``load_exchanges`` checks it
 
 
-def write_exchanges(cassette: str | os.PathLike[str], document: Mapping[str, Any]) -> Path:
+def write_exchanges(cassette: str | os.PathLike[str], document: ExchangesDocument) -> Path:
     """Write the document beside ``cassette`` (atomically, compressed like it); returns the path."""
     from blackbox_mitm.cassette.store import encode_json, write_atomic
 
@@ -104,7 +105,7 @@ def write_exchanges(cassette: str | os.PathLike[str], document: Mapping[str, Any
     return write_atomic(path, compression.encode(path, data), overwrite=True)
 
 
-def load_exchanges(cassette: str | os.PathLike[str], ref: Mapping[str, Any]) -> dict[str, Any]:
+def load_exchanges(cassette: str | os.PathLike[str], ref: Mapping[str, Any]) -> ExchangesDocument:
     """The exchanges document ``ref`` (the terminal event's ``exchanges``) names, checked; ``CassetteError`` otherwise."""
     problems, document = _read_checked(Path(cassette), ref)
     if problems:
@@ -118,7 +119,7 @@ def verify_exchanges(cassette: str | os.PathLike[str], ref: Any) -> list[str]:
     return _read_checked(Path(cassette), ref)[0]
 
 
-def _read_checked(cassette: Path, ref: Any) -> tuple[list[str], dict[str, Any] | None]:
+def _read_checked(cassette: Path, ref: Any) -> tuple[list[str], ExchangesDocument | None]:
     if not isinstance(ref, Mapping) or not isinstance(ref.get("file"), str) or not isinstance(ref.get("sha256"), str):
         return ["the terminal event's `exchanges` must be {file, count, sha256}"], None
     name = str(ref["file"])
@@ -140,10 +141,11 @@ def _read_checked(cassette: Path, ref: Any) -> tuple[list[str], dict[str, Any] |
             f"{name}: its SHA-256 {found[:12]}… is not the {str(ref['sha256'])[:12]}… the terminal event seals: "
             "the exchanges were changed after recording"
         ], None
-    return _check_document(name, document), document
+    return _check_document(name, document), cast(ExchangesDocument, document)  # a caller that uses it needs no problems
 
 
-def _check_document(name: str, document: dict[str, Any]) -> list[str]:
+def _check_document(name: str, document: Mapping[str, Any]) -> list[str]:
+    """``document`` as read (not yet an ``ExchangesDocument``): every way it is not one."""
     problems: list[str] = []
     bodies = document.get("bodies")
     exchanges = document.get("exchanges")
@@ -184,7 +186,7 @@ def body_bytes(body: Mapping[str, Any]) -> bytes:
     raise ValueError("unknown encoding")
 
 
-def stored_body(data: bytes) -> dict[str, str]:
+def stored_body(data: bytes) -> StoredBody:
     """How a body is written: its text when it is UTF-8, else base64."""
     try:
         return {"encoding": "utf-8", "data": data.decode("utf-8")}
@@ -195,9 +197,9 @@ def stored_body(data: bytes) -> dict[str, str]:
 # -- listing (``blackbox show``, ``blackbox view``) --------------------------------------------
 
 
-def exchange_rows(document: Mapping[str, Any], origin: int | float) -> list[dict[str, Any]]:
+def exchange_rows(document: ExchangesDocument, origin: int | float) -> list[ExchangeRow]:
     """One row per exchange: index, method, host, path, status, size, time since the run started, what was not kept."""
-    rows = []
+    rows: list[ExchangeRow] = []
     for ex in document.get("exchanges") or []:
         response = ex.get("response") or {}
         rows.append(
@@ -216,7 +218,7 @@ def exchange_rows(document: Mapping[str, Any], origin: int | float) -> list[dict
     return rows
 
 
-def render_exchanges(rows: list[dict[str, Any]], not_kept: list[str]) -> str:
+def render_exchanges(rows: list[ExchangeRow], not_kept: list[str]) -> str:
     """The exchanges as text, apart from the model steps."""
     from blackbox_mitm.cassette.timeline import format_offset
 

@@ -12,6 +12,7 @@ import hashlib
 from typing import Any, Literal, NotRequired, TypedDict
 
 from blackbox_mitm.cassette.media_bytes import note_bytes
+from blackbox_mitm.cassette.records import JSONObject
 
 __all__ = [
     "CompactionPart",
@@ -192,7 +193,7 @@ def tokens_of(output: Any) -> tuple[int, int, int, int]:
     return _count(t.get("input")), _count(t.get("output")), _count(t.get("cachedInput")), _count(t.get("reasoning"))
 
 
-def reasoning_of(output: Any) -> list[dict[str, Any]]:
+def reasoning_of(output: Any) -> list[JSONObject]:
     """The reasoning parts a model_output carries, in order (empty when none were recorded)."""
     parts = output.get("reasoning") if isinstance(output, dict) else None
     return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []

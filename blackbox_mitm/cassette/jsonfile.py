@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from blackbox_mitm.cassette.records import JSONObject
 from blackbox_mitm.errors import CassetteError
 
 __all__ = [
@@ -224,8 +225,8 @@ class _Repeated(dict[str, Any]):
     repeated: str = ""
 
 
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _pairs(pairs: list[tuple[str, Any]]) -> JSONObject:
+    out: JSONObject = {}
     for key, value in pairs:
         if key in out:
             marked = _Repeated(pairs)

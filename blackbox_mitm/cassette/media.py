@@ -33,12 +33,13 @@ import hashlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from blackbox_mitm.cassette import compression
 from blackbox_mitm.cassette.canonical import canonical_bytes
 from blackbox_mitm.cassette.jsonfile import decode_json, read_file
 from blackbox_mitm.cassette.media_bytes import MissingMedia, bytes_for, collecting, note_bytes, resolving
+from blackbox_mitm.cassette.records import FileSeal, MediaDocument, MediaEntry, MediaRow
 from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.errors import CassetteError
 
@@ -104,21 +105,21 @@ def document_digest(document: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_bytes(document)).hexdigest()
 
 
-def media_ref(cassette: str | os.PathLike[str], document: Mapping[str, Any]) -> dict[str, Any]:
+def media_ref(cassette: str | os.PathLike[str], document: MediaDocument) -> FileSeal:
     """What the terminal event says about the media: the file's name, how many, the document's digest."""
     return {"file": media_path(cassette).name, "count": len(document.get("media") or {}), "sha256": document_digest(document)}
 
 
-def media_ref_of(trace: Trace) -> dict[str, Any] | None:
+def media_ref_of(trace: Trace) -> FileSeal | None:
     """The terminal event's ``media`` (None: the run kept none, or predates media)."""
     last = trace.steps[-1] if trace.steps else None
     if last is None or last.type != "metadata" or not isinstance(last.payload, dict):
         return None
     ref = last.payload.get("media")
-    return ref if isinstance(ref, dict) else None
+    return cast(FileSeal, ref) if isinstance(ref, dict) else None  # as found: ``load_media`` checks it
 
 
-def write_media(cassette: str | os.PathLike[str], document: Mapping[str, Any]) -> Path:
+def write_media(cassette: str | os.PathLike[str], document: MediaDocument) -> Path:
     """Write the document beside ``cassette`` (atomically, compressed like it); returns the path."""
     from blackbox_mitm.cassette.store import encode_json, write_atomic
 
@@ -127,7 +128,7 @@ def write_media(cassette: str | os.PathLike[str], document: Mapping[str, Any]) -
     return write_atomic(path, compression.encode(path, data), overwrite=True)
 
 
-def load_media(cassette: str | os.PathLike[str], trace: Trace) -> dict[str, Any] | None:
+def load_media(cassette: str | os.PathLike[str], trace: Trace) -> MediaDocument | None:
     """The media document the trace's terminal event seals, checked (None: it seals none); ``CassetteError`` otherwise."""
     ref = media_ref_of(trace)
     if ref is None:
@@ -146,7 +147,7 @@ def verify_media(cassette: str | os.PathLike[str], trace: Trace) -> list[str]:
     return _read_checked(Path(cassette), ref, digests_in([s.payload for s in trace.steps]))[0]
 
 
-def _read_checked(cassette: Path, ref: Any, named: Mapping[str, Any]) -> tuple[list[str], dict[str, Any] | None]:
+def _read_checked(cassette: Path, ref: Any, named: Mapping[str, Any]) -> tuple[list[str], MediaDocument | None]:
     if not isinstance(ref.get("file"), str) or not isinstance(ref.get("sha256"), str):
         return ["the terminal event's `media` must be {file, count, sha256}"], None
     name = str(ref["file"])
@@ -166,10 +167,11 @@ def _read_checked(cassette: Path, ref: Any, named: Mapping[str, Any]) -> tuple[l
     if found != ref["sha256"]:
         seal = f"{name}: its SHA-256 {found[:12]}… is not the {str(ref['sha256'])[:12]}… the terminal event seals: the media were changed after recording"
         return [*_check_entries(name, document, named), seal], None  # an item that changed is named first, by its digest
-    return _check_entries(name, document, named), document
+    return _check_entries(name, document, named), cast(MediaDocument, document)  # a caller that uses it needs no problems
 
 
-def _check_entries(name: str, document: dict[str, Any], named: Mapping[str, Any]) -> list[str]:
+def _check_entries(name: str, document: Mapping[str, Any], named: Mapping[str, Any]) -> list[str]:
+    """``document`` as read (not yet a ``MediaDocument``): every way it is not one."""
     media = document.get("media")
     not_kept = document.get("notKept")
     if not isinstance(media, dict) or not isinstance(not_kept, list):
@@ -201,13 +203,13 @@ def spool_path(cassette: str | os.PathLike[str]) -> Path:
     return p.with_name(p.name + ".media-spool")
 
 
-def spooled_line(digest: str, entry: Mapping[str, Any]) -> bytes:
+def spooled_line(digest: str, entry: MediaEntry) -> bytes:
     from blackbox_mitm.cassette.store import encode_json
 
     return encode_json({"sha256": digest, **entry}) + b"\n"
 
 
-def recover_media(cassette: str | os.PathLike[str], trace: Trace) -> dict[str, Any] | None:
+def recover_media(cassette: str | os.PathLike[str], trace: Trace) -> FileSeal | None:
     """The media file of an interrupted recording, from its spool: written beside the cassette; its seal (None: no spool).
 
     Only complete lines whose bytes have their digest are kept (a line cut off by the kill is dropped); a digest
@@ -218,7 +220,7 @@ def recover_media(cassette: str | os.PathLike[str], trace: Trace) -> dict[str, A
         raw = spool.read_bytes()
     except FileNotFoundError:
         return None
-    items: dict[str, dict[str, Any]] = {}
+    items: dict[str, MediaEntry] = {}
     for line in raw.split(b"\n"):
         try:
             entry = decode_json(line)
@@ -230,7 +232,7 @@ def recover_media(cassette: str | os.PathLike[str], trace: Trace) -> dict[str, A
             items[digest] = entry
     named = digests_in([s.payload for s in trace.steps])
     lost = "the recording was interrupted before its bytes were kept"
-    document = {
+    document: MediaDocument = {
         "kind": KIND,
         "version": VERSION,
         "run": trace.id,
@@ -252,18 +254,18 @@ def recover_media(cassette: str | os.PathLike[str], trace: Trace) -> dict[str, A
 # -- listing (``blackbox show``) ----------------------------------------------------------------
 
 
-def media_rows(document: Mapping[str, Any]) -> list[dict[str, Any]]:
+def media_rows(document: MediaDocument) -> list[MediaRow]:
     """One row per stored item (digest, media type, size), then one per item not kept (with why)."""
-    rows = [
+    rows: list[MediaRow] = [
         {"sha256": d, "mediaType": e.get("mediaType"), "size": e.get("size"), "kept": True}
         for d, e in (document.get("media") or {}).items()
         if isinstance(e, dict)
     ]
-    rows += [{**e, "kept": False} for e in document.get("notKept") or [] if isinstance(e, dict)]
+    rows += [cast(MediaRow, {**e, "kept": False}) for e in document.get("notKept") or [] if isinstance(e, dict)]
     return rows
 
 
-def render_media(rows: list[dict[str, Any]]) -> str:
+def render_media(rows: list[MediaRow]) -> str:
     kept = [r for r in rows if r["kept"]]
     total = sum(int(r.get("size") or 0) for r in kept)
     lines = [f"\nmedia: {len(kept)} stored once each ({total:,} bytes)"]

@@ -18,6 +18,7 @@ from blackbox_mitm.cassette.credentials import CREDENTIAL_NAME, QUERY_KEY, SECRE
 from blackbox_mitm.cassette.facts import ProviderFacts
 from blackbox_mitm.cassette.payloads import OUTPUT_TYPES, json_kind
 from blackbox_mitm.cassette.problems import Problem, key_path, quote
+from blackbox_mitm.cassette.records import JSONObject
 
 __all__ = ["FIELDS", "STRUCT", "Walker", "scan"]
 
@@ -167,7 +168,7 @@ class Walker:
                 self.add("shape", "payload", "a tool_result holds exactly one of `result` and `error`")
             self._may(payload, "error", str)
 
-    def _tokens(self, payload: dict[str, Any]) -> None:
+    def _tokens(self, payload: JSONObject) -> None:
         """Blackbox's ``tokens`` extension: an object of counts (non-negative integers) in the neutral names."""
         counts = payload.get("tokens")
         if not self._may(payload, "tokens", dict) or not isinstance(counts, dict):
@@ -189,19 +190,19 @@ class Walker:
         else:
             self._secret(key, where)
 
-    def _call(self, call: dict[str, Any], where: str) -> None:
+    def _call(self, call: JSONObject, where: str) -> None:
         self._need(call, "toolCallId", str, where)
         self._need(call, "toolName", str, where)
         if "toolInput" not in call:
             self.add("shape", f"{where}.toolInput", "the tool call has no `toolInput`")
 
-    def _need(self, obj: dict[str, Any], key: str, typ: type, where: str = "payload") -> bool:
+    def _need(self, obj: JSONObject, key: str, typ: type, where: str = "payload") -> bool:
         if key not in obj:
             self.add("shape", f"{where}.{key}", f"the required field `{key}` is missing")
             return False
         return self._may(obj, key, typ, where)
 
-    def _may(self, obj: dict[str, Any], key: str, typ: type, where: str = "payload") -> bool:
+    def _may(self, obj: JSONObject, key: str, typ: type, where: str = "payload") -> bool:
         if key in obj and not isinstance(obj[key], typ):
             want = {"list": "an array", "dict": "an object", "str": "a string"}[typ.__name__]
             self.add("shape", f"{where}.{key}", f"`{key}` must be {want}, found {json_kind(obj[key])}")

@@ -37,6 +37,7 @@ from blackbox_mitm.cassette.extensions import (
     tokens,
     tokens_of,
 )
+from blackbox_mitm.cassette.records import FileSeal, JSONObject
 from blackbox_mitm.cassette.server_parts import (
     AnswerPart,
     Container,
@@ -54,6 +55,7 @@ __all__ = [
     "CompactionTriggerPart",
     "Container",
     "FinalAnswer",
+    "JSONObject",
     "MediaKind",
     "MediaPart",
     "Message",
@@ -137,7 +139,9 @@ class ToolDefinition(TypedDict):
     description: NotRequired[str]
     inputSchema: NotRequired[Any]  # JSON Schema, as sent (every tool the agent defines has one; a provider-defined tool, builtin, has none)
     strict: NotRequired[bool]  # Blackbox's extension: present (true) only when the tool asked for strict schema adherence
-    builtin: NotRequired[dict[str, Any]]  # Blackbox's extension: a provider-defined tool (server_parts); no inputSchema then
+    builtin: NotRequired[
+        JSONObject
+    ]  # Blackbox's extension: a provider-defined tool (server_parts), the provider's object; no inputSchema then
 
 
 def tool_definition(name: str, schema: Any, description: Any = None, *, strict: bool = False) -> ToolDefinition:
@@ -161,7 +165,7 @@ class ModelInput(TypedDict):
     systemPrompt: NotRequired[str]
     systemMedia: NotRequired[list[MediaPart]]  # Blackbox's extension: the system prompt's media (a Gemini systemInstruction's)
     model: NotRequired[str]
-    params: NotRequired[dict[str, Any]]  # neutral control name -> its JSON value
+    params: NotRequired[JSONObject]  # neutral control name -> its JSON value (as the agent sent it)
 
 
 # --- model_output ----------------------------------------------------------------------
@@ -242,12 +246,16 @@ class Metadata(TypedDict):
     exitCode: NotRequired[int]
     inFlight: NotRequired[int]
     maxSteps: NotRequired[int]
+    exchanges: NotRequired[FileSeal]  # the terminal event's seal of the run's other HTTP exchanges (cassette/exchanges.py)
+    exchangesLost: NotRequired[str]
+    media: NotRequired[FileSeal]  # the terminal event's seal of the run's media (cassette/media.py)
+    mediaLost: NotRequired[str]
 
 
 TERMINAL_EVENTS = ("run_completed", "run_failed")
 
 
-def tool_calls_of(output: Any) -> list[dict[str, Any]]:
+def tool_calls_of(output: Any) -> list[JSONObject]:
     """Every tool call a model_output payload requested, in order (empty for a final answer).
 
     A reader of any payload, a cassette's included (not yet verified): the calls are
@@ -357,7 +365,7 @@ def order_tool_results(model_input: Mapping[str, Any]) -> Mapping[str, Any]:
     if not isinstance(messages, Sequence) or isinstance(messages, str):
         return model_input
     calls: dict[str | None, int] = {}
-    changed: dict[int, dict[str, Any]] = {}
+    changed: dict[int, JSONObject] = {}  # messages as found
     for index, message in enumerate(messages):
         parts = _content_parts(message)
         if parts is None:

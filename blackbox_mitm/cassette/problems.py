@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 __all__ = ["Problem", "key_path", "quote", "short_digest"]
 
@@ -27,8 +27,17 @@ class Problem:
     def __str__(self) -> str:
         return f"step {self.step}: {self.reason}" if self.step is not None else self.reason
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ProblemJSON:
         return {"step": self.step, "code": self.code, "where": self.where, "reason": self.reason}
+
+
+class ProblemJSON(TypedDict):
+    """A ``Problem`` as ``blackbox verify --json`` writes it."""
+
+    step: int | None
+    code: str
+    where: str | None
+    reason: str
 
 
 _IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")

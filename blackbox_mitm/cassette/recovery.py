@@ -20,11 +20,12 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from blackbox_mitm.cassette import compression
 from blackbox_mitm.cassette.files import INTERRUPTED, file_identity, journal_path, owner_text, regular_file
 from blackbox_mitm.cassette.jsonfile import decode_json, max_bytes
+from blackbox_mitm.cassette.payloads import Metadata
+from blackbox_mitm.cassette.records import JSONObject
 from blackbox_mitm.cassette.store import save_trace, trace_from_json
 from blackbox_mitm.cassette.trace import Trace, TraceStep
 from blackbox_mitm.errors import CassetteError
@@ -39,7 +40,7 @@ class Recovered:
     """What a journal holds: the trace rebuilt from it, its header, and how many torn batches were dropped."""
 
     trace: Trace
-    header: dict[str, Any]
+    header: JSONObject  # the journal's first line, as read
     dropped: int
 
 
@@ -155,7 +156,7 @@ def recover_journal(cassette: str | os.PathLike[str], *, quiet: bool = False) ->
     return cassette, len(trace.steps)
 
 
-def _check_cassette(cassette: Path, jpath: Path, header: dict[str, Any]) -> None:
+def _check_cassette(cassette: Path, jpath: Path, header: JSONObject) -> None:
     """Refuse to replace a cassette the interrupted recording was not allowed to replace."""
     current = file_identity(cassette)
     if current is None:
@@ -186,7 +187,7 @@ def _mark_interrupted(trace: Trace, dropped: int, cassette: Path) -> None:
         return
     from blackbox_mitm.cassette.media import recover_media
 
-    event: dict[str, Any] = {
+    event: Metadata = {
         "event": "run_failed",
         "status": "error",
         "reason": INTERRUPTED,

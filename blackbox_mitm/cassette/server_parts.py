@@ -40,6 +40,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 from blackbox_mitm.cassette.canonical import canonical_bytes
 from blackbox_mitm.cassette.extensions import MediaPart, media_part
 from blackbox_mitm.cassette.media_bytes import bytes_for
+from blackbox_mitm.cassette.records import JSONObject
 
 __all__ = [
     "RESULT_INLINE_MAX",
@@ -82,12 +83,12 @@ class Container(TypedDict):
 AnswerPart = dict[str, Any]
 
 
-def builtin_tool(name: str, definition: dict[str, Any]) -> dict[str, Any]:
+def builtin_tool(name: str, definition: JSONObject) -> JSONObject:
     """The neutral definition of a provider-defined tool: its name, and the rest of the provider's object."""
     return {"name": name, "builtin": {k: v for k, v in definition.items() if k != "name"}}
 
 
-def answer_parts_of(output: Any) -> list[dict[str, Any]]:
+def answer_parts_of(output: Any) -> list[JSONObject]:
     """The ordered parts a model_output keeps (empty when the answer has no server-side tools)."""
     parts = output.get("parts") if isinstance(output, dict) else None
     return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []

@@ -36,6 +36,7 @@ import orjson
 
 from blackbox_mitm.cassette import compression
 from blackbox_mitm.cassette.jsonfile import MAX_DEPTH, JsonLimitError, _deeper_than, decode_json, max_bytes
+from blackbox_mitm.cassette.records import JSONObject
 from blackbox_mitm.cassette.trace import STEP_TYPES, Trace, TraceStep
 
 __all__ = ["FileSource", "load_stepwise"]
@@ -274,7 +275,7 @@ class _Reader:
         return True
 
 
-def _step(s: dict[str, Any], index: int, trace: Trace) -> TraceStep:
+def _step(s: JSONObject, index: int, trace: Trace) -> TraceStep:
     """The step, when it has every field with the type the loader requires (anything else: the whole-document path)."""
     try:
         step = TraceStep(s["id"], s["index"], s["type"], s["timestamp"], s["payload"], s["prevHash"], s["hash"])

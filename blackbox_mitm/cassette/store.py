@@ -23,6 +23,7 @@ import orjson
 from blackbox_mitm.cassette import compression
 from blackbox_mitm.cassette.jsonfile import JsonLimitError, decode_json
 from blackbox_mitm.cassette.payloads import json_kind
+from blackbox_mitm.cassette.records import JSONObject
 from blackbox_mitm.cassette.trace import CURRENT_TRACE_VERSION, STEP_TYPES, Trace, TraceStep
 from blackbox_mitm.errors import CassetteError, CassetteExistsError
 
@@ -136,7 +137,7 @@ def trace_from_json(data: Any, *, path: str = "<cassette>") -> Trace:
     )
 
 
-def _version(data: dict[str, Any], path: str) -> int:
+def _version(data: JSONObject, path: str) -> int:
     """The trace's ``version``: the current one, or a clear error (missing, v1, another one)."""
     version = data.get("version")
     if "version" not in data:
@@ -194,7 +195,7 @@ def _step_from_json(s: Any, i: int, path: str) -> TraceStep:
     )
 
 
-def _prev_hash(s: dict[str, Any], path: str, where: str) -> str | None:
+def _prev_hash(s: JSONObject, path: str, where: str) -> str | None:
     prev = s.get("prevHash", ...)
     if prev is ... or not (prev is None or isinstance(prev, str)):
         raise CassetteError(
@@ -282,7 +283,7 @@ def _looks_truncated(raw: bytes | str) -> bool:
     return bool(text) and text[:1] in (b"{", b"[") and text[-1:] not in (b"}", b"]")
 
 
-def _need(obj: dict[str, Any], key: str, typ: type, path: str, where: str) -> Any:
+def _need(obj: JSONObject, key: str, typ: type, path: str, where: str) -> Any:
     if key not in obj:
         raise CassetteError(f"the required field `{key}` is missing", path=path, where=f"{where}.{key}")
     v = obj[key]
@@ -292,7 +293,7 @@ def _need(obj: dict[str, Any], key: str, typ: type, path: str, where: str) -> An
     return v
 
 
-def _need_number(obj: dict[str, Any], key: str, path: str, where: str) -> int | float:
+def _need_number(obj: JSONObject, key: str, path: str, where: str) -> int | float:
     if key not in obj:
         raise CassetteError(f"the required field `{key}` is missing", path=path, where=f"{where}.{key}")
     v = obj[key]
@@ -310,7 +311,7 @@ def _need_number(obj: dict[str, Any], key: str, path: str, where: str) -> int | 
     return v
 
 
-def _opt(obj: dict[str, Any], key: str, typ: type, path: str, where: str) -> Any:
+def _opt(obj: JSONObject, key: str, typ: type, path: str, where: str) -> Any:
     if key not in obj or obj[key] is None:
         return None
     return _need(obj, key, typ, path, where)

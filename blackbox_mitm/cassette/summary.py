@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from blackbox_mitm.cassette.payloads import compaction_of, output_text, tokens_of, tool_calls_of
+from blackbox_mitm.cassette.records import JSONObject
 from blackbox_mitm.cassette.trace import TraceStep
 
 __all__ = ["SUMMARY_LIMIT", "media_text", "one_line", "outcome_text", "summarize_step", "tokens_text"]
@@ -48,7 +49,7 @@ def summarize_step(step: TraceStep, *, limit: int = SUMMARY_LIMIT) -> str:
     return one_line(text, limit)
 
 
-def _model_input(p: dict[str, Any]) -> str:
+def _model_input(p: JSONObject) -> str:
     raw = p.get("messages")
     messages: list[Any] = raw if isinstance(raw, list) else []
     parts = []
@@ -67,7 +68,7 @@ def _model_input(p: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def media_text(part: dict[str, Any]) -> str:
+def media_text(part: JSONObject) -> str:
     """A media part in words: its type, size and digest (``image/png 70 bytes 8cf8513dd0fb…``), or its reference."""
     what = str(part.get("mediaType") or part.get("type") or "media")
     if isinstance(part.get("sha256"), str):
@@ -82,8 +83,8 @@ def _media_in(value: Any) -> list[str]:
     return [media_text(p) for p in found[:3]] + ([f"and {len(found) - 3} more"] if len(found) > 3 else [])
 
 
-def _media_parts(value: Any) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _media_parts(value: Any) -> list[JSONObject]:
+    out: list[JSONObject] = []
     stack = [value]
     while stack:
         v = stack.pop()
@@ -124,7 +125,7 @@ def _tool_results_in(message: Any) -> list[str]:
     return out
 
 
-def _model_output(p: dict[str, Any]) -> str:
+def _model_output(p: JSONObject) -> str:
     calls = tool_calls_of(p)
     text = output_text(p)
     stop = p.get("stop")
@@ -160,7 +161,7 @@ def _call(c: Any) -> str:
     return f"{_name(c.get('toolName'))}({_json(c.get('toolInput'), _JSON_LIMIT)})"
 
 
-def _tool_result(p: dict[str, Any]) -> str:
+def _tool_result(p: JSONObject) -> str:
     name = _name(p.get("toolName"))
     if "error" in p:
         error = p["error"]
@@ -168,7 +169,7 @@ def _tool_result(p: dict[str, Any]) -> str:
     return f"{name} → {_json(p.get('result'), 80)}"
 
 
-def _metadata(p: dict[str, Any]) -> str:
+def _metadata(p: JSONObject) -> str:
     event = p.get("event")
     if event == "run_completed":
         result = p.get("result")
@@ -180,7 +181,7 @@ def _metadata(p: dict[str, Any]) -> str:
     return head + (f" {_json(rest, 80)}" if rest else "")
 
 
-def _failure(p: dict[str, Any]) -> str:
+def _failure(p: JSONObject) -> str:
     reason = p.get("reason")
     out = one_line(reason, 40) if isinstance(reason, str) else "unknown reason"
     details = []

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from blackbox_mitm.cassette.payloads import is_terminal, tokens_of
+from blackbox_mitm.cassette.records import JSONObject
 from blackbox_mitm.cassette.summary import SUMMARY_LIMIT, one_line, outcome_text, summarize_step, tokens_text
 from blackbox_mitm.cassette.trace import Trace
 
@@ -35,6 +36,33 @@ __all__ = [
 ]
 
 
+class TimelineRowJSON(TypedDict):
+    index: int
+    type: str
+    timestamp: int | float
+    offsetMs: int | float
+    offset: str
+    summary: str
+
+
+class TimelineJSON(TypedDict):
+    """``blackbox show --json``'s header and rows."""
+
+    run: str
+    version: int
+    createdAt: int | float
+    created: str | None
+    steps: int
+    durationMs: int | float
+    outcome: str
+    terminal: JSONObject | None
+    parentId: str | None
+    forkedFromStepId: str | None
+    forkStep: int | None
+    tokens: dict[str, int] | None
+    timeline: list[TimelineRowJSON]
+
+
 @dataclass(slots=True)
 class TimelineRow:
     index: int
@@ -43,7 +71,7 @@ class TimelineRow:
     offset_ms: int | float
     summary: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TimelineRowJSON:
         return {
             "index": self.index,
             "type": self.type,
@@ -64,14 +92,14 @@ class Timeline:
     steps: int
     duration_ms: int | float
     outcome: str
-    terminal: dict[str, Any] | None
+    terminal: JSONObject | None  # the terminal metadata payload, as recorded
     parent_id: str | None = None
     forked_from_step_id: str | None = None
     fork_step: int | None = None
     rows: list[TimelineRow] = field(default_factory=list)
     tokens: dict[str, int] | None = None  # the run's token counts, added up; None when no answer recorded any
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TimelineJSON:
         return {
             "run": self.run,
             "version": self.version,

@@ -10,14 +10,18 @@ from __future__ import annotations
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from blackbox_mitm.cassette.canonical import step_hash
+from blackbox_mitm.cassette.records import JSONObject
 
 __all__ = [
     "CURRENT_TRACE_VERSION",
     "STEP_TYPES",
+    "StepJSON",
     "Trace",
+    "TraceHeader",
+    "TraceJSON",
     "TraceStep",
     "new_trace_id",
     "now_ms",
@@ -25,6 +29,42 @@ __all__ = [
 
 CURRENT_TRACE_VERSION = 2
 STEP_TYPES = ("model_input", "model_output", "tool_call", "tool_result", "metadata")
+
+
+class StepJSON(TypedDict):
+    """A step as the cassette (and the journal) writes it."""
+
+    id: str
+    index: int
+    type: str
+    timestamp: int | float
+    payload: Any  # the step's payload (cassette/payloads.py), as recorded
+    prevHash: str | None
+    hash: str
+
+
+class TraceHeader(TypedDict):
+    """The trace's own fields, in the order they are written (the journal's first line)."""
+
+    version: int
+    id: str
+    parentId: NotRequired[str]
+    forkedFromStepId: NotRequired[str]
+    createdAt: int | float
+    environment: NotRequired[JSONObject]
+
+
+class _Lineage(TypedDict, total=False):
+    parentId: str
+    forkedFromStepId: str
+
+
+class _Environment(TypedDict, total=False):
+    environment: JSONObject
+
+
+class TraceJSON(TraceHeader):
+    steps: list[StepJSON]
 
 
 def now_ms() -> int:
@@ -47,7 +87,7 @@ class TraceStep:
     prevHash: str | None
     hash: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> StepJSON:
         return {
             "id": self.id,
             "index": self.index,
@@ -71,7 +111,7 @@ class Trace:
     forkedFromStepId: str | None = None
     version: int = CURRENT_TRACE_VERSION
     # Where and when the run was recorded (session.environment): outside the hash chain, like createdAt.
-    environment: dict[str, Any] | None = None
+    environment: JSONObject | None = None  # as read: session.environment reads it defensively
 
     @classmethod
     def new(
@@ -120,20 +160,15 @@ class Trace:
         self.steps.append(copied)
         return copied
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"version": self.version, "id": self.id}
-        if self.parentId is not None:
-            out["parentId"] = self.parentId
-        if self.forkedFromStepId is not None:
-            out["forkedFromStepId"] = self.forkedFromStepId
-        out["createdAt"] = self.createdAt
-        if self.environment is not None:
-            out["environment"] = self.environment
-        out["steps"] = [s.to_json() for s in self.steps]
-        return out
+    def to_json(self) -> TraceJSON:
+        return {**self.header_json(), "steps": [s.to_json() for s in self.steps]}
 
-    def header_json(self) -> dict[str, Any]:
+    def header_json(self) -> TraceHeader:
         """The trace's own fields, without steps (the journal's first line)."""
-        out = self.to_json()
-        del out["steps"]
-        return out
+        lineage: _Lineage = {}
+        if self.parentId is not None:
+            lineage["parentId"] = self.parentId
+        if self.forkedFromStepId is not None:
+            lineage["forkedFromStepId"] = self.forkedFromStepId
+        env: _Environment = {} if self.environment is None else {"environment": self.environment}
+        return {"version": self.version, "id": self.id, **lineage, "createdAt": self.createdAt, **env}

@@ -17,6 +17,7 @@ import click
 
 from blackbox_mitm.cassette.journal import journal_path, recover_journal
 from blackbox_mitm.cassette.load import load_trace
+from blackbox_mitm.cassette.records import ExchangeRow, MediaRow
 from blackbox_mitm.cassette.render import render_diff, render_verify, steps_text
 from blackbox_mitm.cassette.timeline import build_timeline, render_timeline, summarize_step
 from blackbox_mitm.cassette.trace import Trace
@@ -85,7 +86,7 @@ def show(file: Path, as_json: bool) -> None:
             click.echo(render_media(media), nl=False)
 
 
-def _media_of(file: Path, trace: Trace) -> list[dict[str, Any]] | None:
+def _media_of(file: Path, trace: Trace) -> list[MediaRow] | None:
     """The run's stored media as rows (None: it keeps none); a media file that does not verify is a usage problem."""
     from blackbox_mitm.cassette.media import load_media, media_rows
 
@@ -96,7 +97,7 @@ def _media_of(file: Path, trace: Trace) -> list[dict[str, Any]] | None:
     return media_rows(document) if document is not None else None
 
 
-def _exchanges_of(file: Path, trace: Trace) -> tuple[list[dict[str, Any]], list[str]] | None:
+def _exchanges_of(file: Path, trace: Trace) -> tuple[list[ExchangeRow], list[str]] | None:
     """The run's other HTTP exchanges as rows (None: it kept none); a file that does not verify is a usage problem."""
     from blackbox_mitm.cassette.exchanges import exchange_rows, exchanges_ref_of, load_exchanges
 

@@ -116,22 +116,14 @@ def _proxy_session(mode: str, cassette: str, found: Any, *, overwrite: bool) -> 
     """The one run's session, from the project config and the flags (``found``). The proxy's own environment stands
     for the agent's (docs/cassette.md): start it where the agent runs."""
     from blackbox_mitm.cli.paths import check_output_path
-    from blackbox_mitm.session.build import record_session, replay_session
+    from blackbox_mitm.session.build import record_session, replay_session_from
 
     if mode == "record":
         exchanges = {k: v.value for k, v in found.exchange_settings().items()}  # the project config's (or the defaults)
         return record_session(
             check_output_path(cassette), overwrite=overwrite, redactor=found.redactor, environment=found.environment, **exchanges
         )
-    return replay_session(
-        cassette,
-        match=found.match.value,
-        rules=found.rules,
-        redactor=found.redactor,
-        pace=found.pace.value,
-        order_gap_ms=found.order_gap.value,
-        environment=found.environment,
-    )
+    return replay_session_from(cassette, found, found.environment)
 
 
 def _serve_one_run(session: Session, settings: ProxySettings, what: str, *, stop: threading.Event, report: Path | None) -> None:

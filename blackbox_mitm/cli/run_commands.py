@@ -8,6 +8,7 @@ it ended; errors become exit codes in ``cli.base``. The long-running
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ from blackbox_mitm.cli.options import (
 )
 
 if TYPE_CHECKING:
+    from blackbox_mitm.session.build import ReplayReport
     from blackbox_mitm.session.engine import Session
 
 __all__ = ["certs", "record", "replay", "write_report"]
@@ -147,29 +149,21 @@ def replay(
     blackbox replay runs/weather.json -- python agent.py "What's the weather in Paris?"
     """
     from blackbox_mitm.proxy.lifecycle import ProxySettings, proxy_run
-    from blackbox_mitm.session.build import replay_session
+    from blackbox_mitm.session.build import replay_session_from
 
     setup_logging(verbose)
     found = compare.settings(hosts=hosts, match=default_or("match", match))  # the project config and the flags
     extra_env, environment = None, found.environment
     if clock == "recorded":
         extra_env, environment = _recorded_clock(cassette, environment)
-    session = replay_session(
-        cassette,
-        match=found.match.value,
-        rules=found.rules,
-        redactor=found.redactor,
-        pace=found.pace.value,
-        order_gap_ms=found.order_gap.value,
-        environment=environment,
-    )
+    session = replay_session_from(cassette, found, environment)
     settings = ProxySettings(hosts=found.host_specs, confdir=run.confdir, offline=not allow_network, stream_delay_ms=stream_delay_ms)
     with proxy_run(session, settings=settings) as live:
         code = live.run_command(command, extra_env=extra_env)
     sys.exit(_replayed(session, live.report, cassette, report, code))
 
 
-def _replayed(session: Session, status: dict[str, Any] | None, cassette: str, report: Path | None, code: int) -> int:
+def _replayed(session: Session, status: ReplayReport | None, cassette: str, report: Path | None, code: int) -> int:
     """Write the report and say how the replay went; the exit code: COMMAND's, or non-zero when it diverged."""
     from blackbox_mitm.matcher import render_report, verdict
 
@@ -209,7 +203,7 @@ def certs(confdir: str | None) -> None:
     click.echo("# then point the agent at the proxy, e.g.: export HTTPS_PROXY=http://127.0.0.1:8080")
 
 
-def write_report(path: Path, status: dict[str, Any]) -> None:
+def write_report(path: Path, status: Mapping[str, Any]) -> None:
     """The status as indented JSON, readable by its owner only (it may quote prompts), replacing the file whole."""
     import orjson
 

@@ -34,6 +34,7 @@ from typing import Any
 
 import orjson
 
+from blackbox_mitm.cassette.records import JSONObject
 from blackbox_mitm.codecs import key_env_vars, placeholder_env_vars
 from blackbox_mitm.config import ConfigError
 from blackbox_mitm.golden.process import TAIL_BYTES, ProcessResult, TailBuffer, run_process
@@ -75,7 +76,7 @@ class GoldenResult:
     stdout: TailBuffer = field(default_factory=TailBuffer)
     stderr: TailBuffer = field(default_factory=TailBuffer)
     command: list[str] = field(default_factory=list)
-    status: dict[str, Any] | None = None
+    status: JSONObject | None = None  # the replay report as the run wrote it (read back from its file)
 
     @property
     def passed(self) -> bool:
@@ -154,7 +155,7 @@ def run_golden(
     return GoldenResult(case, outcome, kind, message, details, proc.duration, proc.stdout, proc.stderr, argv, status)
 
 
-def _read_report(path: Path) -> dict[str, Any] | None:
+def _read_report(path: Path) -> JSONObject | None:
     try:
         data = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError):

@@ -22,14 +22,21 @@ the same under the rules.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from blackbox_mitm.cassette.diff import first_difference as first_json_difference
 from blackbox_mitm.cassette.trace import Trace
-from blackbox_mitm.matcher.difference import Difference, first_difference
+from blackbox_mitm.matcher.difference import Difference, DifferenceJSON, first_difference
 from blackbox_mitm.matcher.masks import CompareRules, map_strings
 
 __all__ = ["MaskedDivergence", "masked_divergence"]
+
+
+class MaskedDivergenceJSON(TypedDict):
+    index: int
+    kind: str
+    explanation: str
+    difference: DifferenceJSON | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +48,7 @@ class MaskedDivergence:
     explanation: str
     difference: Difference | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> MaskedDivergenceJSON:
         return {
             "index": self.index,
             "kind": self.kind,

@@ -56,10 +56,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypedDict
 
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules, placeholders_in
-from blackbox_mitm.matcher.normalize import _as_list, compared_view
+from blackbox_mitm.matcher.normalize import ComparedView, _as_list, compared_view
 from blackbox_mitm.matcher.quotes import (
     ABSENT,
     QUOTE_CHARS,
@@ -81,12 +81,33 @@ from blackbox_mitm.matcher.quotes import (
 from blackbox_mitm.matcher.reorder import reordering
 from blackbox_mitm.matcher.turns import turn_spans
 
-__all__ = ["MESSAGE_FIELDS", "QUOTE_CHARS", "QUOTE_CONTEXT", "ROLE_CHARS", "Difference", "first_difference"]
+__all__ = ["MESSAGE_FIELDS", "QUOTE_CHARS", "QUOTE_CONTEXT", "ROLE_CHARS", "Difference", "DifferenceJSON", "first_difference"]
 
 MESSAGE_FIELDS = ("role", "content", "tool_call_id", "tool_calls")
 
 # Who makes a Difference from what was found: (field, found, message index, role).
 _Make = Callable[[str, Found, int | None, str | None], "Difference"]
+
+
+class _DifferenceNotes(TypedDict, total=False):
+    masks: list[str]
+    redacted: list[str]
+    note: str
+    reordered: int
+    reordered_items: str | None
+
+
+class DifferenceJSON(_DifferenceNotes):
+    """A ``Difference`` as a report writes it (``from_json`` reads one back)."""
+
+    message: int | None
+    role: str | None
+    field: str
+    at_char: int | None
+    recorded: str | None
+    got: str | None
+    recorded_messages: int
+    got_messages: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +128,8 @@ class Difference:
     reordered: int | None = None  # the same N items in another order
     reordered_items: str | None = None  # what they are: messages, content parts, blocks of text, paragraphs, lines
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> DifferenceJSON:
+        out: DifferenceJSON = {
             "message": self.message,
             "role": self.role,
             "field": self.field,
@@ -268,7 +289,7 @@ def _with_placeholders(d: Difference, rules: CompareRules) -> Difference:
     return replace(d, masks=masks, redacted=redacted, note="; ".join(notes))
 
 
-def _first_difference(rec: dict[str, Any], new: dict[str, Any]) -> Difference | None:
+def _first_difference(rec: ComparedView, new: ComparedView) -> Difference | None:
     rec_messages: list[Any] = rec["messages"]
     got_messages: list[Any] = new["messages"]
 
@@ -325,10 +346,10 @@ def _tools_difference(rec_tools: list[Any], got_tools: list[Any], make: _Make) -
     return None
 
 
-def _params_difference(rec: dict[str, Any], new: dict[str, Any], make: _Make) -> Difference | None:
+def _params_difference(rec: ComparedView, new: ComparedView, make: _Make) -> Difference | None:
     """The first request control that differs, by sorted name (the whole ``params`` when one is not an object)."""
-    rec_params = rec.get("params", {})
-    got_params = new.get("params", {})
+    rec_params: Any = rec.get("params", {})
+    got_params: Any = new.get("params", {})
     if not (isinstance(rec_params, Mapping) and isinstance(got_params, Mapping)):
         found = compare(rec.get("params", ABSENT), new.get("params", ABSENT), json_text)
         return make("params", found, None, None) if found else None

@@ -49,6 +49,7 @@ import re2
 from blackbox_mitm.errors import MaskError
 
 if TYPE_CHECKING:
+    from blackbox_mitm.matcher.normalize import ComparedView
     from blackbox_mitm.matcher.unordered import Unordered
 
 __all__ = [
@@ -319,11 +320,11 @@ class CompareRules:
         out.append(text[pos:])
         return "".join(out)
 
-    def mask_view(self, view: dict[str, Any]) -> dict[str, Any]:
+    def mask_view(self, view: ComparedView) -> ComparedView:
         """A compared view (``normalize.compared_view``) with its compared texts masked; the input is not modified."""
         if not self:
             return view
-        out = dict(view)
+        out = view.copy()
         if isinstance(view.get("systemPrompt"), str):
             out["systemPrompt"] = self.mask_text(view["systemPrompt"])
         out["messages"] = [self._message(m) for m in view.get("messages", [])]

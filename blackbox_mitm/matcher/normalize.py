@@ -44,7 +44,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from itertools import pairwise
-from typing import Any
+from typing import Any, TypedDict
 
 from blackbox_mitm.cassette.canonical import canonical_bytes
 from blackbox_mitm.cassette.payloads import order_tool_results
@@ -52,7 +52,28 @@ from blackbox_mitm.codecs import REGISTERED
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.matcher.turns import fold_turns
 
-__all__ = ["COMPARED_KEYS", "CONTROL_ALIASES", "compared_view", "request_digest"]
+__all__ = ["COMPARED_KEYS", "CONTROL_ALIASES", "ComparedView", "compared_view", "request_digest"]
+
+
+class _ViewHead(TypedDict, total=False):
+    model: Any
+    systemPrompt: Any
+    systemMedia: Any
+
+
+class _ViewParams(TypedDict, total=False):
+    params: Any
+
+
+class ComparedView(_ViewHead, _ViewParams):
+    """The part of a model_input strict replay compares: each message's and tool's compared keys, the neutral params.
+
+    As found in the payload (a recorded one is not checked first): values keep their JSON, whatever their shape.
+    """
+
+    messages: list[Any]
+    tools: list[Any]
+
 
 COMPARED_KEYS = ("model", "systemPrompt", "systemMedia", "messages", "tools", "params")
 
@@ -63,25 +84,31 @@ _MESSAGE_KEYS = ("role", "content")
 _TOOL_KEYS = ("name", "description", "inputSchema", "strict", "builtin")
 
 
-def compared_view(model_input: Mapping[str, Any], rules: CompareRules = NO_RULES) -> dict[str, Any]:
+def compared_view(model_input: Mapping[str, Any], rules: CompareRules = NO_RULES) -> ComparedView:
     """The part of ``model_input`` strict replay compares (see the module docstring).
 
     Idempotent: the view of a view is itself. The input is not modified; the
     view shares its leaf values.
     """
     model_input = order_tool_results(model_input)
-    view: dict[str, Any] = {}
-    for key in ("model", "systemPrompt"):
-        value = model_input.get(key)
-        if value is not None:
-            view[key] = value
+    head: _ViewHead = {}
+    model, system = model_input.get("model"), model_input.get("systemPrompt")
+    if model is not None:
+        head["model"] = model
+    if system is not None:
+        head["systemPrompt"] = system
     if model_input.get("systemMedia"):  # absent, None and [] alike: a model_input without it hashes as before
-        view["systemMedia"] = model_input["systemMedia"]
-    view["messages"] = [_message(m) for m in fold_turns(_as_list(model_input.get("messages")), rules.one_turn)]
-    view["tools"] = [_tool(t) for t in _as_list(model_input.get("tools"))]
+        head["systemMedia"] = model_input["systemMedia"]
     params = model_input.get("params")
+    tail: _ViewParams = {}
     if params is not None and params != {}:
-        view["params"] = _neutral_params(params)
+        tail["params"] = _neutral_params(params)
+    view: ComparedView = {
+        **head,
+        "messages": [_message(m) for m in fold_turns(_as_list(model_input.get("messages")), rules.one_turn)],
+        "tools": [_tool(t) for t in _as_list(model_input.get("tools"))],
+        **tail,
+    }
     return rules.mask_view(view) if rules else view
 
 

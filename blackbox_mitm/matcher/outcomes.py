@@ -8,11 +8,42 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
-from blackbox_mitm.matcher.difference import Difference
+from blackbox_mitm.matcher.difference import Difference, DifferenceJSON
 
-__all__ = ["Divergence", "Exhausted", "RecordedCall", "Served"]
+__all__ = ["Divergence", "DivergenceJSON", "Exhausted", "ExhaustedJSON", "RecordedCall", "Served", "ServedJSON"]
+
+
+class ServedJSON(TypedDict):
+    type: Literal["replay_served"]
+    call: int
+    step: int
+    output_step: int
+    out_of_order: bool
+    matched: bool
+
+
+class DivergenceJSON(TypedDict):
+    """A refused request as a report writes it (``Divergence.from_json`` reads one back)."""
+
+    type: Literal["replay_divergence"]
+    run: str
+    step: int
+    difference: DifferenceJSON | None
+    expected_digest: str
+    got_digest: str
+    message: str
+
+
+class ExhaustedJSON(TypedDict):
+    type: Literal["replay_exhausted"]
+    run: str
+    served: int
+    recorded: int
+    message: str
+    upto: NotRequired[int]
+    past_cut: NotRequired[bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +86,7 @@ class Served:
     def output(self) -> Mapping[str, Any]:
         return self.call.output
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ServedJSON:
         return {
             "type": "replay_served",
             "call": self.call.number,
@@ -89,7 +120,7 @@ class Divergence:
         verb = "do" if d.area in ("messages", "tools", "params") else "does"
         return f"this request's {d.area} {verb} not match recorded step {self.step}: {d.headline()}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> DivergenceJSON:
         return {
             "type": "replay_divergence",
             "run": self.run_id,
@@ -149,8 +180,8 @@ class Exhausted:
             return f"recorded run {self.run_id} is served up to step {self.upto} ({calls}); this call is past the cut"
         return f"the agent overran recorded run {self.run_id}: every recorded model call ({self.recorded}) was served, and it asked for another"
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> ExhaustedJSON:
+        out: ExhaustedJSON = {
             "type": "replay_exhausted",
             "run": self.run_id,
             "served": self.served,

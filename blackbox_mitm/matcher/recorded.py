@@ -60,7 +60,7 @@ from blackbox_mitm.matcher.digests import PieceDigester
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.matcher.normalize import request_digest
 from blackbox_mitm.matcher.outcomes import Divergence, Exhausted, RecordedCall, Served
-from blackbox_mitm.matcher.report import render_report, verdict
+from blackbox_mitm.matcher.report import ReplayCounts, ReplayStatus, render_report, verdict
 
 __all__ = ["DIVERGENCE_CACHE_SIZE", "HIGH_USAGE_TOKENS", "MATCH_MODES", "MatchMode", "RecordedCalls", "recorded_calls_of"]
 
@@ -252,10 +252,10 @@ class RecordedCalls:
             n = self._earliest_unserved()
             return None if n is None else self._calls[n]
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> ReplayStatus:
         """The replay's counts so far (see the module docstring); ``verdict`` as ``report.verdict`` gives it."""
         with self._lock:
-            out: dict[str, Any] = {
+            counts: ReplayCounts = {
                 "run": self.run_id,
                 "upto": self.upto,
                 "model_calls": len(self._calls),
@@ -269,8 +269,7 @@ class RecordedCalls:
                 "divergences": self._divergences,
                 "first_divergence": None if self._first_divergence is None else self._first_divergence.to_json(),
             }
-        out["verdict"] = verdict(out)
-        return out
+        return {**counts, "verdict": verdict(counts)}
 
     def report(self) -> str:
         """The end-of-replay report for people (``report.render_report`` of ``status()``)."""

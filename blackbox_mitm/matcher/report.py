@@ -16,11 +16,33 @@ request that is not a model call matched no recorded exchange and was refused;
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from blackbox_mitm.matcher.outcomes import Divergence
+from blackbox_mitm.matcher.outcomes import Divergence, DivergenceJSON
 
-__all__ = ["INCOMPLETE_LISTED", "VERDICTS", "render_report", "verdict"]
+__all__ = ["INCOMPLETE_LISTED", "VERDICTS", "ReplayCounts", "ReplayStatus", "render_report", "verdict"]
+
+
+class ReplayCounts(TypedDict):
+    """A replay's counts so far (``RecordedCalls.status`` without its verdict)."""
+
+    run: str
+    upto: int | None  # the fork's cut: calls past it are the caller's to answer
+    model_calls: int
+    model_calls_served: int
+    steps: int
+    steps_served: int
+    exhausted_calls: int
+    past_cut_calls: int
+    incomplete: list[int]  # the model_input steps of the calls never asked for
+    out_of_order: int
+    divergences: int
+    first_divergence: DivergenceJSON | None
+
+
+class ReplayStatus(ReplayCounts):
+    verdict: str  # one of VERDICTS
+
 
 VERDICTS = ("ok", "diverged", "overran", "incomplete", "refused", "unmatched")
 INCOMPLETE_LISTED = 10  # steps named in the report; the rest are counted

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -184,8 +183,8 @@ def _payloads(trace: Trace, start: int, end: int, skip: int, *, budget: int) -> 
 
 def list_forks(folders: Folders, run: str) -> str:
     """``blackbox forks``: the run's forks in every named folder, each diffed against it; forks that do not verify are skipped."""
+    from blackbox_mitm.session.lineage import ForkListing, ForkSummary, Skipped, render_forks
     from blackbox_mitm.session.lineage import list_forks as find_forks
-    from blackbox_mitm.session.lineage import render_forks
 
     entry, found, trace = _cassette(folders, run)
     if not found.verified or trace is None:
@@ -193,8 +192,8 @@ def list_forks(folders: Folders, run: str) -> str:
     readable = [e for e in folders.entries() if not e.escapes]  # a link out of its folder is never read
     shown = {str(e.path): e for e in readable}
     listing = find_forks(entry.path, files=[e.path for e in readable])
-    forks: list[dict[str, Any]] = []
-    skipped = [{"file": _shown(shown, s["file"]), "why": s["why"]} for s in listing["skipped"]]
+    forks: list[ForkSummary] = []
+    skipped: list[Skipped] = [{"file": _shown(shown, s["file"]), "why": s["why"]} for s in listing["skipped"]]
     for fork in listing["forks"]:
         child = shown[fork["file"]]
         fork["file"] = child.shown
@@ -203,14 +202,14 @@ def list_forks(folders: Folders, run: str) -> str:
             forks.append(fork)
         else:  # never served as if it did: its divergence could be made up
             skipped.append({"file": child.shown, "why": f"DOES NOT VERIFY: {child_facts.problems[0]}"})
-    listing = {"run": trace.id, "parent": {**listing["parent"], "file": entry.shown}, "forks": forks, "skipped": skipped}
+    shown_listing: ForkListing = {"run": trace.id, "parent": {**listing["parent"], "file": entry.shown}, "forks": forks, "skipped": skipped}
     head = (
         f"list_forks: {len(forks)} fork{'s' if len(forks) != 1 else ''} of the run in the named folders, newest first "
         f"({folders.describe()}); {len(skipped)} file{'s' if len(skipped) != 1 else ''} skipped. Each fork: where it was cut, "
         "how it ended, its steps, its first divergence from the parent, and DIVERGED BEFORE THE CUT when its replayed "
         f"beginning did not re-run as recorded. {NO_TOKENS}"
     )
-    block = fence(render_forks(listing))
+    block = fence(render_forks(shown_listing))
     return "\n".join([head, block.text]) + block.note("diff_runs compares the run with one fork at a time")
 
 

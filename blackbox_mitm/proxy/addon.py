@@ -2,25 +2,26 @@
 
 Thin on purpose. Everything it decides comes from ``session.engine.Session``
 (and a streamed answer's recording from ``session.stream.StreamCapture``); what
-is mitmproxy-specific lives here: options (``blackbox_*``, declared in ``load``
-and validated in ``configure``), which hosts are intercepted, answering a flow
-locally, the offline guard (``proxy/offline.py``, a child addon: in an offline
-replay no server connection is ever opened, whatever the client sends), and the end of the run when the proxy
-itself stops (``mitmdump -s addon/blackbox_addon.py``).
+is mitmproxy-specific lives here: options (``blackbox_*``, declared, validated
+and turned into a session by ``proxy/options.py``, called from ``load`` and
+``configure``), which hosts are intercepted, answering a flow locally, the
+offline guard (``proxy/offline.py``, a child addon: in an offline replay no
+server connection is ever opened, whatever the client sends), and the end of
+the run when the proxy itself stops (``mitmdump -s addon/blackbox_addon.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from mitmproxy import ctx, exceptions, http
+from mitmproxy import ctx, http
 
 from blackbox_mitm.cassette.trace import now_ms
 from blackbox_mitm.codecs import codec_for, error_codec_for, host_matches, stream_content_type
-from blackbox_mitm.errors import BlackboxError
+from blackbox_mitm.proxy import options
 from blackbox_mitm.proxy.exchanges import URL_KEY, ExchangeTransport, offline_refusal
 from blackbox_mitm.proxy.flows import destination, lower_headers, make_response
 from blackbox_mitm.proxy.hosts import DEFAULT_HOSTS, HostTable, host_table
@@ -36,26 +37,12 @@ __all__ = ["DEFAULT_HOSTS", "BlackboxAddon"]
 
 log = logging.getLogger(__name__)
 
-MODES = ("record", "replay")
-MATCH_MODES = ("strict", "sequence")
 _HOST_KEY = "blackbox.host"
 _TICKET_KEY = "blackbox.ticket"
 _PACED_KEY = "blackbox.paced"
 _STREAM_KEY = "blackbox.stream"
 _HOLD_KEY = "blackbox.hold"
 _SESSION_KEY = "blackbox.session"
-_SESSION_OPTIONS = {
-    "blackbox_mode",
-    "blackbox_cassette",
-    "blackbox_match",
-    "blackbox_overwrite",
-    "blackbox_mask",
-    "blackbox_default_masks",
-    "blackbox_redact",
-    "blackbox_pace",
-    "blackbox_order_gap",
-    "blackbox_exchanges",
-}
 
 
 class BlackboxAddon:
@@ -105,113 +92,24 @@ class BlackboxAddon:
     # -- options ----------------------------------------------------------------------
 
     def load(self, loader: Any) -> None:
-        loader.add_option("blackbox_mode", str, "", "Blackbox mode: record | replay (empty: the addon is inactive).", choices=("", *MODES))
-        loader.add_option("blackbox_cassette", str, "", "The cassette file (trace format v2) to write or replay.")
-        loader.add_option("blackbox_overwrite", bool, False, "Record over an existing cassette.")
-        loader.add_option(
-            "blackbox_hosts",
-            Sequence[str],
-            list(DEFAULT_HOSTS),
-            "Provider hosts whose model calls are recorded/replayed (HOST or HOST=CODEC).",
-        )
-        loader.add_option("blackbox_match", str, "strict", "Replay matching: strict | sequence.", choices=MATCH_MODES)
-        loader.add_option(
-            "blackbox_offline", bool, True, "Replay: answer every other host locally with an error; nothing leaves the machine."
-        )
-        loader.add_option("blackbox_report", str, "", "Replay: write the end-of-run status as JSON to this file.")
-        loader.add_option("blackbox_stream_delay_ms", int, 0, "Replay: pause between streamed events (0: as fast as possible).")
-        loader.add_option("blackbox_mask", Sequence[str], [], "Replay: a regular expression strict matching ignores (repeatable).")
-        loader.add_option("blackbox_default_masks", bool, True, "Replay: use the built-in masks for known agents (blackbox masks).")
-        loader.add_option(
-            "blackbox_redact", Sequence[str], [], "A regular expression replaced in every payload before hashing (repeatable)."
-        )
-        loader.add_option(
-            "blackbox_exchanges", str, "", "Record: other HTTP exchanges kept: all | model-hosts | none (empty: the config's, else all)."
-        )
-        loader.add_option(
-            "blackbox_pace", str, "", "Replay: 'recorded' (each answer takes as long as its call did), a factor, or '' (at once)."
-        )
-        loader.add_option(
-            "blackbox_order_gap",
-            str,
-            "",
-            "Replay: ms between the ends of answers to calls that overlapped when recorded (released in recorded order); 'off'; '' (25).",
-        )
+        options.declare(loader)
 
     def configure(self, updated: set[str]) -> None:
         opts = ctx.options
-        if "blackbox_mode" in updated and opts.blackbox_mode not in ("", *MODES):
-            raise exceptions.OptionsError(f"blackbox_mode must be one of {', '.join(MODES)}, not {opts.blackbox_mode!r}")
-        if "blackbox_match" in updated and opts.blackbox_match not in MATCH_MODES:
-            raise exceptions.OptionsError(f"blackbox_match must be strict or sequence, not {opts.blackbox_match!r}")
-        if "blackbox_stream_delay_ms" in updated and opts.blackbox_stream_delay_ms < 0:
-            raise exceptions.OptionsError("blackbox_stream_delay_ms must be 0 or more")
+        options.check(opts, updated)
         if "blackbox_hosts" in updated:
-            try:
-                table = host_table(opts.blackbox_hosts, base=())  # the option's default lists the providers' hosts
-            except BlackboxError as exc:
-                raise exceptions.OptionsError(f"blackbox_hosts: {exc}") from exc
-            if not table.hosts:
-                raise exceptions.OptionsError("blackbox_hosts must name at least one provider host")
+            table = options.hosts_option(opts)
             self._hosts_option = tuple(opts.blackbox_hosts)
             self._use(table)
         if "blackbox_offline" in updated:
             self.offline = bool(opts.blackbox_offline)
         if "blackbox_stream_delay_ms" in updated:
             self.stream_delay_ms = int(opts.blackbox_stream_delay_ms)
-        if self._owns_session and updated & _SESSION_OPTIONS:
-            self._build_session_from_options()
+        if self._owns_session and updated & options.SESSION_OPTIONS:
+            self.session = options.session_from_options(opts, self._hosts_option, self._use)
         if self.session is not None and "connection_strategy" in opts and opts.connection_strategy != "lazy":
             # Never dial an upstream before the request hook decided: replay answers locally.
             opts.update(connection_strategy="lazy")
-
-    def _build_session_from_options(self) -> None:
-        from blackbox_mitm.session.build import record_session, replay_session
-
-        opts = ctx.options
-        if not opts.blackbox_mode:
-            self.session = None
-            return
-        if not opts.blackbox_cassette:
-            raise exceptions.OptionsError("blackbox_cassette must name the cassette file (set blackbox_cassette=RUN.json)")
-        try:
-            from blackbox_mitm.config import effective_settings
-
-            # The project config (found from the working directory) plus these options (config.py).
-            settings = effective_settings(
-                masks=list(opts.blackbox_mask),
-                no_default_masks=not opts.blackbox_default_masks,
-                redact=list(opts.blackbox_redact),
-                match=None if opts.blackbox_match == "strict" else opts.blackbox_match,
-                pace=opts.blackbox_pace or None,
-                order_gap=opts.blackbox_order_gap or None,
-                exchanges=opts.blackbox_exchanges or None,
-            )
-            # The config's hosts join blackbox_hosts', whose own codecs win (the later spec's codec wins).
-            self._use(host_table([*settings.host_specs, *self._hosts_option], base=()))
-            if opts.blackbox_mode == "record":
-                self.session = record_session(
-                    opts.blackbox_cassette,
-                    overwrite=opts.blackbox_overwrite,
-                    redactor=settings.redactor,
-                    environment=settings.environment,
-                    **{k: v.value for k, v in settings.exchange_settings().items()},
-                )
-            else:
-                self.session = replay_session(
-                    opts.blackbox_cassette,
-                    match=str(settings.match.value),
-                    rules=settings.rules,
-                    redactor=settings.redactor,
-                    pace=settings.pace.value,
-                    order_gap_ms=settings.order_gap.value,
-                    environment=settings.environment,  # mitmdump's own environment stands for the agent's (docs/cassette.md)
-                )
-                if "upstream_cert" in opts and opts.upstream_cert:
-                    opts.update(upstream_cert=False)
-        except BlackboxError as exc:
-            raise exceptions.OptionsError(str(exc)) from exc
-        log.info("blackbox: %s %s", opts.blackbox_mode, opts.blackbox_cassette)
 
     @property
     def replaying(self) -> bool:

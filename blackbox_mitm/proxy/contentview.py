@@ -26,6 +26,7 @@ from typing import Any
 from mitmproxy import contentviews, http
 from mitmproxy.contentviews import Metadata, SyntaxHighlight
 
+from blackbox_mitm.cassette.records import JSONObject
 from blackbox_mitm.codecs import CallIds, Codec, DecodedRequest, codec_for, parse_stream, stream_content_type
 from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
 
@@ -113,7 +114,7 @@ def _response_text(head: str, codec: Codec, flow: http.HTTPFlow, decoded: Decode
             )
         return "\n".join([head, f"# the provider answered HTTP {resp.status_code}: passed to the agent, not recorded", f"# {message}", ""])
     try:
-        answer: bytes | dict[str, Any] = body
+        answer: bytes | JSONObject = body  # the provider's body, or its stream's events put together
         ctype = resp.headers.get("content-type", "").lower()
         if ctype.startswith(("text/event-stream", stream_content_type(codec).split(";")[0])):
             answer = codec.aggregate_stream(parse_stream(codec, body))

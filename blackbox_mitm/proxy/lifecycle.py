@@ -23,12 +23,11 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from blackbox_mitm.proxy.environment import client_env
 from blackbox_mitm.proxy.runner import ProxyRunner
 from blackbox_mitm.proxy.wrap import proxy_for, run_command
-from blackbox_mitm.session.build import replay_report
+from blackbox_mitm.session.build import ReplayReport, replay_report
 from blackbox_mitm.session.engine import Session
 
 __all__ = ["ProxyRun", "ProxySettings", "proxy_run", "wait_for_stop"]
@@ -57,7 +56,7 @@ class ProxyRun:
     exit_code: int | None = None  # the wrapped command's (None: the run ended with the proxy)
     cassette: Path | None = None  # the recording written at the end
     discarded: str | None = None  # why the recording was dropped instead
-    report: dict[str, Any] | None = None  # a replay's end-of-run status
+    report: ReplayReport | None = None  # a replay's end-of-run status
     _proxy_only: bool = field(default=False, repr=False)
 
     @property

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, Required, TypedDict
 
 import orjson
 
@@ -26,6 +26,7 @@ from blackbox_mitm.codecs.verified import load_verified
 from blackbox_mitm.errors import CassetteError
 from blackbox_mitm.matcher import RecordedCalls, verdict
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
+from blackbox_mitm.matcher.report import ReplayStatus
 from blackbox_mitm.session.engine import Session
 from blackbox_mitm.session.env_report import explainer
 from blackbox_mitm.session.environment import EnvSubstitution, RunEnvironment, replay_substitution
@@ -36,7 +37,16 @@ from blackbox_mitm.session.recorder import Privacy, RunRecorder, scrub
 from blackbox_mitm.session.redact import Redactor
 from blackbox_mitm.session.release import DEFAULT_GAP_MS
 
-__all__ = ["finish_proxy_session", "record_session", "replay_report", "replay_session", "run_id_for"]
+__all__ = [
+    "ReplayReport",
+    "ReplaySettings",
+    "finish_proxy_session",
+    "record_session",
+    "replay_report",
+    "replay_session",
+    "replay_session_from",
+    "run_id_for",
+]
 
 log = logging.getLogger(__name__)
 
@@ -115,18 +125,83 @@ def replay_session(
     return session
 
 
-def replay_report(session: Session) -> dict[str, Any]:
+class _Setting(Protocol):
+    @property
+    def value(self) -> Any: ...
+
+
+class ReplaySettings(Protocol):
+    """What a replay is built from: ``config.Effective`` (the project config and a command's flags) is one."""
+
+    @property
+    def match(self) -> _Setting: ...
+    @property
+    def pace(self) -> _Setting: ...
+    @property
+    def order_gap(self) -> _Setting: ...
+    @property
+    def rules(self) -> CompareRules: ...
+    @property
+    def redactor(self) -> Redactor: ...
+
+
+def replay_session_from(cassette: str | os.PathLike[str], settings: ReplaySettings, environment: RunEnvironment | None) -> Session:
+    """``replay_session`` with its match mode, masks, redaction, pace and order gap read from ``settings``.
+
+    ``environment`` is the live one (``settings.environment``, or one the caller changed, such as a recorded clock).
+    """
+    return replay_session(
+        cassette,
+        match=str(settings.match.value),
+        rules=settings.rules,
+        redactor=settings.redactor,
+        pace=settings.pace.value,
+        order_gap_ms=settings.order_gap.value,
+        environment=environment,
+    )
+
+
+class _ExchangesReport(TypedDict, total=False):
+    """``ExchangeStatus``'s counts, when the run kept exchanges, and whether they were matched strictly."""
+
+    exchanges: int
+    exchanges_served: int
+    exchanges_reused: int
+    exchanges_other_body: int
+    unmatched_exchanges: list[dict[str, str]]
+    background_unmatched: list[dict[str, str]]
+    exchanges_strict: bool  # strict matching: an unmatched exchange makes the verdict ``unmatched``
+
+
+class _ExitReport(TypedDict, total=False):
+    exit_code: int | None  # the wrapped command's (proxy.lifecycle), when the run ended with it
+
+
+class ReplayReport(ReplayStatus, _ExchangesReport, _ExitReport, total=False):
+    """The end-of-replay report: the matcher's status, what the session refused or could not record, the exchanges."""
+
+    refused: Required[list[str]]
+    unrecorded: Required[list[str]]
+
+
+def replay_report(session: Session) -> ReplayReport:
     """The end-of-replay status as data: served, exhausted, incomplete, first divergence."""
     assert session.replay is not None
-    status = dict(session.replay.status())
-    status["run"] = session.run_id
-    status["refused"] = list(session.refused)
-    status["unrecorded"] = [*session.failed_writes, *session.unrecorded]
+    exchanges: _ExchangesReport = {}
     if session.exchange_server is not None:
-        status.update(session.exchange_server.status())
-        status["exchanges_strict"] = session.match_mode == "strict"
+        exchanges = {**session.exchange_server.status(), "exchanges_strict": session.match_mode == "strict"}
+    ended: _ExitReport = {}  # the wrapped command's exit is the caller's to add
+    status: ReplayReport = {
+        **session.replay.status(),
+        "run": session.run_id,
+        "refused": list(session.refused),
+        "unrecorded": [*session.failed_writes, *session.unrecorded],
+        **exchanges,
+        **ended,
+    }
     status["verdict"] = verdict(status)
-    return dict(scrub(status, session.secrets))  # a report never quotes a credential
+    scrubbed: ReplayReport = scrub(status, session.secrets)  # a report never quotes a credential
+    return scrubbed.copy()
 
 
 def finish_proxy_session(session: Session, *, report: str | None = None) -> None:

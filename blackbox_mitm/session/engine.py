@@ -193,7 +193,7 @@ class Session(RunLog):
         result = self.replay.match(compared, mode=self._mode_now(), ordered=True)  # ordered above, once
         if isinstance(result, Served):
             call = result.call
-            output = dict(call.output)
+            output: Mapping[str, Any] = dict(call.output)
             edit = self.plan.edit
             if edit is not None and edit.response is not None and call.output_step == edit.response[0]:
                 output = edit.response[1]  # already in the child, at the cut
@@ -290,7 +290,7 @@ class Session(RunLog):
         self,
         codec: Codec,
         decoded: DecodedRequest,
-        output: dict[str, Any],
+        output: Mapping[str, Any],
         timestamp: int | float,
         *,
         delay_ms: float = 0.0,

@@ -18,10 +18,11 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 from blackbox_mitm.cassette.exchanges import KEPT_HEADERS, KIND, VERSION, body_bytes, digest_of, stored_body
+from blackbox_mitm.cassette.records import Exchange, ExchangeRequest, ExchangeResponse, ExchangesDocument, FileSeal, StoredBody
 from blackbox_mitm.cassette.trace import now_ms
 from blackbox_mitm.codecs import TOKEN_HOSTS, credential_query, host_matches
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
@@ -35,6 +36,7 @@ __all__ = [
     "POLICIES",
     "ExchangeBook",
     "ExchangeServer",
+    "ExchangeStatus",
     "Served",
     "request_key",
 ]
@@ -87,7 +89,7 @@ def request_key(method: str, url: str, body: bytes, *, secrets: set[str], redact
 class _Pending:
     index: int
     started_ms: int
-    entry: dict[str, Any]
+    entry: Exchange
 
 
 class ExchangeBook:
@@ -109,8 +111,8 @@ class ExchangeBook:
         self.run_max_bytes = run_max_bytes
         self.redactor = redactor or Redactor()
         self.secrets: set[str] = set(secrets or ())
-        self.entries: list[dict[str, Any]] = []
-        self.bodies: dict[str, dict[str, str]] = {}
+        self.entries: list[Exchange] = []
+        self.bodies: dict[str, StoredBody] = {}
         self.not_kept: list[str] = []
         self.kept_bytes = 0
         self._lock = threading.Lock()
@@ -131,7 +133,7 @@ class ExchangeBook:
         body_size: int | None = None,
         secrets: set[str] | None = None,
         incomplete: bool = False,
-    ) -> dict[str, Any] | None:
+    ) -> Exchange | None:
         """Keep one exchange (``body`` None: it was larger than the cap; ``body_size`` says how large).
 
         A cloud's credential endpoint (STS, OAuth, Entra ID, instance metadata) is never kept, not even its URL's
@@ -145,7 +147,7 @@ class ExchangeBook:
                 return None
             method, clean, digest, kept = request_key(method, url, request_body, secrets=self.secrets, redactor=self.redactor)
             parts = urlsplit(clean)
-            entry: dict[str, Any] = {
+            entry: Exchange = {
                 "index": len(self.entries),
                 "timestamp": started_ms,
                 "durationMs": max(0, now_ms() - started_ms),
@@ -161,8 +163,8 @@ class ExchangeBook:
             self.entries.append(entry)
             return entry
 
-    def _request(self, kept: bytes, digest: str, size: int) -> dict[str, Any]:
-        out: dict[str, Any] = {"bytes": size, "digest": digest}
+    def _request(self, kept: bytes, digest: str, size: int) -> ExchangeRequest:
+        out: ExchangeRequest = {"bytes": size, "digest": digest}
         if kept and len(kept) <= SMALL_REQUEST_BYTES:
             self.bodies.setdefault(digest, stored_body(kept))
             out["body"] = digest
@@ -170,10 +172,10 @@ class ExchangeBook:
 
     def _response(
         self, method: str, url: str, status: int, headers: Mapping[str, str], body: bytes | None, body_size: int | None
-    ) -> dict[str, Any]:
+    ) -> ExchangeResponse:
         kept_headers = {k: str(scrub(v, self.secrets)) for k, v in headers.items() if k.lower() in KEPT_HEADERS}
         size = len(body) if body is not None else int(body_size or 0)
-        out: dict[str, Any] = {"status": status, "headers": kept_headers, "bytes": size}
+        out: ExchangeResponse = {"status": status, "headers": kept_headers, "bytes": size}
         why = self._why_not_kept(body, size)
         if why is None and body is not None and any(s.encode() in body for s in self.secrets):
             why = "it holds a credential the run used"
@@ -201,7 +203,7 @@ class ExchangeBook:
         with self._lock:
             self.not_kept.append(line)
 
-    def document(self, run_id: str) -> dict[str, Any]:
+    def document(self, run_id: str) -> ExchangesDocument:
         with self._lock:
             return {
                 "kind": KIND,
@@ -212,7 +214,7 @@ class ExchangeBook:
                 "notKept": list(self.not_kept),
             }
 
-    def seal(self, cassette: str | Path, run_id: str) -> dict[str, Any] | None:
+    def seal(self, cassette: str | Path, run_id: str) -> FileSeal | None:
         """Write the exchanges beside ``cassette``; the terminal event's ``exchanges`` (None: nothing to keep)."""
         from blackbox_mitm.cassette.exchanges import exchanges_ref, write_exchanges
 
@@ -221,6 +223,17 @@ class ExchangeBook:
             return None
         write_exchanges(cassette, document)
         return exchanges_ref(cassette, document)
+
+
+class ExchangeStatus(TypedDict):
+    """An offline replay's other HTTP exchanges, counted (the replay report carries them)."""
+
+    exchanges: int
+    exchanges_served: int
+    exchanges_reused: int
+    exchanges_other_body: int
+    unmatched_exchanges: list[dict[str, str]]  # method, host, path (and why, for one whose body was not kept)
+    background_unmatched: list[dict[str, str]]  # the same, and the agent whose own timer makes it
 
 
 @dataclass(slots=True)
@@ -234,7 +247,7 @@ class Served:
 
 @dataclass(slots=True)
 class _Group:
-    entries: list[dict[str, Any]] = field(default_factory=list)
+    entries: list[Exchange] = field(default_factory=list)
     used: set[int] = field(default_factory=set)
     last: int | None = None
 
@@ -242,11 +255,11 @@ class _Group:
 class ExchangeServer:
     """Answers an offline replay's other requests from the recorded exchanges; thread-safe."""
 
-    def __init__(self, document: Mapping[str, Any] | None, *, rules: CompareRules = NO_RULES, redactor: Redactor | None = None) -> None:
+    def __init__(self, document: ExchangesDocument | None, *, rules: CompareRules = NO_RULES, redactor: Redactor | None = None) -> None:
         self.rules = rules
         self.redactor = redactor or Redactor()
-        self.bodies: Mapping[str, Any] = (document or {}).get("bodies") or {}
-        self.entries: list[dict[str, Any]] = list((document or {}).get("exchanges") or [])
+        self.bodies: Mapping[str, StoredBody] = (document.get("bodies") if document else None) or {}
+        self.entries: list[Exchange] = list((document.get("exchanges") if document else None) or [])
         self.groups: dict[tuple[str, str], _Group] = {}
         for entry in self.entries:
             self.groups.setdefault((entry["method"], _masked_url(entry["url"], rules)), _Group()).entries.append(entry)
@@ -284,7 +297,7 @@ class ExchangeServer:
         held = bool(response.get("incomplete")) and headers.get("content-type", "").lower().startswith("text/event-stream")
         return Served(int(response["status"]), headers, data, int(entry["index"]), held=held)
 
-    def _pick(self, group: _Group, digest: str, kept: bytes) -> dict[str, Any] | None:
+    def _pick(self, group: _Group, digest: str, kept: bytes) -> Exchange | None:
         same = [e for e in group.entries if e["request"]["digest"] == digest]
         if not same and self.rules:
             masked = self.rules.mask_text(kept.decode("utf-8", "replace"))
@@ -299,13 +312,13 @@ class ExchangeServer:
         group.used.add(fresh["index"])
         return fresh
 
-    def _stored_masked(self, entry: Mapping[str, Any]) -> str | None:
+    def _stored_masked(self, entry: Exchange) -> str | None:
         ref = entry["request"].get("body")
         if not ref or ref not in self.bodies:
             return None
         return self.rules.mask_text(body_bytes(self.bodies[ref]).decode("utf-8", "replace"))
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> ExchangeStatus:
         with self._lock:
             return {
                 "exchanges": len(self.entries),

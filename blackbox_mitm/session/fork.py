@@ -24,14 +24,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from blackbox_mitm.cassette.journal import Journal
 from blackbox_mitm.cassette.media import spool_path
-from blackbox_mitm.cassette.payloads import tool_calls_of
+from blackbox_mitm.cassette.payloads import FinalAnswer, ModelOutput, ToolCall, ToolCalls, tool_calls_of
+from blackbox_mitm.cassette.records import MediaDocument
 from blackbox_mitm.cassette.trace import Trace, TraceStep
 from blackbox_mitm.codecs import CODECS
 from blackbox_mitm.codecs.base import CallIds
@@ -152,7 +153,7 @@ def tool_result_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def normalize_answer(answer: Any, ids: CallIds) -> dict[str, Any]:
+def normalize_answer(answer: Any, ids: CallIds) -> ModelOutput:
     """An edited or scripted answer, in the neutral shape or any provider's, as a neutral model_output."""
     if isinstance(answer, dict) and answer.get("type") in ("final_answer", "tool_calls", "tool_call"):
         calls = tool_calls_of(answer)
@@ -162,14 +163,17 @@ def normalize_answer(answer: Any, ids: CallIds) -> dict[str, Any]:
         if answer.get("type") == "final_answer":
             if not isinstance(text, str):
                 raise ForkRefused('a final_answer needs "text" (a string)')
-            return {k: answer[k] for k in ("type", "text", "stop") if k in answer}
-        out_calls = []
+            final: FinalAnswer = {"type": "final_answer", "text": text}
+            if "stop" in answer:
+                final["stop"] = answer["stop"]
+            return final
+        out_calls: list[ToolCall] = []
         for c in calls:
             name = c.get("toolName")
             if not isinstance(name, str) or not name:
                 raise ForkRefused('every tool call needs a "toolName"')
             out_calls.append({"toolCallId": ids.assign(None, name), "toolName": name, "toolInput": c.get("toolInput", {})})
-        out: dict[str, Any] = {"type": "tool_calls", "calls": out_calls}
+        out: ToolCalls = {"type": "tool_calls", "calls": out_calls}
         if isinstance(text, str) and text:
             out["text"] = text
         if "stop" in answer:
@@ -181,7 +185,7 @@ def normalize_answer(answer: Any, ids: CallIds) -> dict[str, Any]:
         except ValueError as exc:
             raise ForkRefused(f"the answer is not an answer: {exc}") from exc
         if found is not None:
-            return dict(found)
+            return found.copy()
     if isinstance(answer, str) and answer:
         return {"type": "final_answer", "text": answer}
     raise ForkRefused(
@@ -205,7 +209,7 @@ def fork_session(
     pace: float | None = None,
     order_gap_ms: float | None = DEFAULT_GAP_MS,
     environment: RunEnvironment | None = None,
-    parent_media: Mapping[str, Any] | None = None,
+    parent_media: MediaDocument | None = None,
 ) -> Session:
     """The session that serves the parent up to the cut and records the child (``rules``, ``redactor``, ``pace``,
     ``order_gap_ms``, ``environment`` as for a replay). ``parent_media``: the parent's media document
@@ -234,7 +238,7 @@ def fork_session(
         order_gap_ms=order_gap_ms,
     )
     session = Session(run, run_id=parent.id, recorder=recorder, ids=ids)
-    session.media_store = (parent_media or {}).get("media")
+    session.media_store = parent_media.get("media") if parent_media else None
     return session
 
 
@@ -267,7 +271,7 @@ def _tail(tail: str, script: list[Any] | None, ids: CallIds) -> Upstream | Scrip
     raise ValueError(f"unknown tail {tail!r}")
 
 
-def _append_edit(plan: ForkPlan, child: Trace, ids: CallIds) -> tuple[tuple[int, dict[str, Any]] | None, tuple[str, str] | None]:
+def _append_edit(plan: ForkPlan, child: Trace, ids: CallIds) -> tuple[tuple[int, ModelOutput] | None, tuple[str, str] | None]:
     """Write the edit at the cut into the child: (the response edit, the tool result edit), one of them or neither."""
     if plan.edit_kind is None or plan.edit_at is None:
         return None, None
@@ -295,10 +299,10 @@ def _served_upto(plan: ForkPlan) -> int:
     return upto
 
 
-def _script_source(script: list[Any] | None, ids: CallIds) -> Callable[[], dict[str, Any]]:
+def _script_source(script: list[Any] | None, ids: CallIds) -> Callable[[], ModelOutput]:
     answers = list(script or [])
 
-    def source() -> dict[str, Any]:
+    def source() -> ModelOutput:
         if not answers:
             raise IndexError("the script of answers ran out")
         return normalize_answer(answers.pop(0), ids)

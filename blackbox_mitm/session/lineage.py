@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from blackbox_mitm.cassette.diff import first_divergence
 from blackbox_mitm.cassette.exchanges import is_exchanges_file
@@ -22,7 +22,73 @@ from blackbox_mitm.cassette.timeline import fork_step_index, token_totals
 from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.errors import CassetteError
 
-__all__ = ["list_forks", "render_forks", "run_summary"]
+__all__ = [
+    "ForkDelta",
+    "ForkDivergence",
+    "ForkListing",
+    "ForkSummary",
+    "RunSummary",
+    "Skipped",
+    "list_forks",
+    "render_forks",
+    "run_summary",
+]
+
+
+class _Summary(TypedDict):
+    run: str
+    steps: int
+    errors: int  # tool results that are errors, and a run_failed terminal event
+    outcome: str  # "completed", "failed (REASON[, exit N])" or "unfinished"
+    created_at: int | float
+    tokens: dict[str, int] | None  # cassette.timeline.token_totals
+
+
+class RunSummary(_Summary):
+    file: str | None
+
+
+class ForkDivergence(TypedDict):
+    """The first step at which the fork parts from its parent (the parent is side ``a``)."""
+
+    index: int
+    kind: str
+    field: str | None
+    explanation: str
+
+
+class TokenDelta(TypedDict):
+    input: int
+    output: int
+
+
+class ForkDelta(TypedDict):
+    """The fork less its parent: steps, errors, and recorded tokens when either run has any."""
+
+    steps: int
+    errors: int
+    tokens: NotRequired[TokenDelta]
+
+
+class ForkSummary(_Summary):
+    file: str
+    fork_step: int | None
+    forked_from_step_id: str | None
+    first_divergence: ForkDivergence | None
+    delta: ForkDelta
+    diverged_before_cut: bool
+
+
+class Skipped(TypedDict):
+    file: str
+    why: str
+
+
+class ForkListing(TypedDict):
+    run: str
+    parent: RunSummary
+    forks: list[ForkSummary]  # newest first
+    skipped: list[Skipped]  # cassettes that could not be read
 
 
 def _errors(trace: Trace) -> int:
@@ -48,7 +114,7 @@ def _outcome(trace: Trace) -> str:
     return f"failed ({reason}{extra})"
 
 
-def run_summary(trace: Trace, path: Path | None = None) -> dict[str, Any]:
+def run_summary(trace: Trace, path: Path | None = None) -> RunSummary:
     return {
         "run": trace.id,
         "file": None if path is None else str(path),
@@ -60,7 +126,7 @@ def run_summary(trace: Trace, path: Path | None = None) -> dict[str, Any]:
     }
 
 
-def list_forks(parent_path: Path, directory: Path | None = None, *, files: Iterable[Path] | None = None) -> dict[str, Any]:
+def list_forks(parent_path: Path, directory: Path | None = None, *, files: Iterable[Path] | None = None) -> ForkListing:
     """The forks of the run at ``parent_path`` among the cassettes of ``directory`` (default: its folder).
 
     ``files`` gives the candidate files instead of the folder's (``blackbox mcp`` passes only those it may read).
@@ -71,8 +137,8 @@ def list_forks(parent_path: Path, directory: Path | None = None, *, files: Itera
         if not folder.is_dir():
             raise CassetteError("not a folder; give the folder that holds the forks", path=str(folder))
         files = (p for pattern in ("*.json", "*.json.gz", "*.json.zst") for p in folder.glob(pattern))  # compressed forks too
-    forks: list[dict[str, Any]] = []
-    skipped: list[dict[str, str]] = []
+    forks: list[ForkSummary] = []
+    skipped: list[Skipped] = []
     for path in sorted(files):
         if path.resolve() == parent_path.resolve() or is_exchanges_file(path.name) or is_media_file(path.name):
             continue  # a run's side files (its other HTTP exchanges, its media) are not runs
@@ -88,8 +154,10 @@ def list_forks(parent_path: Path, directory: Path | None = None, *, files: Itera
         summary = run_summary(child, path)
         cut = fork_step_index(child)
         div = first_divergence(parent, child)
-        summary.update(
+        forks.append(
             {
+                **summary,
+                "file": str(path),
                 "fork_step": cut,
                 "forked_from_step_id": child.forkedFromStepId,
                 "first_divergence": None
@@ -99,26 +167,25 @@ def list_forks(parent_path: Path, directory: Path | None = None, *, files: Itera
                 "diverged_before_cut": div is not None and cut is not None and div.index < cut,
             }
         )
-        forks.append(summary)
     forks.sort(key=lambda f: f["created_at"], reverse=True)
     return {"run": parent.id, "parent": run_summary(parent, parent_path), "forks": forks, "skipped": skipped}
 
 
-def _delta(parent: Trace, child: Trace, child_summary: dict[str, Any]) -> dict[str, Any]:
-    delta: dict[str, Any] = {"steps": len(child.steps) - len(parent.steps), "errors": _errors(child) - _errors(parent)}
+def _delta(parent: Trace, child: Trace, child_summary: RunSummary) -> ForkDelta:
+    delta: ForkDelta = {"steps": len(child.steps) - len(parent.steps), "errors": _errors(child) - _errors(parent)}
     a, b = token_totals(parent), child_summary["tokens"]
     if a is not None or b is not None:
         zero = {"input": 0, "output": 0}
-        delta["tokens"] = {k: (b or zero)[k] - (a or zero)[k] for k in ("input", "output")}
+        delta["tokens"] = {"input": (b or zero)["input"] - (a or zero)["input"], "output": (b or zero)["output"] - (a or zero)["output"]}
     return delta
 
 
-def _tokens_line(summary: dict[str, Any]) -> str:
+def _tokens_line(summary: RunSummary | ForkSummary) -> str:
     t = summary.get("tokens")
     return "" if not t else f", {t['input']:,} in / {t['output']:,} out tokens"
 
 
-def render_forks(listing: dict[str, Any]) -> str:
+def render_forks(listing: ForkListing) -> str:
     parent = listing["parent"]
     lines = [f"run {listing['run']}: {parent['steps']} steps, {parent['outcome']}, {parent['errors']} errors{_tokens_line(parent)}"]
     if not listing["forks"]:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from blackbox_mitm.cassette.media import KIND, VERSION, digests_in, media_ref, spooled_line, write_media
+from blackbox_mitm.cassette.records import FileSeal, MediaDocument, MediaEntry, MediaNotKept
 from blackbox_mitm.errors import ConfigError
 
 __all__ = ["DEFAULT_MEDIA_MAX_BYTES", "MediaBook", "media_max_bytes"]
@@ -49,7 +50,7 @@ class MediaBook:
         *,
         max_bytes: int | None = None,
         secrets: Iterable[str] = (),
-        seed: Mapping[str, Any] | None = None,
+        seed: MediaDocument | None = None,
         spool: Path | None = None,
         fsync: bool = True,
     ) -> None:
@@ -57,15 +58,15 @@ class MediaBook:
         self.spool = spool  # each new item, appended and fsynced: what `blackbox recover` keeps of a killed recording
         self.fsync = fsync
         self.secrets = {s for s in secrets if s}
-        self.items: dict[str, dict[str, Any]] = {}
-        self.not_kept: dict[str, dict[str, Any]] = {}
+        self.items: dict[str, MediaEntry] = {}
+        self.not_kept: dict[str, MediaNotKept] = {}
         self.kept_bytes = 0
         self._lock = threading.Lock()
-        for digest, entry in ((seed or {}).get("media") or {}).items():
-            self.items[digest] = dict(entry)
+        for digest, entry in ((seed.get("media") if seed else None) or {}).items():
+            self.items[digest] = entry.copy()
             self.kept_bytes += int(entry.get("size") or 0)
-        for entry in (seed or {}).get("notKept") or []:
-            self.not_kept.setdefault(str(entry.get("sha256")), dict(entry))
+        for left_out in (seed.get("notKept") if seed else None) or []:
+            self.not_kept.setdefault(str(left_out.get("sha256")), left_out.copy())
         if spool is not None:
             spool.write_bytes(b"")  # a new recording holds the cassette's journal: anything there is a dead run's
             self._write_spool(self.items)  # a fork's copied items too: the child's copied steps name them
@@ -77,7 +78,7 @@ class MediaBook:
         """
         known = self.secrets.union(s for s in secrets if s)
         with self._lock:
-            new: dict[str, dict[str, Any]] = {}
+            new: dict[str, MediaEntry] = {}
             for digest, (media_type, data) in found.items():
                 if digest in self.items or digest in self.not_kept:
                     continue
@@ -91,7 +92,7 @@ class MediaBook:
             self._write_spool(new)
             self.items.update(new)
 
-    def _write_spool(self, items: Mapping[str, Mapping[str, Any]]) -> None:
+    def _write_spool(self, items: Mapping[str, MediaEntry]) -> None:
         if self.spool is None or not items:
             return
         with open(self.spool, "ab") as f:
@@ -117,7 +118,7 @@ class MediaBook:
         with self._lock:
             return [f"the {e.get('mediaType')} {d[:12]}… ({e.get('size', 0):,} bytes): {e.get('why')}" for d, e in self.not_kept.items()]
 
-    def document(self, run_id: str, payloads: Iterable[Any]) -> dict[str, Any]:
+    def document(self, run_id: str, payloads: Iterable[Any]) -> MediaDocument:
         """The media document for the items ``payloads`` name (what a failed call carried is not the run's)."""
         named = digests_in(list(payloads))
         with self._lock:
@@ -129,7 +130,7 @@ class MediaBook:
                 "notKept": [self.not_kept[d] for d in sorted(named) if d in self.not_kept and d not in self.items],
             }
 
-    def seal(self, cassette: str | Path, run_id: str, payloads: Iterable[Any]) -> dict[str, Any] | None:
+    def seal(self, cassette: str | Path, run_id: str, payloads: Iterable[Any]) -> FileSeal | None:
         """Write the media beside ``cassette``; the terminal event's ``media`` (None: the steps name none)."""
         document = self.document(run_id, payloads)
         if document["media"] or document["notKept"]:

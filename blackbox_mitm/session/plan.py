@@ -17,14 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
+from blackbox_mitm.cassette.payloads import ModelOutput
 from blackbox_mitm.matcher import RecordedCalls
 from blackbox_mitm.session.release import DEFAULT_GAP_MS
 
 __all__ = ["REFUSE", "UPSTREAM", "Edit", "Refuse", "RunMode", "RunPlan", "Script", "ScriptSource", "Upstream"]
 
-ScriptSource = Callable[[], dict[str, Any]]
+ScriptSource = Callable[[], ModelOutput]
 RunMode = Literal["record", "replay", "fork"]
 
 
@@ -56,7 +57,7 @@ class Edit:
     """A fork's cut, and what is edited there (neither: a fork that only cuts)."""
 
     cut: int  # the parent's step index the child forks at
-    response: tuple[int, dict[str, Any]] | None = None  # (the output step replaced, the answer served instead)
+    response: tuple[int, ModelOutput] | None = None  # (the output step replaced, the answer served instead)
     tool_result: tuple[str, str] | None = None  # (call-N, the text the model sees in its place)
 
 

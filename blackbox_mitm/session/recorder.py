@@ -208,57 +208,79 @@ class RunRecorder:
         """Write the steps one completed model call adds; fsynced before returning.
 
         ``request.model_input`` is redacted already (the session redacts each request once, before it is matched);
-        the answer is redacted here, once, and the tool steps are taken from the two.
+        the answer is redacted here, once, and the tool steps are taken from the two. The helpers below run under
+        the recorder's lock, in this order: neutral answer, tool steps, leak check, media, journal (fsync), settle.
         """
         with self._lock:
             self.privacy.learn(secrets or set())
-            env, redactor = self.privacy.env, self.privacy.redactor
-            neutral: Callable[[Any], Any] = env.neutral if env is not None else _same
-            written = redactor.payload(neutral(output)) if redactor else neutral(output)
-            results = {p.get("toolCallId"): p for p in request.tool_results()}
-            staged: list[tuple[str, Any, int]] = []
-            done: list[str] = []
-            for call_id, pending in self._pending.items():
-                result = results.get(call_id)
-                if result is None:
-                    continue
-                call = pending.call  # as it was written
-                if not pending.call_written:
-                    staged.append(
-                        (
-                            "tool_call",
-                            {"toolCallId": call_id, "toolName": call.get("toolName"), "toolInput": call.get("toolInput")},
-                            request_ms,
-                        )
-                    )
-                payload: dict[str, Any] = {"toolCallId": call_id, "toolName": result.get("toolName", call.get("toolName"))}
-                if "error" in result:
-                    payload["error"] = result["error"]
-                else:
-                    payload["result"] = result.get("result")
-                staged.append(("tool_result", neutral(payload), request_ms))
-                done.append(call_id)
+            neutral, written = self._neutral_answer(output)
+            staged, done = self._tool_steps(request, neutral, request_ms)
             staged.append(("model_input", neutral(request.model_input), request_ms))
             staged.append(("model_output", written, response_ms if response_ms is not None else now_ms()))
             self._refuse_secrets(staged)
             if self.media is not None and request.media:  # spooled before the steps that name it are journaled
                 self.media.add(request.media, secrets=self.privacy.secrets)  # once per digest, however often re-sent
-            before = len(self.trace.steps)
-            try:
-                steps = [self.trace.append(kind, payload, timestamp=ts) for kind, payload, ts in staged]
-                if self.journal is not None:
-                    self.journal.append(steps)
-            except (OSError, BlackboxError) as exc:
-                del self.trace.steps[before:]  # the trace stays what the journal holds
-                detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-                raise RecordFailed(f"the call could not be written to the journal ({detail})") from exc
-            for call_id in done:
-                del self._pending[call_id]
-            for call in tool_calls_of(written):
-                self._pending[str(call.get("toolCallId"))] = _Pending(call)
-            self._last_output = output
-            self.model_calls += 1
+            steps = self._write(staged)
+            self._settle(done, written, output)
             return steps
+
+    def _neutral_answer(self, output: Mapping[str, Any]) -> tuple[Callable[[Any], Any], Any]:
+        """The environment's placeholders as a function, and the answer as it is written (neutral, then redacted)."""
+        env, redactor = self.privacy.env, self.privacy.redactor
+        neutral: Callable[[Any], Any] = env.neutral if env is not None else _same
+        written = redactor.payload(neutral(output)) if redactor else neutral(output)
+        return neutral, written
+
+    def _tool_steps(
+        self, request: DecodedRequest, neutral: Callable[[Any], Any], request_ms: int
+    ) -> tuple[list[tuple[str, Any, int]], list[str]]:
+        """The ``tool_call`` / ``tool_result`` steps of the pending calls this request answers, and their ids."""
+        results = {p.get("toolCallId"): p for p in request.tool_results()}
+        staged: list[tuple[str, Any, int]] = []
+        done: list[str] = []
+        for call_id, pending in self._pending.items():
+            result = results.get(call_id)
+            if result is None:
+                continue
+            call = pending.call  # as it was written
+            if not pending.call_written:
+                staged.append(
+                    (
+                        "tool_call",
+                        {"toolCallId": call_id, "toolName": call.get("toolName"), "toolInput": call.get("toolInput")},
+                        request_ms,
+                    )
+                )
+            payload: dict[str, Any] = {"toolCallId": call_id, "toolName": result.get("toolName", call.get("toolName"))}
+            if "error" in result:
+                payload["error"] = result["error"]
+            else:
+                payload["result"] = result.get("result")
+            staged.append(("tool_result", neutral(payload), request_ms))
+            done.append(call_id)
+        return staged, done
+
+    def _write(self, staged: list[tuple[str, Any, int]]) -> list[TraceStep]:
+        """Append ``staged`` to the trace and journal it as one fsynced batch; on failure the trace is as it was."""
+        before = len(self.trace.steps)
+        try:
+            steps = [self.trace.append(kind, payload, timestamp=ts) for kind, payload, ts in staged]
+            if self.journal is not None:
+                self.journal.append(steps)
+        except (OSError, BlackboxError) as exc:
+            del self.trace.steps[before:]  # the trace stays what the journal holds
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise RecordFailed(f"the call could not be written to the journal ({detail})") from exc
+        return steps
+
+    def _settle(self, done: list[str], written: Any, output: Mapping[str, Any]) -> None:
+        """After the batch is durable: the answered calls leave the pending set, the answer's own calls join it."""
+        for call_id in done:
+            del self._pending[call_id]
+        for call in tool_calls_of(written):
+            self._pending[str(call.get("toolCallId"))] = _Pending(call)
+        self._last_output = output
+        self.model_calls += 1
 
     def _refuse_secrets(self, staged: list[tuple[str, Any, int]]) -> None:
         known = self.privacy.secrets

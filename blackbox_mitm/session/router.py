@@ -149,7 +149,7 @@ class RunRouter:
             out = session.recorder.finish(entry.cassette, exit_code=None, in_flight=session.in_flight, proxy_only=True)
             entry.report = {"run": run, "cassette": str(out), "model_calls": session.recorder.model_calls, "problems": session.problems()}
         else:
-            entry.report = replay_report(session)
+            entry.report = dict(replay_report(session))  # one of the ways a run ends (see finish)
         return entry.report
 
     def finish_all(self) -> dict[str, dict[str, Any]]:

@@ -213,7 +213,7 @@ class Tape:
     def status(self) -> dict[str, Any]:
         if self.session is None or self.session.replay is None:
             return {"verdict": "ok", "recorded": str(self.cassette)}
-        return replay_report(self.session)
+        return dict(replay_report(self.session))
 
     def check(self) -> None:
         """Raise TapeMismatch unless the agent walked the recording exactly."""

@@ -24,7 +24,7 @@ from blackbox_mitm.cassette.payloads import json_kind
 from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.errors import CassetteError
 from blackbox_mitm.matcher.report import verdict
-from blackbox_mitm.session.lineage import list_forks
+from blackbox_mitm.session.lineage import ForkSummary, Skipped, list_forks
 
 __all__ = ["ForkNode", "diff_data", "fork_tree", "locate_difference", "read_report"]
 
@@ -118,13 +118,13 @@ def read_report(path: Path, run_id: str) -> dict[str, Any]:
 class ForkNode:
     """A fork found beside its parent: the listing's summary, its cassette, and its own forks."""
 
-    summary: dict[str, Any]
+    summary: ForkSummary
     trace: Trace
     path: Path
     children: list[ForkNode] = field(default_factory=list)
 
 
-def fork_tree(path: Path, *, skipped: list[dict[str, str]] | None = None) -> list[ForkNode]:
+def fork_tree(path: Path, *, skipped: list[Skipped] | None = None) -> list[ForkNode]:
     """The forks of the run at ``path`` (its folder, as ``blackbox forks``), and theirs, breadth first."""
     roots: list[ForkNode] = []
     queue: list[tuple[Path, list[ForkNode], int]] = [(path, roots, 0)]

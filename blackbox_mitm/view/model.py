@@ -23,19 +23,82 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import orjson
 
 from blackbox_mitm.cassette.payloads import tool_calls_of
+from blackbox_mitm.cassette.records import ExchangeRow, JSONObject, MediaRow
 from blackbox_mitm.cassette.timeline import build_timeline
 from blackbox_mitm.cassette.trace import Trace, TraceStep
 from blackbox_mitm.codecs.verified import verify_trace
 
-__all__ = ["Pool", "RunData", "model_calls", "run_data"]
+__all__ = ["ExchangesView", "MediaView", "Pool", "PooledInput", "RunData", "RunHeader", "SharedSteps", "model_calls", "run_data"]
 
 _HISTORY_LOOKBACK = 8  # earlier requests a model_input's history is compared with
 _PROBLEMS_SHOWN = 5
+
+
+class ExchangesView(TypedDict):
+    """A run's other HTTP exchanges as the page lists them, or why they cannot be read (``rows`` empty then)."""
+
+    rows: list[ExchangeRow]
+    notKept: list[str]
+    error: str | None
+
+
+class MediaView(TypedDict):
+    rows: list[MediaRow]
+    error: str | None
+
+
+class VerifyView(TypedDict):
+    ok: bool
+    problems: list[str]  # the first few
+    count: int
+
+
+class RunHeader(TypedDict):
+    """A run's figures at the top of its page (``blackbox show``'s, and the page's own)."""
+
+    id: str
+    file: str | None
+    version: int
+    createdAt: int | float
+    origin: int | float
+    created: str | None
+    durationMs: int | float
+    stepCount: int
+    outcome: str
+    terminal: JSONObject | None  # the terminal metadata payload as recorded
+    parentId: str | None
+    forkedFromStepId: str | None
+    forkStep: int | None
+    modelCalls: int
+    toolCalls: int
+    tokens: dict[str, int] | None
+    verify: VerifyView
+    calls: list[list[Any]]  # model_calls' rows
+    exchanges: ExchangesView | None
+    media: MediaView | None
+
+
+class SharedSteps(TypedDict):
+    """The leading steps a run shares with another embedded run: its id, and how many."""
+
+    run: str
+    count: int
+
+
+class PooledInput(TypedDict):
+    """A model_input by reference into the pool (module docstring); ``raw``: one not of the spec's shape, as recorded."""
+
+    m: NotRequired[list[int]]
+    t: NotRequired[list[int]]
+    s: NotRequired[int]
+    x: NotRequired[JSONObject]
+    h: NotRequired[int]
+    raw: NotRequired[JSONObject]
 
 
 @dataclass(slots=True)
@@ -59,13 +122,13 @@ class RunData:
     """One embedded run: its header figures and its (pooled) steps."""
 
     trace: Trace
-    header: dict[str, Any]
+    header: RunHeader
     steps: list[list[Any]]
-    shared: dict[str, Any] | None = None
+    shared: SharedSteps | None = None
     all_steps: list[list[Any]] = field(default_factory=list)  # with the shared ones: in memory only
 
-    def to_json(self) -> dict[str, Any]:
-        out = dict(self.header)
+    def to_json(self) -> JSONObject:
+        out: JSONObject = dict(self.header)
         out["steps"] = self.steps
         out["shared"] = self.shared
         return out
@@ -76,7 +139,7 @@ def run_data(trace: Trace, pool: Pool, *, path: Path | None = None, base: RunDat
     timeline = build_timeline(trace)
     problems = verify_trace(trace)
     shared_count = _shared_prefix(base.trace, trace) if base is not None else 0
-    header = {
+    header: RunHeader = {
         "id": trace.id,
         "file": None if path is None else str(path),
         "version": trace.version,
@@ -106,11 +169,11 @@ def run_data(trace: Trace, pool: Pool, *, path: Path | None = None, base: RunDat
     summaries = [row.summary for row in timeline.rows]
     steps = [_step(s, summaries[s.index], pool) for s in trace.steps[shared_count:]]
     _mark_history(steps, before)
-    shared = {"run": base.trace.id, "count": shared_count} if base is not None and shared_count else None
+    shared: SharedSteps | None = {"run": base.trace.id, "count": shared_count} if base is not None and shared_count else None
     return RunData(trace, header, steps, shared, before + steps)
 
 
-def _exchanges(trace: Trace, path: Path | None) -> dict[str, Any] | None:
+def _exchanges(trace: Trace, path: Path | None) -> ExchangesView | None:
     """The run's other HTTP exchanges as ``blackbox show`` lists them (None: it kept none), or why they cannot be read."""
     from blackbox_mitm.cassette.exchanges import exchange_rows, exchanges_ref_of, load_exchanges
     from blackbox_mitm.errors import CassetteError
@@ -128,7 +191,7 @@ def _exchanges(trace: Trace, path: Path | None) -> dict[str, Any] | None:
 _IMG_INLINE_BYTES = 512 * 1024  # an image up to this size is shown on the page (a data: URL), larger ones by digest only
 
 
-def _media(trace: Trace, path: Path | None) -> dict[str, Any] | None:
+def _media(trace: Trace, path: Path | None) -> MediaView | None:
     """The run's stored media as ``blackbox show`` lists them, small images with their bytes (None: it keeps none)."""
     from blackbox_mitm.cassette.media import load_media, media_rows
     from blackbox_mitm.errors import CassetteError
@@ -143,14 +206,14 @@ def _media(trace: Trace, path: Path | None) -> dict[str, Any] | None:
         return None
     rows = media_rows(document)
     for row in rows:
-        entry = (document.get("media") or {}).get(row["sha256"]) or {}
+        entry = (document.get("media") or {}).get(row["sha256"])
         kind = str(row.get("mediaType") or "")
         if (
             row["kept"]
             and kind in ("image/png", "image/jpeg", "image/gif", "image/webp")
             and int(row.get("size") or 0) <= _IMG_INLINE_BYTES
         ):
-            row["src"] = f"data:{kind};base64,{entry.get('data', '')}"
+            row["src"] = f"data:{kind};base64,{entry.get('data', '') if entry else ''}"
     return {"rows": rows, "error": None}
 
 
@@ -207,13 +270,13 @@ def _step(step: TraceStep, summary: str, pool: Pool) -> list[Any]:
     return [step.index, step.type, step.timestamp, summary, payload]
 
 
-def _pooled_input(payload: dict[str, Any], pool: Pool) -> dict[str, Any]:
+def _pooled_input(payload: JSONObject, pool: Pool) -> PooledInput:
     messages = payload.get("messages")
     tools = payload.get("tools")
     system = payload.get("systemPrompt")
     if not isinstance(messages, list) or not isinstance(tools, list) or not (system is None or isinstance(system, str)):
         return {"raw": payload}  # not the spec's shape (verify says so): shown as recorded
-    out: dict[str, Any] = {"m": [pool.ref(m) for m in messages], "t": [pool.ref(t) for t in tools]}
+    out: PooledInput = {"m": [pool.ref(m) for m in messages], "t": [pool.ref(t) for t in tools]}
     if "systemPrompt" in payload:
         out["s"] = pool.ref(system)
     rest = {k: v for k, v in payload.items() if k not in ("messages", "tools", "systemPrompt")}

@@ -28,6 +28,7 @@ from blackbox_mitm.cassette import compression
 from blackbox_mitm.cassette.load import load_trace
 from blackbox_mitm.cassette.store import write_atomic
 from blackbox_mitm.errors import CassetteError
+from blackbox_mitm.session.lineage import Skipped
 from blackbox_mitm.view.compare import ForkNode, diff_data, fork_tree, read_report
 from blackbox_mitm.view.model import Pool, RunData, run_data
 
@@ -46,7 +47,7 @@ def page_data(run: Path, *, other: Path | None = None, report: Path | None = Non
     main = _add(runs, "r0", run_data(trace, pool, path=run))
     data: dict[str, Any] = {"generator": f"blackbox view {__version__}", "main": "r0", "forks": [], "skipped": []}
     if forks:
-        skipped: list[dict[str, str]] = []
+        skipped: list[Skipped] = []
         data["forks"] = _forks(fork_tree(run, skipped=skipped), main, runs, pool)
         data["skipped"] = skipped
     data["diff"] = None

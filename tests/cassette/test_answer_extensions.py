@@ -48,7 +48,8 @@ def test_show_gives_tokens_per_answer_and_for_the_run() -> None:
     text = render_timeline(timeline)
     assert "tokens 151,020 in (150,000 cached) / 819 out (64 reasoning) over 2 answers" in text
     assert "[151,000 in (150,000 cached) / 812 out (64 reasoning)] answer: " in text
-    assert timeline.to_json()["tokens"]["calls"] == 2
+    tokens = timeline.to_json()["tokens"]
+    assert tokens is not None and tokens["calls"] == 2
 
 
 def test_a_run_without_counts_shows_none() -> None:

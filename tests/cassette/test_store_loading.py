@@ -16,7 +16,7 @@ from blackbox_mitm.errors import CassetteError, CassetteExistsError
 
 
 def _valid() -> dict[str, Any]:
-    return weather_trace("run-1").to_json()
+    return dict(weather_trace("run-1").to_json())  # a plain dict each test edits
 
 
 def _set(path: list[Any], value: Any) -> Callable[[dict[str, Any]], None]:

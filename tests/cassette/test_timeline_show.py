@@ -172,6 +172,7 @@ def test_the_timeline_as_data() -> None:
     trace = weather_trace()
     data = build_timeline(trace).to_json()
     assert data["run"] == "weather-1" and data["steps"] == 7 and data["created"] == "2024-11-30T15:40:00.000Z"
+    assert data["terminal"] is not None
     assert data["terminal"]["event"] == "run_completed" and data["outcome"] == "ended: run completed"
     assert data["parentId"] is None and data["forkStep"] is None
     assert [r["summary"] for r in data["timeline"]] == [summarize_step(s) for s in trace.steps]

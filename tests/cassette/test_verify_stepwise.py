@@ -66,7 +66,7 @@ def _write(path: Path, data: dict[str, Any], *, indent: bool) -> Path:
 def test_verify_file_reads_step_by_step_with_the_results_of_a_whole_parse(
     tmp_path: Path, edit: str, suffix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data = weather_trace().to_json()
+    data: dict[str, Any] = dict(weather_trace().to_json())  # edited below
     change = EDITS[edit]
     if change is not None:
         change(data)
@@ -95,7 +95,7 @@ def test_a_repeated_key_is_found_as_before(tmp_path: Path) -> None:
 
 
 def test_a_file_the_step_reader_steps_aside_for_is_verified_whole_as_before(tmp_path: Path) -> None:
-    data = weather_trace().to_json()
+    data: dict[str, Any] = dict(weather_trace().to_json())  # edited below
     reordered = {"steps": data["steps"], **{k: v for k, v in data.items() if k != "steps"}}
     path = tmp_path / "run.json"
     path.write_bytes(orjson.dumps(reordered))

@@ -192,7 +192,7 @@ def test_first_difference(mutate: Mutation, expected: dict[str, Any]) -> None:
     d = first_difference(recorded, got)
     assert d is not None
     expected = {"message": None, "role": None, "recorded_messages": 4, "got_messages": 4, **expected}
-    actual = d.to_json()
+    actual: dict[str, Any] = dict(d.to_json())
     assert {k: actual[k] for k in expected} == expected
     assert set(actual) == {"message", "role", "field", "at_char", "recorded", "got", "recorded_messages", "got_messages"}
     # The digest and the comparison agree on whether there is a difference.

@@ -14,6 +14,7 @@ from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.codecs.verified import verify_trace
 from blackbox_mitm.matcher.compare_runs import masked_divergence
 from blackbox_mitm.matcher.masks import NO_RULES
+from blackbox_mitm.matcher.report import ReplayStatus
 from blackbox_mitm.session.build import record_session, replay_session
 from blackbox_mitm.session.engine import Answer, Forward, ModelRequest, Session
 from blackbox_mitm.session.environment import EnvSubstitution, RunEnvironment
@@ -144,7 +145,7 @@ def test_a_changed_prompt_still_diverges_and_a_moved_value_is_named(tmp_path: Pa
     off = replay_session(cassette)
     assert isinstance(off.on_request(ModelRequest(PATH, {}, _chat(prompt_in(env_b())))), Answer)
     assert off.replay is not None
-    note = off.replay.status()["first_divergence"]["difference"]["note"]
+    note = _note(off.replay.status())
     assert "<env:cwd>" in note and "--no-env-substitution" in note
 
 
@@ -158,7 +159,7 @@ def test_a_recording_made_without_substitution_replayed_elsewhere_says_where_the
     replay = replay_session(tmp_path / "plain.json", environment=env_b())
     replay.on_request(ModelRequest(PATH, {}, _chat(prompt_in(env_b()))))
     assert replay.replay is not None
-    note = replay.replay.status()["first_divergence"]["difference"]["note"]
+    note = _note(replay.replay.status())
     assert note == (
         "the agent runs in /srv/B/ci/builds/proj now; the recording was made without env substitution: "
         "re-record it with blackbox record (it is on by default)"
@@ -173,7 +174,7 @@ def test_the_report_says_the_agent_runs_elsewhere_when_a_live_value_is_not_repla
     session = replay_session(cassette, environment=root_env)
     session.on_request(ModelRequest(PATH, {}, _chat(prompt_in(root_env))))
     assert session.replay is not None
-    note = session.replay.status()["first_divergence"]["difference"]["note"]
+    note = _note(session.replay.status())
     assert note.startswith("the agent runs as user root now, as alice when recorded")
 
 
@@ -283,3 +284,10 @@ def test_a_payload_holding_no_replaced_value_is_returned_as_is_and_one_holding_o
     # What orjson cannot write (a key that is not a string, a lone surrogate) is walked as before.
     assert sub.neutral({1: odd.cwd}) == {1: "<env:cwd>"}
     assert sub.neutral({"a": "\ud800", "b": odd.home}) == {"a": "\ud800", "b": "<env:home>"}
+
+
+def _note(status: ReplayStatus) -> str:
+    """The note of the first divergence's difference (a replay that diverged)."""
+    first = status["first_divergence"]
+    assert first is not None and first["difference"] is not None
+    return first["difference"]["note"]

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+from blackbox_mitm.cassette.records import Exchange
 from blackbox_mitm.matcher.masks import CompareRules, Mask
 from blackbox_mitm.session.exchanges import ExchangeBook, ExchangeServer, Served
 
 PAGE = b"<h1>page</h1>"
 
 
-def _add(book: ExchangeBook, url: str = "https://docs.example.com/a", body: bytes | None = PAGE, **kw: object) -> dict[str, object]:
+def _add(book: ExchangeBook, url: str = "https://docs.example.com/a", body: bytes | None = PAGE, **kw: object) -> Exchange:
     entry = _try_add(book, url, body, **kw)
     assert entry is not None
     return entry
 
 
-def _try_add(book: ExchangeBook, url: str, body: bytes | None = PAGE, **kw: object) -> dict[str, object] | None:
+def _try_add(book: ExchangeBook, url: str, body: bytes | None = PAGE, **kw: object) -> Exchange | None:
     args: dict[str, object] = {
         "method": "GET",
         "url": url,
@@ -33,8 +34,8 @@ def test_a_body_fetched_twice_is_stored_once_and_only_the_headers_that_matter_ar
     first, second = _add(book), _add(book)
     doc = book.document("run-1")
     assert len(doc["exchanges"]) == 2 and len(doc["bodies"]) == 1
-    assert first["response"]["body"] == second["response"]["body"]  # type: ignore[index]
-    assert first["response"]["headers"] == {"content-type": "text/html"}  # type: ignore[index]  # no Set-Cookie, nothing else
+    assert first["response"]["body"] == second["response"]["body"]
+    assert first["response"]["headers"] == {"content-type": "text/html"}  # no Set-Cookie, nothing else
 
 
 def test_credentials_in_the_query_and_known_secrets_never_enter_an_exchange() -> None:
@@ -42,17 +43,17 @@ def test_credentials_in_the_query_and_known_secrets_never_enter_an_exchange() ->
     entry = _add(book, url="https://docs.example.com/a?api_key=abcdefgh12345678&q=sk-known-secret-0001&page=2")
     assert entry["url"] == "https://docs.example.com/a?api_key=[credential]&q=[credential]&page=2"
     leak = _add(book, url="https://docs.example.com/b", body=b"your key: sk-known-secret-0001")
-    assert "holds a credential" in leak["response"]["notKept"]  # type: ignore[index]
+    assert "holds a credential" in leak["response"]["notKept"]
     assert b"sk-known-secret-0001" not in repr(book.document("r")).encode()
 
 
 def test_the_caps_per_exchange_and_per_run_are_named_in_a_note() -> None:
     book = ExchangeBook(exchange_max_bytes=10, run_max_bytes=15)
     big = _add(book, url="https://docs.example.com/big", body=None, body_size=200_000_000)
-    assert big["response"]["bytes"] == 200_000_000 and "cap per exchange" in big["response"]["notKept"]  # type: ignore[index]
+    assert big["response"]["bytes"] == 200_000_000 and "cap per exchange" in big["response"]["notKept"]
     _add(book, url="https://docs.example.com/one", body=b"0123456789")
     over = _add(book, url="https://docs.example.com/two", body=b"abcdefghij")
-    assert "cap per run" in over["response"]["notKept"]  # type: ignore[index]
+    assert "cap per run" in over["response"]["notKept"]
     assert [n.split(":")[0] for n in book.not_kept] == ["GET https", "GET https"]
     assert "200,000,000 bytes" in book.not_kept[0]
 

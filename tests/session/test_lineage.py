@@ -22,6 +22,7 @@ def test_the_forks_of_a_run_newest_first_with_their_cut_and_first_divergence(tmp
     snowy, sunny = listing["forks"]
     assert (sunny["fork_step"], sunny["outcome"], sunny["diverged_before_cut"]) == (3, "completed", False)
     assert (snowy["fork_step"], snowy["diverged_before_cut"]) == (5, True)  # parted at step 3, cut at 5
+    assert snowy["first_divergence"] is not None
     assert snowy["first_divergence"]["index"] == 3 and "celsius" in snowy["first_divergence"]["explanation"]
     assert sunny["delta"]["steps"] == sunny["steps"] - listing["parent"]["steps"]
     assert listing["skipped"] == []  # notes.json is some other JSON file, not a cassette: left out silently

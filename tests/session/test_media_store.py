@@ -17,6 +17,7 @@ import pytest
 
 from blackbox_mitm.cassette import compression, load_trace
 from blackbox_mitm.cassette.media import load_media, media_path, media_ref_of
+from blackbox_mitm.cassette.records import MediaDocument
 from blackbox_mitm.codecs.base import SseEvent
 from blackbox_mitm.codecs.verified import verify_file
 from blackbox_mitm.session.build import record_session, replay_session
@@ -302,9 +303,12 @@ def test_a_fork_keeps_its_parents_media_and_sends_a_chained_image_upstream_with_
 
 
 def test_a_seeded_book_keeps_the_parents_items_its_copied_steps_name() -> None:
-    parent = {
+    parent: MediaDocument = {
+        "kind": "blackbox-media",
+        "version": 1,
+        "run": "parent-1",
         "media": {_sha(PNG): {"mediaType": "image/png", "size": len(PNG), "data": _b64(PNG)}},
-        "notKept": [{"sha256": "ab" * 32, "size": 9, "why": "cap"}],
+        "notKept": [{"sha256": "ab" * 32, "mediaType": None, "size": 9, "why": "cap"}],
     }
     book = MediaBook(max_bytes=1000, seed=parent)
     part = {"type": "image", "mediaType": "image/png", "sha256": _sha(PNG), "size": len(PNG)}

@@ -16,6 +16,7 @@ from cassette_builders import QUESTION, T0, TOOLS, save, weather_trace
 
 from blackbox_mitm.cassette import Trace
 from blackbox_mitm.matcher import RecordedCalls
+from blackbox_mitm.matcher.report import ReplayStatus
 
 __all__ = [
     "INJECTIONS",
@@ -91,7 +92,7 @@ def overlapping_trace(trace_id: str = "overlap-1") -> Trace:
     return trace
 
 
-def replay_report(trace: Trace, question: str = "What's the weather in Lyon?") -> dict[str, Any]:
+def replay_report(trace: Trace, question: str = "What's the weather in Lyon?") -> ReplayStatus:
     """The status of a strict replay whose agent asked another question: diverged at step 0."""
     recorded = RecordedCalls(trace)
     first = copy.deepcopy(trace.steps[0].payload)
