@@ -915,6 +915,9 @@ CASES = [
         req_edit("messages[2].content[0]", {"type": "input_video", "input_video": {"data": "AAAA"}}),
         "messages[2].content[0].type",
     ),
+    Case("openai.non_text_role", "system_image", "request", req_edit("messages[0]", {"role": "system", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}), "messages[0].content[0].type"),
+    Case("openai.non_text_role", "developer_file", "request", req_edit("messages[0]", {"role": "developer", "content": [{"type": "file", "file": {"file_id": "file-1"}}]}), "messages[0].content[0].type"),
+    Case("openai.non_text_role", "assistant_audio_part", "request", req_edit("messages[1].content", [{"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}]), "messages[1].content[0].type"),
     Case("openai.custom_tool", "custom", "request", req_edit("tools[0]", {"type": "custom", "custom": {"name": "grep"}}), "tools[0].type"),
     Case(
         "openai.custom_tool_call",

@@ -242,6 +242,33 @@ def test_a_later_developer_message_stays_in_the_transcript_as_system() -> None:
     ]
 
 
+def test_images_and_files_in_system_and_developer_messages_are_system_messages_of_parts() -> None:
+    """The API takes input_image / input_file there as in a user message: a "system" message of parts, compared by digest."""
+    import base64
+    import hashlib
+
+    png = b"\x89PNG\r\n\x1a\nstyle-guide"
+    url = "data:image/png;base64," + base64.b64encode(png).decode()
+    developer = {"role": "developer", "content": [{"type": "input_text", "text": "Match this style:"}, {"type": "input_image", "image_url": url}]}
+    req = {"model": "m", "instructions": "Be brief.", "input": [{"role": "system", "content": "Lead."}, developer, {"role": "user", "content": "Go."}]}
+    mi = openai_responses.decode_request(body(req), CallIds()).model_input
+    assert mi["systemPrompt"] == "Be brief.\n\nLead."  # the text-only leading messages, as before
+    image = {"type": "image", "mediaType": "image/png", "sha256": hashlib.sha256(png).hexdigest(), "size": len(png)}
+    assert mi["messages"] == [
+        {"role": "system", "content": [{"type": "text", "text": "Match this style:"}, image]},
+        {"role": "user", "content": "Go."},
+    ]
+    later = {"role": "system", "content": [{"type": "input_file", "file_id": "file-abc", "filename": "spec.pdf"}]}
+    req2 = {"model": "m", "input": [{"role": "user", "content": "a"}, later]}
+    assert openai_responses.decode_request(body(req2), CallIds()).model_input["messages"][1] == {
+        "role": "system",
+        "content": [{"type": "document", "file": "file-abc", "name": "spec.pdf"}],
+    }
+    other = dict(developer, content=[developer["content"][0], {"type": "input_image", "image_url": url[:-8] + "AAAAAAA="}])
+    changed = openai_responses.decode_request(body({**req, "input": [req["input"][0], other, req["input"][2]]}), CallIds()).model_input
+    assert changed["messages"][0] != mi["messages"][0]  # another image, another digest
+
+
 def test_served_responses_continue_a_chain_in_replay() -> None:
     """A replay's response ids are ours and resolved from the run's store, as the recorded ones were."""
     (first, call), (second, _) = run("tool_round_chained")
@@ -455,7 +482,7 @@ CASES = [
     Case("openai.responses.previous_response_id", "unknown", "request", put("previous_response_id", "resp_never_seen"), "previous_response_id"),
     Case("openai.responses.prompt", "field", "request", put("prompt", {"id": "pmpt_1"}), "prompt"),
     Case("openai.responses.item_reference", "item", "request", put("input[1]", {"type": "item_reference", "id": "fc_1"}), "input[1].type"),
-    Case("openai.responses.non_text", "developer_image", "request", put("input[0]", {"role": "developer", "content": [{"type": "input_image", "image_url": "https://x/y.png"}]}), "input[0].content[0].type"),
+    Case("openai.responses.non_text", "assistant_image", "request", put("input[0]", {"role": "assistant", "content": [{"type": "input_image", "image_url": "https://x/y.png"}]}), "input[0].content[0].type"),
     Case("openai.responses.refusal_history", "part", "request", put("input[0]", {"role": "assistant", "content": [{"type": "refusal", "refusal": "No."}]}), "input[0].content[0].type"),
     Case("openai.responses.tool_arguments", "history", "request", put("input[1].arguments", '{"city": '), "input[1].arguments"),
     Case("openai.responses.tool_arguments", "response", "response", put("output[0]", {**FC, "arguments": "not json"}), "output[0].arguments"),

@@ -130,7 +130,8 @@ PARAMS: tuple[tuple[str, str], ...] = (
 # One row per line: this is a table (docs/gen_refusals.py prints it).
 # fmt: off
 REFUSALS = RefusalTable(PROVIDER, (
-    Refusal("openai.image_content", "openai", "request", "a content part of a type Blackbox does not read (in a system, developer or assistant message: any non-text part)", "not recorded: only text, images, files and audio input are"),
+    Refusal("openai.image_content", "openai", "request", "a content part of a type Blackbox does not read, in a user or tool message", "not recorded: only text, images, files and audio input are"),
+    Refusal("openai.non_text_role", "openai", "request", "a non-text content part (image_url, input_audio, file) in a system, developer or assistant message", "the API does not accept it: system and developer messages take text parts, an assistant message text and refusal parts"),
     Refusal("openai.custom_tool", "openai", "request", "OpenAI custom tools (type: custom)", "custom tools are not supported yet: use function tools"),
     Refusal("openai.custom_tool_call", "openai", "response", "a custom tool call in a response or the history", "custom tools are not supported yet: use function tools"),
     Refusal("openai.n", "openai", "request", "several choices per request (n > 1)", "several choices per request are not supported: a replay returns one"),

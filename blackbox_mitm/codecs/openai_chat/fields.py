@@ -23,7 +23,12 @@ def refusal_text(value: Any) -> str | None:
 
 
 def text_of(content: Any, path: str, *, assistant: bool = False) -> str:
-    """A message's text: a string as is, text parts joined with ``""``; anything else is refused."""
+    """A message's text: a string as is, text parts joined with ``""``; anything else is refused.
+
+    System, developer and assistant messages are read with this alone: the API takes only text parts
+    there (and refusal parts in an assistant message), so an image, audio or file part is refused as
+    something the API does not accept.
+    """
     if isinstance(content, str):
         return content
     if content is None and assistant:
@@ -37,8 +42,8 @@ def text_of(content: Any, path: str, *, assistant: bool = False) -> str:
             texts.append(part["text"])
         elif kind == "refusal" and assistant:
             REFUSALS.refuse("openai.refusal_history", f"{path}[{j}].type")
-        elif isinstance(kind, str) and kind != "text":
-            REFUSALS.refuse("openai.image_content", f"{path}[{j}].type")
+        elif isinstance(kind, str) and kind != "text":  # only system, developer and assistant content gets here
+            REFUSALS.refuse("openai.non_text_role", f"{path}[{j}].type", kind)
         else:
             REFUSALS.malformed(f"{path}[{j}]", "a content part is not a text part")
     return "".join(texts)

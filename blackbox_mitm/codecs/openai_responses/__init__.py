@@ -135,7 +135,7 @@ REFUSALS = RefusalTable(PROVIDER, (
     Refusal("openai.responses.previous_response_id", PROVIDER, "request", "a previous_response_id this run has not seen", "the history it continues is stored on OpenAI's side and cannot be known: record the conversation from its first call"),
     Refusal("openai.responses.prompt", PROVIDER, "request", "a stored prompt (the prompt field)", "the prompt is stored on OpenAI's side: its text cannot be known"),
     Refusal("openai.responses.item_reference", PROVIDER, "request", "an item_reference input item", "the item is stored on OpenAI's side: its content cannot be known"),
-    Refusal("openai.responses.non_text", PROVIDER, "request", "non-text input (input_image, input_file, input_audio) in a system, developer or assistant message", "not recorded there: in user messages and tool outputs it is"),
+    Refusal("openai.responses.non_text", PROVIDER, "request", "input parts (input_image, input_file, input_audio) in an assistant message", "the API does not accept them: an assistant message's content is output_text and refusal parts (in user, system and developer messages and tool outputs they are recorded)"),
     Refusal("openai.responses.refusal_history", PROVIDER, "request", "a refusal part in the history", "in the history it would be recorded as text"),
     Refusal("openai.responses.tool_arguments", PROVIDER, "response", "function-call arguments that are not a JSON text, in a response or the history", "arguments are recorded parsed, as JSON; a replay could not give this text back"),
     Refusal("openai.responses.annotations", PROVIDER, "response", "logprobs on output text", "not recorded"),

@@ -9,7 +9,10 @@ WebSocket:
 
 * Items are read in order. Leading ``system``/``developer`` messages (before any
   other message or call) join ``instructions`` in ``systemPrompt``; later ones stay
-  in ``messages`` as role ``"system"``. ``reasoning`` items are dropped (like
+  in ``messages`` as role ``"system"``. A system or developer message with images,
+  files or audio (the API takes the same input parts there as in a user message) is a
+  ``"system"`` message of text and media parts in ``messages``, never in the
+  ``systemPrompt`` string, and ends the leading run. ``reasoning`` items are dropped (like
   thinking blocks: not stored, not compared), and so are ``configuration_update``
   items (Codex restates the request's own settings in one); ``additional_tools``
   items add their tools after the request's ``tools``. Codex's ``compaction_trigger``

@@ -276,12 +276,14 @@ class _Transcript:
         role = item.get("role")
         if role not in ("user", "system", "developer", "assistant"):
             REFUSALS.malformed(f"{path}.role", f"unknown role {role!r}")
+        # User, system and developer messages take the same input parts (text, images, files, audio); an
+        # assistant message's are output_text and refusal only (the API rejects input parts there).
         text: Any = (
-            _content_of(item.get("content"), f"{path}.content", role)
-            if role == "user"
-            else _text_of(item.get("content"), f"{path}.content", role)
+            _text_of(item.get("content"), f"{path}.content", role)
+            if role == "assistant"
+            else _content_of(item.get("content"), f"{path}.content", role)
         )
-        if role in ("system", "developer") and self.leading:
+        if role in ("system", "developer") and self.leading and isinstance(text, str):
             self.system.append(text)
             return
         self.leading = False
