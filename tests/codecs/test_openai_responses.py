@@ -486,7 +486,6 @@ CASES = [
     Case("openai.responses.refusal_history", "part", "request", put("input[0]", {"role": "assistant", "content": [{"type": "refusal", "refusal": "No."}]}), "input[0].content[0].type"),
     Case("openai.responses.tool_arguments", "history", "request", put("input[1].arguments", '{"city": '), "input[1].arguments"),
     Case("openai.responses.tool_arguments", "response", "response", put("output[0]", {**FC, "arguments": "not json"}), "output[0].arguments"),
-    Case("openai.responses.annotations", "logprobs", "stream", put("output[0].content[0].logprobs", [{"token": "4", "logprob": -0.1}]), "output[0].content[0].logprobs"),
     Case("openai.responses.refusal_mixed", "with_calls", "response", put("output", [{**TEXT, "content": [{"type": "refusal", "refusal": "No."}]}, FC]), "output"),
     Case("openai.responses.output_layout", "two_messages", "response", put("output", [TEXT, TEXT]), "output[1]"),
     Case("openai.responses.output_layout", "text_after_call", "stream", put("output", [FC, TEXT]), "output[1]"),
@@ -598,3 +597,65 @@ def test_images_files_and_audio_in_user_messages_and_tool_outputs_are_content_ad
     assert mi["messages"][3]["content"] == [
         {"type": "document", "mediaType": "application/pdf", "sha256": hashlib.sha256(b"%PDF-1.4").hexdigest(), "size": 8, "name": "r.pdf"}
     ]
+
+
+# --- annotations of every kind and logprobs on output text ------------------------------------
+
+LOGPROBS = [
+    {"token": "See", "logprob": -0.01, "bytes": [83, 101, 101], "top_logprobs": []},
+    {"token": " the", "logprob": -0.2, "bytes": [32, 116, 104, 101], "top_logprobs": [{"token": " a", "logprob": -2.1, "bytes": [32, 97]}]},
+    {"token": " spec.", "logprob": -0.4, "bytes": [32, 115, 112, 101, 99, 46], "top_logprobs": []},
+]
+CITATIONS = [
+    {"type": "file_citation", "file_id": "file-9Ab", "filename": "spec.pdf", "index": 8},
+    {"type": "container_file_citation", "container_id": "cntr_1", "file_id": "cfile_2", "filename": "out.csv", "start_index": 0, "end_index": 3},
+    {"type": "url_citation", "url": "https://example.com/spec", "title": "Spec", "start_index": 4, "end_index": 8},
+]
+
+
+def _cited(text: str = "See the spec.", logprobs: list[Any] | None = None) -> dict[str, Any]:
+    part = {"type": "output_text", "text": text, "annotations": CITATIONS, "logprobs": LOGPROBS if logprobs is None else logprobs}
+    return {**BASE_RESPONSE, "output": [{**TEXT, "content": [part]}]}
+
+
+def test_file_citations_and_logprobs_are_kept_with_the_answer_and_served_back_whole() -> None:
+    request = openai_responses.decode_request(body({"model": "m", "input": "Where?"}), CallIds())
+    output = openai_responses.decode_response(body(_cited()), CallIds(), request)
+    assert output["text"] == "See the spec."
+    assert output["parts"] == [{"type": "text", "text": "See the spec.", "annotations": CITATIONS, "logprobs": LOGPROBS}]
+    served = openai_responses.encode_response(output, request=request, ids=CallIds(), created_ms=CREATED_MS)
+    [part] = served["output"][0]["content"]
+    assert part == {"type": "output_text", "annotations": CITATIONS, "logprobs": LOGPROBS, "text": "See the spec."}
+    again = openai_responses.decode_response(body(served), CallIds(), request)
+    assert again == output  # a replay's answer records as the recorded one
+
+
+def test_logprobs_alone_make_the_answer_kept_part_by_part() -> None:
+    request = openai_responses.decode_request(body({"model": "m", "input": "Where?"}), CallIds())
+    resp = _cited()
+    resp["output"][0]["content"][0]["annotations"] = []
+    output = openai_responses.decode_response(body(resp), CallIds(), request)
+    assert output["parts"] == [{"type": "text", "text": "See the spec.", "logprobs": LOGPROBS}]
+
+
+def test_a_stream_serves_one_delta_per_recorded_token_with_its_logprob() -> None:
+    request = openai_responses.decode_request(body({"model": "m", "input": "Where?", "stream": True}), CallIds())
+    output = openai_responses.decode_response(body(_cited()), CallIds(), request)
+    events = parse_sse(openai_responses.encode_stream(output, request=request, ids=CallIds(), created_ms=CREATED_MS))
+    data = [json.loads(e.data) for e in events]
+    deltas = [d for d in data if d["type"] == "response.output_text.delta"]
+    assert [(d["delta"], d["logprobs"]) for d in deltas] == [(lp["token"], [lp]) for lp in LOGPROBS]
+    added = [d["annotation"] for d in data if d["type"] == "response.output_text.annotation.added"]
+    assert added == CITATIONS
+    assert next(d for d in data if d["type"] == "response.output_text.done")["logprobs"] == LOGPROBS
+    assert openai_responses.decode_response(openai_responses.aggregate_stream(events), CallIds(), request) == output
+
+
+def test_logprobs_that_do_not_spell_the_text_stream_on_the_done_event() -> None:
+    request = openai_responses.decode_request(body({"model": "m", "input": "Where?", "stream": True}), CallIds())
+    odd = [{"token": "x", "logprob": -1.0, "bytes": [120], "top_logprobs": []}]
+    output = openai_responses.decode_response(body(_cited(logprobs=odd)), CallIds(), request)
+    data = [json.loads(e.data) for e in parse_sse(openai_responses.encode_stream(output, request=request, ids=CallIds(), created_ms=CREATED_MS))]
+    assert all(d["logprobs"] == [] for d in data if d["type"] == "response.output_text.delta")
+    assert "".join(d["delta"] for d in data if d["type"] == "response.output_text.delta") == "See the spec."
+    assert next(d for d in data if d["type"] == "response.output_text.done")["logprobs"] == odd
