@@ -249,8 +249,15 @@ def test_images_and_files_in_system_and_developer_messages_are_system_messages_o
 
     png = b"\x89PNG\r\n\x1a\nstyle-guide"
     url = "data:image/png;base64," + base64.b64encode(png).decode()
-    developer = {"role": "developer", "content": [{"type": "input_text", "text": "Match this style:"}, {"type": "input_image", "image_url": url}]}
-    req = {"model": "m", "instructions": "Be brief.", "input": [{"role": "system", "content": "Lead."}, developer, {"role": "user", "content": "Go."}]}
+    developer = {
+        "role": "developer",
+        "content": [{"type": "input_text", "text": "Match this style:"}, {"type": "input_image", "image_url": url}],
+    }
+    req = {
+        "model": "m",
+        "instructions": "Be brief.",
+        "input": [{"role": "system", "content": "Lead."}, developer, {"role": "user", "content": "Go."}],
+    }
     mi = openai_responses.decode_request(body(req), CallIds()).model_input
     assert mi["systemPrompt"] == "Be brief.\n\nLead."  # the text-only leading messages, as before
     image = {"type": "image", "mediaType": "image/png", "sha256": hashlib.sha256(png).hexdigest(), "size": len(png)}
@@ -608,7 +615,14 @@ LOGPROBS = [
 ]
 CITATIONS = [
     {"type": "file_citation", "file_id": "file-9Ab", "filename": "spec.pdf", "index": 8},
-    {"type": "container_file_citation", "container_id": "cntr_1", "file_id": "cfile_2", "filename": "out.csv", "start_index": 0, "end_index": 3},
+    {
+        "type": "container_file_citation",
+        "container_id": "cntr_1",
+        "file_id": "cfile_2",
+        "filename": "out.csv",
+        "start_index": 0,
+        "end_index": 3,
+    },
     {"type": "url_citation", "url": "https://example.com/spec", "title": "Spec", "start_index": 4, "end_index": 8},
 ]
 
@@ -655,7 +669,9 @@ def test_logprobs_that_do_not_spell_the_text_stream_on_the_done_event() -> None:
     request = openai_responses.decode_request(body({"model": "m", "input": "Where?", "stream": True}), CallIds())
     odd = [{"token": "x", "logprob": -1.0, "bytes": [120], "top_logprobs": []}]
     output = openai_responses.decode_response(body(_cited(logprobs=odd)), CallIds(), request)
-    data = [json.loads(e.data) for e in parse_sse(openai_responses.encode_stream(output, request=request, ids=CallIds(), created_ms=CREATED_MS))]
+    data = [
+        json.loads(e.data) for e in parse_sse(openai_responses.encode_stream(output, request=request, ids=CallIds(), created_ms=CREATED_MS))
+    ]
     assert all(d["logprobs"] == [] for d in data if d["type"] == "response.output_text.delta")
     assert "".join(d["delta"] for d in data if d["type"] == "response.output_text.delta") == "See the spec."
     assert next(d for d in data if d["type"] == "response.output_text.done")["logprobs"] == odd

@@ -62,6 +62,7 @@ __all__ = [
     "encode_response",
     "encode_stream",
     "encode_stream_error",
+    "forward_body",
     "is_stream_end",
     "matches",
     "normalize_answer",
@@ -170,6 +171,6 @@ def speaks_for(path: str) -> bool:
 
 
 # The parts read the facts above: imported after them.
-from blackbox_mitm.codecs.openai_chat.request import decode_request, rewrite_tool_result  # noqa: E402
+from blackbox_mitm.codecs.openai_chat.request import decode_request, forward_body, rewrite_tool_result  # noqa: E402
 from blackbox_mitm.codecs.openai_chat.response import decode_response, encode_error, encode_response, normalize_answer  # noqa: E402
 from blackbox_mitm.codecs.openai_chat.stream import aggregate_stream, encode_stream, encode_stream_error, is_stream_end  # noqa: E402

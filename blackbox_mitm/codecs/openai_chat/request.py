@@ -1,4 +1,4 @@
-"""Chat-completions requests -> the neutral ``model_input``; a fork's edited tool result written back."""
+"""Chat-completions requests -> the neutral ``model_input``; a fork's edited tool result written back, and what it sends upstream."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from blackbox_mitm.cassette.payloads import Message, MessagePart, ModelInput, To
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.codecs.common.jsonio import dumps, load_object, loads_or_none
 from blackbox_mitm.codecs.openai_chat import EMPTY_SCHEMA, NAME, PARAMS, PROVIDER, REFUSALS, SYSTEM_JOINER
-from blackbox_mitm.codecs.openai_chat.audio import history_audio
+from blackbox_mitm.codecs.openai_chat.audio import forward_served_audio, history_audio
 from blackbox_mitm.codecs.openai_chat.fields import content_of, function_call, given, refusal_text, text_of
 
-__all__ = ["decode_request", "rewrite_tool_result"]
+__all__ = ["decode_request", "forward_body", "rewrite_tool_result"]
 
 
 def decode_request(body: bytes, ids: CallIds, *, path: str = "", query: str = "") -> DecodedRequest:
@@ -151,6 +151,14 @@ def _tool_result(msg: dict[str, Any], path: str, ids: CallIds, names: dict[str, 
     call_id = ids.neutral(native, name)
     name = name if name is not None else ids.name_of(call_id)
     return {"type": "tool_result", "toolCallId": call_id, "toolName": name or "", "result": result}
+
+
+def forward_body(body: bytes, ids: CallIds) -> bytes | None:
+    """The body to send upstream after a fork's cut: a served audio answer referred to by its transcript (``audio``)."""
+    req = loads_or_none(body)
+    if not isinstance(req, dict) or not forward_served_audio(req.get("messages"), ids):
+        return None
+    return dumps(req).encode()
 
 
 def rewrite_tool_result(body: bytes, ids: CallIds, call_id: str, text: str) -> bytes | None:
