@@ -636,7 +636,7 @@ def test_file_citations_and_logprobs_are_kept_with_the_answer_and_served_back_wh
     request = openai_responses.decode_request(body({"model": "m", "input": "Where?"}), CallIds())
     output = openai_responses.decode_response(body(_cited()), CallIds(), request)
     assert output["text"] == "See the spec."
-    assert output["parts"] == [{"type": "text", "text": "See the spec.", "annotations": CITATIONS, "logprobs": LOGPROBS}]
+    assert output["parts"] == [{"type": "text", "text": "See the spec.", "annotations": CITATIONS, "tokenLogprobs": LOGPROBS}]
     served = openai_responses.encode_response(output, request=request, ids=CallIds(), created_ms=CREATED_MS)
     [part] = served["output"][0]["content"]
     assert part == {"type": "output_text", "annotations": CITATIONS, "logprobs": LOGPROBS, "text": "See the spec."}
@@ -649,7 +649,7 @@ def test_logprobs_alone_make_the_answer_kept_part_by_part() -> None:
     resp = _cited()
     resp["output"][0]["content"][0]["annotations"] = []
     output = openai_responses.decode_response(body(resp), CallIds(), request)
-    assert output["parts"] == [{"type": "text", "text": "See the spec.", "logprobs": LOGPROBS}]
+    assert output["parts"] == [{"type": "text", "text": "See the spec.", "tokenLogprobs": LOGPROBS}]
 
 
 def test_a_stream_serves_one_delta_per_recorded_token_with_its_logprob() -> None:

