@@ -102,7 +102,10 @@ def test_a_developer_message_with_an_image_records_by_digest_and_replays_strictl
     assert "systemPrompt" not in step
     assert step["messages"][0] == {
         "role": "system",
-        "content": [{"type": "text", "text": "House style:"}, {"type": "image", "mediaType": "image/png", "sha256": digest, "size": len(PNG)}],
+        "content": [
+            {"type": "text", "text": "House style:"},
+            {"type": "image", "mediaType": "image/png", "sha256": digest, "size": len(PNG)},
+        ],
     }
     assert base64.b64encode(PNG).decode()[:200] not in cassette.read_text()  # the bytes are in the media file, once
     document = load_media(cassette, trace)
@@ -121,18 +124,46 @@ def test_a_developer_message_with_an_image_records_by_digest_and_replays_strictl
 def _cited_response() -> dict[str, Any]:
     text = "See limits.md."
     logprobs = [
-        {"token": "See", "logprob": -0.02, "bytes": list(b"See"), "top_logprobs": [{"token": "See", "logprob": -0.02, "bytes": list(b"See")}]},
-        {"token": " limits", "logprob": -0.31, "bytes": list(b" limits"), "top_logprobs": [{"token": " the", "logprob": -1.4, "bytes": list(b" the")}]},
-        {"token": ".md.", "logprob": -0.11, "bytes": list(b".md."), "top_logprobs": [{"token": ".md.", "logprob": -0.11, "bytes": list(b".md.")}]},
+        {
+            "token": "See",
+            "logprob": -0.02,
+            "bytes": list(b"See"),
+            "top_logprobs": [{"token": "See", "logprob": -0.02, "bytes": list(b"See")}],
+        },
+        {
+            "token": " limits",
+            "logprob": -0.31,
+            "bytes": list(b" limits"),
+            "top_logprobs": [{"token": " the", "logprob": -1.4, "bytes": list(b" the")}],
+        },
+        {
+            "token": ".md.",
+            "logprob": -0.11,
+            "bytes": list(b".md."),
+            "top_logprobs": [{"token": ".md.", "logprob": -0.11, "bytes": list(b".md.")}],
+        },
     ]
     annotations = [
         {"type": "file_citation", "file_id": "file-Lim1ts", "filename": "limits.md", "index": 14},
-        {"type": "container_file_citation", "container_id": "cntr_ab12", "file_id": "cfile_cd34", "filename": "limits.md", "start_index": 4, "end_index": 13},
+        {
+            "type": "container_file_citation",
+            "container_id": "cntr_ab12",
+            "file_id": "cfile_cd34",
+            "filename": "limits.md",
+            "start_index": 4,
+            "end_index": 13,
+        },
         {"type": "url_citation", "url": "https://docs.example.com/limits", "title": "Limits", "start_index": 4, "end_index": 13},
     ]
     part = {"type": "output_text", "text": text, "annotations": annotations, "logprobs": logprobs}
     message = {"id": "msg_0a1b2c", "type": "message", "status": "completed", "role": "assistant", "content": [part]}
-    usage = {"input_tokens": 12, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 3, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
+    usage = {
+        "input_tokens": 12,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 3,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 15,
+    }
     return {
         "id": "resp_0a1b2c3d",
         "object": "response",
@@ -155,7 +186,9 @@ def test_citations_of_every_kind_and_logprobs_are_recorded_and_replayed(mode: st
     response = _cited_response()
     answer = {"raw_events": events_of(response)} if mode == "stream" else {"raw": response}
     with FakeResponses([answer]) as fake:
-        rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), *remote_args(fake.url), "--", sys.executable, str(agent), mode)
+        rec = blackbox(
+            "record", "-o", str(cassette), "--confdir", str(confdir), *remote_args(fake.url), "--", sys.executable, str(agent), mode
+        )
     assert rec.returncode == 0, rec.stderr
     lines = rec.stdout.splitlines()
     assert lines[-3:] == [
@@ -183,7 +216,11 @@ def _rejects_unknown_audio(known: set[str]) -> Any:
         for i, msg in enumerate(body.get("messages") or []):
             audio = msg.get("audio") if msg.get("role") == "assistant" else None
             if isinstance(audio, dict) and audio.get("id") not in known:
-                return {"status": 400, "message": f"Audio with id '{audio.get('id')}' not found (messages[{i}].audio.id).", "retry_after_ms": None}
+                return {
+                    "status": 400,
+                    "message": f"Audio with id '{audio.get('id')}' not found (messages[{i}].audio.id).",
+                    "retry_after_ms": None,
+                }
         return {"raw": _chat_body("Hello... there.", WAV[::-1])}
 
     return respond
