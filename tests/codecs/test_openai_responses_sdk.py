@@ -273,6 +273,7 @@ CITED: dict[str, Any] = {
 def test_the_sdk_parses_served_file_citations_and_logprobs(replay: Replay, stream: bool) -> None:
     replay.answers.append(CITED)
     client = client_for(replay)
+    response: Any
     if stream:
         with client.responses.stream(model="gpt-4.1", input="Where?") as helper:
             deltas = [(e.delta, [lp.token for lp in e.logprobs]) for e in helper if e.type == "response.output_text.delta"]
@@ -280,7 +281,7 @@ def test_the_sdk_parses_served_file_citations_and_logprobs(replay: Replay, strea
         assert deltas == [("See", ["See"]), (" spec.md", [" spec.md"])]
     else:
         response = client.responses.create(model="gpt-4.1", input="Where?")
-    part = response.output[0].content[0]
+    part: Any = response.output[0].content[0]
     assert part.type == "output_text" and part.text == "See spec.md"
     assert [a.type for a in part.annotations] == ["file_citation", "container_file_citation"]
     assert part.logprobs is not None and [(lp.token, lp.logprob) for lp in part.logprobs] == [("See", -0.01), (" spec.md", -0.3)]
