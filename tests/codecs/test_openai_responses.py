@@ -396,6 +396,22 @@ def test_a_continuation_of_a_served_response_is_inlined_for_the_provider() -> No
     assert openai_responses.forward_body(body({"model": "m", "input": "hi"}), ids) is None
 
 
+def test_a_served_chain_that_began_with_a_developer_image_goes_upstream_with_the_same_bytes() -> None:
+    """After a fork's cut the chain is written out in full: the developer message's image is the agent's, byte for byte."""
+    import base64
+
+    url = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256))).decode()
+    developer = {"role": "developer", "content": [{"type": "input_text", "text": "Style:"}, {"type": "input_image", "image_url": url}]}
+    ids = CallIds()
+    first = openai_responses.decode_request(body({"model": "m", "input": [developer, {"role": "user", "content": "Go."}]}), ids)
+    served = openai_responses.encode_response({"type": "final_answer", "text": "Done."}, request=first, ids=ids, created_ms=CREATED_MS)
+    follow = {"model": "m", "previous_response_id": served["id"], "input": "Again."}
+    inlined = json.loads(openai_responses.forward_body(body(follow), ids) or b"null")
+    assert inlined["input"][0] == developer
+    again = openai_responses.decode_request(body(inlined), CallIds()).model_input
+    assert again["messages"][0] == first.model_input["messages"][0]
+
+
 def test_normalize_answer_accepts_responses_shapes_only() -> None:
     ids = CallIds()
     ids.register("call-4")
