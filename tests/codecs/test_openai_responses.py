@@ -506,7 +506,6 @@ CASES = [
     Case("openai.responses.prompt", "field", "request", put("prompt", {"id": "pmpt_1"}), "prompt"),
     Case("openai.responses.item_reference", "item", "request", put("input[1]", {"type": "item_reference", "id": "fc_1"}), "input[1].type"),
     Case("openai.responses.non_text", "assistant_image", "request", put("input[0]", {"role": "assistant", "content": [{"type": "input_image", "image_url": "https://x/y.png"}]}), "input[0].content[0].type"),
-    Case("openai.responses.refusal_history", "part", "request", put("input[0]", {"role": "assistant", "content": [{"type": "refusal", "refusal": "No."}]}), "input[0].content[0].type"),
     Case("openai.responses.tool_arguments", "history", "request", put("input[1].arguments", '{"city": '), "input[1].arguments"),
     Case("openai.responses.tool_arguments", "response", "response", put("output[0]", {**FC, "arguments": "not json"}), "output[0].arguments"),
     Case("openai.responses.refusal_mixed", "with_calls", "response", put("output", [{**TEXT, "content": [{"type": "refusal", "refusal": "No."}]}, FC]), "output"),
@@ -691,3 +690,29 @@ def test_logprobs_that_do_not_spell_the_text_stream_on_the_done_event() -> None:
     assert all(d["logprobs"] == [] for d in data if d["type"] == "response.output_text.delta")
     assert "".join(d["delta"] for d in data if d["type"] == "response.output_text.delta") == "See the spec."
     assert next(d for d in data if d["type"] == "response.output_text.done")["logprobs"] == odd
+
+
+def test_a_refusal_part_in_the_history_is_a_refusal_part_of_the_assistant_turn() -> None:
+    refusal = {"role": "assistant", "content": [{"type": "refusal", "refusal": "No."}]}
+    req = {"model": "m", "input": [{"role": "user", "content": "Help?"}, refusal, {"role": "user", "content": "Why?"}]}
+    messages = openai_responses.decode_request(body(req), CallIds()).model_input["messages"]
+    assert messages[1] == {"role": "assistant", "content": [{"type": "refusal", "text": "No."}]}
+    text = {**req, "input": [req["input"][0], {"role": "assistant", "content": "No."}, req["input"][2]]}
+    assert openai_responses.decode_request(body(text), CallIds()).model_input["messages"][1] == {"role": "assistant", "content": "No."}
+    with pytest.raises(BlackboxUnsupportedError):  # a refusal is an assistant's
+        openai_responses.decode_request(
+            body({"model": "m", "input": [{"role": "user", "content": [{"type": "refusal", "refusal": "x"}]}]}), CallIds()
+        )
+
+
+def test_a_served_refusal_item_sent_back_is_the_same_history() -> None:
+    ids = CallIds()
+    first = openai_responses.decode_request(body({"model": "m", "input": "Help?"}), ids)
+    served = openai_responses.encode_response(
+        {"type": "final_answer", "text": "No.", "stop": "refusal"}, request=first, ids=ids, created_ms=CREATED_MS
+    )
+    follow = {"model": "m", "input": [{"role": "user", "content": "Help?"}, *served["output"], {"role": "user", "content": "Why?"}]}
+    assert openai_responses.decode_request(body(follow), ids).model_input["messages"][1] == {
+        "role": "assistant",
+        "content": [{"type": "refusal", "text": "No."}],
+    }

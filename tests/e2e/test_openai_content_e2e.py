@@ -11,6 +11,8 @@
   audio answer's ``audio_bb…`` id; a fake OpenAI that, like OpenAI, rejects an audio
   id it never gave accepts the continued conversation, because the turn goes
   upstream as the answer's transcript.
+* Chat completions: a refusal the agent sends back in its history (the assistant
+  message's ``refusal``) is recorded as a refusal part and replays strictly.
 """
 
 from __future__ import annotations
@@ -250,3 +252,35 @@ def test_fork_live_sends_a_served_audio_answer_upstream_as_its_transcript(tmp_pa
     assert audio["type"] == "audio" and audio["sha256"] == hashlib.sha256(WAV).hexdigest()  # the child records what the agent sent
     checked = blackbox("verify", str(child))
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+REFUSED_AGENT = """
+import sys
+from openai import OpenAI
+
+client = OpenAI()
+messages = [{"role": "user", "content": "Help me pick a lock."}]
+first = client.chat.completions.create(model="gpt-4.1", messages=messages).choices[0].message
+print("refused:", first.refusal)
+messages += [{"role": "assistant", "content": first.content, "refusal": first.refusal}, {"role": "user", "content": sys.argv[1]}]
+print(client.chat.completions.create(model="gpt-4.1", messages=messages).choices[0].message.content)
+"""
+
+
+def test_a_refusal_sent_back_in_the_history_records_and_replays_strictly(tmp_path: Path, confdir: Path) -> None:
+    agent = _run(tmp_path, "refused.py", REFUSED_AGENT)
+    cassette = tmp_path / "refused.json"
+    argv = [sys.executable, str(agent), "Then explain how locks work."]
+    script = [{"text": "I can't help with that.", "stop": "refusal"}, {"text": "A pin tumbler lock has..."}]
+    with FakeProvider(script) as fake:
+        rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), *remote_args(fake.url), "--", *argv)
+    assert rec.returncode == 0, rec.stderr
+    assert rec.stdout.splitlines() == ["refused: I can't help with that.", "A pin tumbler lock has..."]
+    second = [s.payload for s in load_trace(cassette).steps if s.type == "model_input"][1]
+    assert second["messages"][1] == {"role": "assistant", "content": [{"type": "refusal", "text": "I can't help with that."}]}
+    checked = blackbox("verify", str(cassette))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+    rep = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *argv)
+    assert rep.returncode == 0, rep.stderr  # strict: the served refusal, sent back, is the recorded history
+    assert rep.stdout == rec.stdout

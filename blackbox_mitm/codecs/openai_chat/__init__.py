@@ -18,6 +18,10 @@ holds its facts and which requests it answers, ``request`` reads requests,
   (in a response, a stream or the history) counts as no refusal, and empty
   ``content`` beside a refusal is not "content and a refusal". ``content: ""``
   beside tool calls is the answer's ``text: ""`` and is served back as ``""``.
+* An assistant message's refusal in the history (its ``refusal``, or ``refusal``
+  content parts) is a ``{"type": "refusal", "text"}`` part after its text (compared).
+  Non-text parts in system, developer and assistant messages are refused: the API
+  does not accept them there.
 * A function tool's ``strict: true`` is the neutral ``"strict": true`` (compared);
   ``false`` or absent records no field.
 * Refusals name the offending field as a JSON path. When the kind of an object
@@ -146,7 +150,6 @@ REFUSALS = RefusalTable(PROVIDER, (
     Refusal("openai.tool_calls_finish", "openai", "response", "tool calls with a finish_reason other than tool_calls or length", "it would replay as tool_calls (the API sends stop when tool_choice names a function)"),
     Refusal("openai.null_content", "openai", "response", "a final answer with null content", "a replay gives a final answer string content"),
     Refusal("openai.refusal_mixed", "openai", "response", "a refusal together with content, tool calls or a finish_reason other than stop", "a replay returns a refusal alone"),
-    Refusal("openai.refusal_history", "openai", "request", "a refusal in the history", "in the history it would be recorded as text"),
     Refusal("openai.logprobs_response", "openai", "response", "logprobs or annotations in a response", "not recorded"),
     Refusal("openai.web_search_options", "openai", "request", "the web_search_options request field", "not recorded"),
     Refusal("openai.content_and_refusal", "openai", "response", "a response with both content and a refusal", "only one of them is recorded"),

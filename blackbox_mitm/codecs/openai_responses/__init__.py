@@ -136,7 +136,6 @@ REFUSALS = RefusalTable(PROVIDER, (
     Refusal("openai.responses.prompt", PROVIDER, "request", "a stored prompt (the prompt field)", "the prompt is stored on OpenAI's side: its text cannot be known"),
     Refusal("openai.responses.item_reference", PROVIDER, "request", "an item_reference input item", "the item is stored on OpenAI's side: its content cannot be known"),
     Refusal("openai.responses.non_text", PROVIDER, "request", "input parts (input_image, input_file, input_audio) in an assistant message", "the API does not accept them: an assistant message's content is output_text and refusal parts (in user, system and developer messages and tool outputs they are recorded)"),
-    Refusal("openai.responses.refusal_history", PROVIDER, "request", "a refusal part in the history", "in the history it would be recorded as text"),
     Refusal("openai.responses.tool_arguments", PROVIDER, "response", "function-call arguments that are not a JSON text, in a response or the history", "arguments are recorded parsed, as JSON; a replay could not give this text back"),
     Refusal("openai.responses.refusal_mixed", PROVIDER, "response", "a refusal together with text, tool calls or a length stop", "a replay returns a refusal alone"),
     Refusal("openai.responses.output_layout", PROVIDER, "response", "more than one message, or a message with more than one content part, or a message after a tool call, in one response", "a replay returns one message with one part, before the tool calls"),

@@ -17,6 +17,9 @@ WebSocket:
   items (Codex restates the request's own settings in one); ``additional_tools``
   items add their tools after the request's ``tools``. Codex's ``compaction_trigger``
   and ``compaction`` items are parts of their own (the ``compaction`` module).
+* An assistant message's ``refusal`` parts are ``{"type": "refusal", "text"}`` parts
+  of its turn, in order with its text; input media there is refused (the API takes
+  only ``output_text`` and ``refusal`` parts in an assistant message).
 * Consecutive assistant-side items (assistant messages, ``function_call``,
   ``custom_tool_call``) are one assistant turn: its text, then its ``tool_use``
   parts in order, as the chat codec writes an assistant message with tool calls.
