@@ -20,6 +20,7 @@ __all__ = [
     "MediaKind",
     "MediaPart",
     "ReasoningPart",
+    "RefusalPart",
     "Tokens",
     "compaction_of",
     "data_url",
@@ -216,6 +217,18 @@ class CompactionPart(TypedDict):
 
     type: Literal["compaction"]
     data: str
+
+
+class RefusalPart(TypedDict):
+    """Blackbox's extension: a refusal the model gave, sent back in an assistant message of the history.
+
+    OpenAI's ``refusal`` (chat completions: the message's ``refusal`` or a ``refusal``
+    content part; Responses: a ``refusal`` part). A part of its own so that a refusal and
+    the same words as text are not the same history; compared like any other part.
+    """
+
+    type: Literal["refusal"]
+    text: str
 
 
 def compaction_of(output: Any) -> CompactionPart | None:

@@ -27,6 +27,7 @@ from blackbox_mitm.cassette.extensions import (
     MediaKind,
     MediaPart,
     ReasoningPart,
+    RefusalPart,
     Tokens,
     compaction_of,
     data_url,
@@ -64,6 +65,7 @@ __all__ = [
     "ModelInput",
     "ModelOutput",
     "ReasoningPart",
+    "RefusalPart",
     "ServerToolCallPart",
     "ServerToolResultPart",
     "SingleToolCall",
@@ -125,7 +127,15 @@ class ToolResultPart(ToolResult):
 
 
 MessagePart = (
-    TextPart | ToolUsePart | ToolResultPart | MediaPart | ServerToolCallPart | ServerToolResultPart | CompactionTriggerPart | CompactionPart
+    TextPart
+    | ToolUsePart
+    | ToolResultPart
+    | MediaPart
+    | ServerToolCallPart
+    | ServerToolResultPart
+    | CompactionTriggerPart
+    | CompactionPart
+    | RefusalPart
 )
 
 

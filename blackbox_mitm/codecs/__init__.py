@@ -95,7 +95,8 @@ CODECS: dict[str, Codec] = {c.NAME: c for c in REGISTERED}
 
 # The capabilities each codec has, stated so that mypy checks the module against the sub-protocol
 # (tests/codecs/test_contract.py checks that isinstance finds exactly these at run time).
-CHAINING: tuple[ChainingCodec, ...] = (openai_responses,)
+# (chat completions: a served audio answer's id, which names nothing at OpenAI after a fork's cut)
+CHAINING: tuple[ChainingCodec, ...] = (openai_responses, openai_chat)
 TURN_FOLDING: tuple[TurnFoldingCodec, ...] = (gemini,)  # clients that send one turn as several messages
 WEBSOCKETS: tuple[WebSocketCapable, ...] = (openai_responses,)
 FRAMED: tuple[FramedStreamCodec, ...] = (bedrock, bedrock_converse)  # streams that are not server-sent events

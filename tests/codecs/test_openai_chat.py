@@ -915,6 +915,27 @@ CASES = [
         req_edit("messages[2].content[0]", {"type": "input_video", "input_video": {"data": "AAAA"}}),
         "messages[2].content[0].type",
     ),
+    Case(
+        "openai.non_text_role",
+        "system_image",
+        "request",
+        req_edit("messages[0]", {"role": "system", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}),
+        "messages[0].content[0].type",
+    ),
+    Case(
+        "openai.non_text_role",
+        "developer_file",
+        "request",
+        req_edit("messages[0]", {"role": "developer", "content": [{"type": "file", "file": {"file_id": "file-1"}}]}),
+        "messages[0].content[0].type",
+    ),
+    Case(
+        "openai.non_text_role",
+        "assistant_audio_part",
+        "request",
+        req_edit("messages[1].content", [{"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}]),
+        "messages[1].content[0].type",
+    ),
     Case("openai.custom_tool", "custom", "request", req_edit("tools[0]", {"type": "custom", "custom": {"name": "grep"}}), "tools[0].type"),
     Case(
         "openai.custom_tool_call",
@@ -1000,14 +1021,6 @@ CASES = [
         "response",
         both(message(refusal="No."), req_edit("choices[0].finish_reason", "length")),
         "choices[0].finish_reason",
-    ),
-    Case("openai.refusal_history", "field", "request", req_edit("messages[1].refusal", "I can't."), "messages[1].refusal"),
-    Case(
-        "openai.refusal_history",
-        "part",
-        "request",
-        req_edit("messages[1].content", [{"type": "refusal", "refusal": "I can't."}]),
-        "messages[1].content[0].type",
     ),
     Case(
         "openai.logprobs_response",
@@ -1180,3 +1193,40 @@ def test_images_files_and_audio_are_content_addressed_parts() -> None:
     ]
     with pytest.raises(BlackboxUnsupportedError, match="not base64"):
         decode({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,@@"}}]}]})
+
+
+def test_a_refusal_in_the_history_is_a_refusal_part_whichever_way_it_is_sent() -> None:
+    """The API takes an assistant's refusal back (the ``refusal`` field or a ``refusal`` part): a part of its own."""
+
+    def turn(**assistant: Any) -> Any:
+        req = {
+            "model": "m",
+            "messages": [{"role": "user", "content": "Help?"}, {"role": "assistant", **assistant}, {"role": "user", "content": "Why?"}],
+        }
+        return openai_chat.decode_request(json.dumps(req).encode(), CallIds()).model_input["messages"][1]
+
+    refused = {"role": "assistant", "content": [{"type": "refusal", "text": "I can't help with that."}]}
+    assert turn(content=None, refusal="I can't help with that.") == refused
+    assert turn(content=[{"type": "refusal", "refusal": "I can't help with that."}]) == refused
+    assert turn(content=[{"type": "refusal", "refusal": "I can't help with that."}], refusal="I can't help with that.") == refused
+    assert turn(content="I can't help with that.") == {"role": "assistant", "content": "I can't help with that."}  # text is not a refusal
+    assert turn(content="Partly: ", refusal="no more.") == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Partly: "}, {"type": "refusal", "text": "no more."}],
+    }
+    assert turn(content=None, refusal="") == {"role": "assistant", "content": ""}  # an empty refusal is no refusal
+
+
+def test_a_served_refusal_sent_back_matches_the_recorded_history() -> None:
+    """Record: the provider's refusal, sent back in the next request; replay: ours, sent back the same way."""
+    ids = CallIds()
+    request = openai_chat.decode_request(json.dumps({"model": "m", "messages": [{"role": "user", "content": "Help?"}]}).encode(), ids)
+    served = openai_chat.encode_response(
+        {"type": "final_answer", "text": "I can't.", "stop": "refusal"}, request=request, ids=ids, created_ms=1_000
+    )
+    message = served["choices"][0]["message"]
+    follow = {"model": "m", "messages": [{"role": "user", "content": "Help?"}, {k: message[k] for k in ("role", "content", "refusal")}]}
+    assert openai_chat.decode_request(json.dumps(follow).encode(), ids).model_input["messages"][1] == {
+        "role": "assistant",
+        "content": [{"type": "refusal", "text": "I can't."}],
+    }

@@ -209,3 +209,47 @@ def test_audio_beside_tool_calls_keeps_both() -> None:
     assert (
         base64.b64decode(served["message"]["audio"]["data"]) == AUDIO and served["message"]["tool_calls"][0]["function"]["name"] == "lookup"
     )
+
+
+def _served(ids: CallIds) -> str:
+    """The audio id a replay served for the recorded answer (mapped in ``ids``)."""
+    out, _ = _decode(CallIds(), _request(CallIds()))
+    with resolving({SHA: AUDIO}):
+        served = openai_chat.encode_response(out, request=_request(ids), ids=ids, created_ms=CREATED * 1000)
+    audio_id: str = served["choices"][0]["message"]["audio"]["id"]
+    return audio_id
+
+
+def test_after_a_forks_cut_a_served_audio_id_goes_upstream_as_its_transcript() -> None:
+    ids = CallIds()
+    served = _served(ids)
+    body: dict[str, Any] = {
+        "model": "gpt-4o-audio-preview",
+        "messages": [
+            {"role": "user", "content": "Say hello."},
+            {"role": "assistant", "audio": {"id": served}},
+            {"role": "assistant", "content": "And more.", "audio": {"id": served}},
+            {"role": "assistant", "audio": {"id": NATIVE}},  # not ours (a live answer after the cut): as sent
+            {"role": "user", "content": "Now slower."},
+        ],
+    }
+    forwarded = openai_chat.forward_body(json.dumps(body).encode(), ids)
+    assert forwarded is not None
+    messages = json.loads(forwarded)["messages"]
+    assert messages[1] == {"role": "assistant", "content": "Hello there!"}
+    assert messages[2] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Hello there!"}, {"type": "text", "text": "And more."}],
+    }
+    assert messages[3] == {"role": "assistant", "audio": {"id": NATIVE}}
+    assert messages[0] == body["messages"][0] and messages[4] == body["messages"][4]
+    recorded: Any = _request(ids, body["messages"][:2]).model_input["messages"][1]["content"]
+    assert recorded[0]["sha256"] == SHA  # what is recorded: the audio, compared by digest
+
+
+def test_a_body_without_a_served_audio_id_is_forwarded_as_sent() -> None:
+    ids = CallIds()
+    _served(ids)
+    plain = {"model": "m", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "audio": {"id": NATIVE}}]}
+    assert openai_chat.forward_body(json.dumps(plain).encode(), ids) is None
+    assert openai_chat.forward_body(b"not json", ids) is None

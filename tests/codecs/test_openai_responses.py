@@ -242,6 +242,40 @@ def test_a_later_developer_message_stays_in_the_transcript_as_system() -> None:
     ]
 
 
+def test_images_and_files_in_system_and_developer_messages_are_system_messages_of_parts() -> None:
+    """The API takes input_image / input_file there as in a user message: a "system" message of parts, compared by digest."""
+    import base64
+    import hashlib
+
+    png = b"\x89PNG\r\n\x1a\nstyle-guide"
+    url = "data:image/png;base64," + base64.b64encode(png).decode()
+    developer = {
+        "role": "developer",
+        "content": [{"type": "input_text", "text": "Match this style:"}, {"type": "input_image", "image_url": url}],
+    }
+    req = {
+        "model": "m",
+        "instructions": "Be brief.",
+        "input": [{"role": "system", "content": "Lead."}, developer, {"role": "user", "content": "Go."}],
+    }
+    mi = openai_responses.decode_request(body(req), CallIds()).model_input
+    assert mi["systemPrompt"] == "Be brief.\n\nLead."  # the text-only leading messages, as before
+    image = {"type": "image", "mediaType": "image/png", "sha256": hashlib.sha256(png).hexdigest(), "size": len(png)}
+    assert mi["messages"] == [
+        {"role": "system", "content": [{"type": "text", "text": "Match this style:"}, image]},
+        {"role": "user", "content": "Go."},
+    ]
+    later = {"role": "system", "content": [{"type": "input_file", "file_id": "file-abc", "filename": "spec.pdf"}]}
+    req2 = {"model": "m", "input": [{"role": "user", "content": "a"}, later]}
+    assert openai_responses.decode_request(body(req2), CallIds()).model_input["messages"][1] == {
+        "role": "system",
+        "content": [{"type": "document", "file": "file-abc", "name": "spec.pdf"}],
+    }
+    other = dict(developer, content=[developer["content"][0], {"type": "input_image", "image_url": url[:-8] + "AAAAAAA="}])
+    changed = openai_responses.decode_request(body({**req, "input": [req["input"][0], other, req["input"][2]]}), CallIds()).model_input
+    assert changed["messages"][0] != mi["messages"][0]  # another image, another digest
+
+
 def test_served_responses_continue_a_chain_in_replay() -> None:
     """A replay's response ids are ours and resolved from the run's store, as the recorded ones were."""
     (first, call), (second, _) = run("tool_round_chained")
@@ -362,6 +396,22 @@ def test_a_continuation_of_a_served_response_is_inlined_for_the_provider() -> No
     assert openai_responses.forward_body(body({"model": "m", "input": "hi"}), ids) is None
 
 
+def test_a_served_chain_that_began_with_a_developer_image_goes_upstream_with_the_same_bytes() -> None:
+    """After a fork's cut the chain is written out in full: the developer message's image is the agent's, byte for byte."""
+    import base64
+
+    url = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256))).decode()
+    developer = {"role": "developer", "content": [{"type": "input_text", "text": "Style:"}, {"type": "input_image", "image_url": url}]}
+    ids = CallIds()
+    first = openai_responses.decode_request(body({"model": "m", "input": [developer, {"role": "user", "content": "Go."}]}), ids)
+    served = openai_responses.encode_response({"type": "final_answer", "text": "Done."}, request=first, ids=ids, created_ms=CREATED_MS)
+    follow = {"model": "m", "previous_response_id": served["id"], "input": "Again."}
+    inlined = json.loads(openai_responses.forward_body(body(follow), ids) or b"null")
+    assert inlined["input"][0] == developer
+    again = openai_responses.decode_request(body(inlined), CallIds()).model_input
+    assert again["messages"][0] == first.model_input["messages"][0]
+
+
 def test_normalize_answer_accepts_responses_shapes_only() -> None:
     ids = CallIds()
     ids.register("call-4")
@@ -455,11 +505,9 @@ CASES = [
     Case("openai.responses.previous_response_id", "unknown", "request", put("previous_response_id", "resp_never_seen"), "previous_response_id"),
     Case("openai.responses.prompt", "field", "request", put("prompt", {"id": "pmpt_1"}), "prompt"),
     Case("openai.responses.item_reference", "item", "request", put("input[1]", {"type": "item_reference", "id": "fc_1"}), "input[1].type"),
-    Case("openai.responses.non_text", "developer_image", "request", put("input[0]", {"role": "developer", "content": [{"type": "input_image", "image_url": "https://x/y.png"}]}), "input[0].content[0].type"),
-    Case("openai.responses.refusal_history", "part", "request", put("input[0]", {"role": "assistant", "content": [{"type": "refusal", "refusal": "No."}]}), "input[0].content[0].type"),
+    Case("openai.responses.non_text", "assistant_image", "request", put("input[0]", {"role": "assistant", "content": [{"type": "input_image", "image_url": "https://x/y.png"}]}), "input[0].content[0].type"),
     Case("openai.responses.tool_arguments", "history", "request", put("input[1].arguments", '{"city": '), "input[1].arguments"),
     Case("openai.responses.tool_arguments", "response", "response", put("output[0]", {**FC, "arguments": "not json"}), "output[0].arguments"),
-    Case("openai.responses.annotations", "logprobs", "stream", put("output[0].content[0].logprobs", [{"token": "4", "logprob": -0.1}]), "output[0].content[0].logprobs"),
     Case("openai.responses.refusal_mixed", "with_calls", "response", put("output", [{**TEXT, "content": [{"type": "refusal", "refusal": "No."}]}, FC]), "output"),
     Case("openai.responses.output_layout", "two_messages", "response", put("output", [TEXT, TEXT]), "output[1]"),
     Case("openai.responses.output_layout", "text_after_call", "stream", put("output", [FC, TEXT]), "output[1]"),
@@ -571,3 +619,100 @@ def test_images_files_and_audio_in_user_messages_and_tool_outputs_are_content_ad
     assert mi["messages"][3]["content"] == [
         {"type": "document", "mediaType": "application/pdf", "sha256": hashlib.sha256(b"%PDF-1.4").hexdigest(), "size": 8, "name": "r.pdf"}
     ]
+
+
+# --- annotations of every kind and logprobs on output text ------------------------------------
+
+LOGPROBS = [
+    {"token": "See", "logprob": -0.01, "bytes": [83, 101, 101], "top_logprobs": []},
+    {"token": " the", "logprob": -0.2, "bytes": [32, 116, 104, 101], "top_logprobs": [{"token": " a", "logprob": -2.1, "bytes": [32, 97]}]},
+    {"token": " spec.", "logprob": -0.4, "bytes": [32, 115, 112, 101, 99, 46], "top_logprobs": []},
+]
+CITATIONS = [
+    {"type": "file_citation", "file_id": "file-9Ab", "filename": "spec.pdf", "index": 8},
+    {
+        "type": "container_file_citation",
+        "container_id": "cntr_1",
+        "file_id": "cfile_2",
+        "filename": "out.csv",
+        "start_index": 0,
+        "end_index": 3,
+    },
+    {"type": "url_citation", "url": "https://example.com/spec", "title": "Spec", "start_index": 4, "end_index": 8},
+]
+
+
+def _cited(text: str = "See the spec.", logprobs: list[Any] | None = None) -> dict[str, Any]:
+    part = {"type": "output_text", "text": text, "annotations": CITATIONS, "logprobs": LOGPROBS if logprobs is None else logprobs}
+    return {**BASE_RESPONSE, "output": [{**TEXT, "content": [part]}]}
+
+
+def test_file_citations_and_logprobs_are_kept_with_the_answer_and_served_back_whole() -> None:
+    request = openai_responses.decode_request(body({"model": "m", "input": "Where?"}), CallIds())
+    output = openai_responses.decode_response(body(_cited()), CallIds(), request)
+    assert output["text"] == "See the spec."
+    assert output["parts"] == [{"type": "text", "text": "See the spec.", "annotations": CITATIONS, "tokenLogprobs": LOGPROBS}]
+    served = openai_responses.encode_response(output, request=request, ids=CallIds(), created_ms=CREATED_MS)
+    [part] = served["output"][0]["content"]
+    assert part == {"type": "output_text", "annotations": CITATIONS, "logprobs": LOGPROBS, "text": "See the spec."}
+    again = openai_responses.decode_response(body(served), CallIds(), request)
+    assert again == output  # a replay's answer records as the recorded one
+
+
+def test_logprobs_alone_make_the_answer_kept_part_by_part() -> None:
+    request = openai_responses.decode_request(body({"model": "m", "input": "Where?"}), CallIds())
+    resp = _cited()
+    resp["output"][0]["content"][0]["annotations"] = []
+    output = openai_responses.decode_response(body(resp), CallIds(), request)
+    assert output["parts"] == [{"type": "text", "text": "See the spec.", "tokenLogprobs": LOGPROBS}]
+
+
+def test_a_stream_serves_one_delta_per_recorded_token_with_its_logprob() -> None:
+    request = openai_responses.decode_request(body({"model": "m", "input": "Where?", "stream": True}), CallIds())
+    output = openai_responses.decode_response(body(_cited()), CallIds(), request)
+    events = parse_sse(openai_responses.encode_stream(output, request=request, ids=CallIds(), created_ms=CREATED_MS))
+    data = [json.loads(e.data) for e in events]
+    deltas = [d for d in data if d["type"] == "response.output_text.delta"]
+    assert [(d["delta"], d["logprobs"]) for d in deltas] == [(lp["token"], [lp]) for lp in LOGPROBS]
+    added = [d["annotation"] for d in data if d["type"] == "response.output_text.annotation.added"]
+    assert added == CITATIONS
+    assert next(d for d in data if d["type"] == "response.output_text.done")["logprobs"] == LOGPROBS
+    assert openai_responses.decode_response(openai_responses.aggregate_stream(events), CallIds(), request) == output
+
+
+def test_logprobs_that_do_not_spell_the_text_stream_on_the_done_event() -> None:
+    request = openai_responses.decode_request(body({"model": "m", "input": "Where?", "stream": True}), CallIds())
+    odd = [{"token": "x", "logprob": -1.0, "bytes": [120], "top_logprobs": []}]
+    output = openai_responses.decode_response(body(_cited(logprobs=odd)), CallIds(), request)
+    data = [
+        json.loads(e.data) for e in parse_sse(openai_responses.encode_stream(output, request=request, ids=CallIds(), created_ms=CREATED_MS))
+    ]
+    assert all(d["logprobs"] == [] for d in data if d["type"] == "response.output_text.delta")
+    assert "".join(d["delta"] for d in data if d["type"] == "response.output_text.delta") == "See the spec."
+    assert next(d for d in data if d["type"] == "response.output_text.done")["logprobs"] == odd
+
+
+def test_a_refusal_part_in_the_history_is_a_refusal_part_of_the_assistant_turn() -> None:
+    refusal = {"role": "assistant", "content": [{"type": "refusal", "refusal": "No."}]}
+    req = {"model": "m", "input": [{"role": "user", "content": "Help?"}, refusal, {"role": "user", "content": "Why?"}]}
+    messages = openai_responses.decode_request(body(req), CallIds()).model_input["messages"]
+    assert messages[1] == {"role": "assistant", "content": [{"type": "refusal", "text": "No."}]}
+    text = {**req, "input": [req["input"][0], {"role": "assistant", "content": "No."}, req["input"][2]]}
+    assert openai_responses.decode_request(body(text), CallIds()).model_input["messages"][1] == {"role": "assistant", "content": "No."}
+    with pytest.raises(BlackboxUnsupportedError):  # a refusal is an assistant's
+        openai_responses.decode_request(
+            body({"model": "m", "input": [{"role": "user", "content": [{"type": "refusal", "refusal": "x"}]}]}), CallIds()
+        )
+
+
+def test_a_served_refusal_item_sent_back_is_the_same_history() -> None:
+    ids = CallIds()
+    first = openai_responses.decode_request(body({"model": "m", "input": "Help?"}), ids)
+    served = openai_responses.encode_response(
+        {"type": "final_answer", "text": "No.", "stop": "refusal"}, request=first, ids=ids, created_ms=CREATED_MS
+    )
+    follow = {"model": "m", "input": [{"role": "user", "content": "Help?"}, *served["output"], {"role": "user", "content": "Why?"}]}
+    assert openai_responses.decode_request(body(follow), ids).model_input["messages"][1] == {
+        "role": "assistant",
+        "content": [{"type": "refusal", "text": "No."}],
+    }

@@ -234,3 +234,72 @@ def test_the_in_stream_error_raises_in_the_sdk(replay: Replay) -> None:
 
 def _request() -> DecodedRequest:
     return openai_responses.decode_request(b'{"model": "gpt-4.1", "input": "hi", "stream": true}', CallIds())
+
+
+LOGPROBS = [
+    {"token": "See", "logprob": -0.01, "bytes": [83, 101, 101], "top_logprobs": []},
+    {
+        "token": " spec.md",
+        "logprob": -0.3,
+        "bytes": list(b" spec.md"),
+        "top_logprobs": [{"token": " a", "logprob": -2.0, "bytes": [32, 97]}],
+    },
+]
+CITED: dict[str, Any] = {
+    "type": "final_answer",
+    "text": "See spec.md",
+    "parts": [
+        {
+            "type": "text",
+            "text": "See spec.md",
+            "annotations": [
+                {"type": "file_citation", "file_id": "file-1", "filename": "spec.md", "index": 11},
+                {
+                    "type": "container_file_citation",
+                    "container_id": "cntr_1",
+                    "file_id": "cfile_1",
+                    "filename": "spec.md",
+                    "start_index": 4,
+                    "end_index": 11,
+                },
+            ],
+            "tokenLogprobs": LOGPROBS,
+        }
+    ],
+}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_the_sdk_parses_served_file_citations_and_logprobs(replay: Replay, stream: bool) -> None:
+    replay.answers.append(CITED)
+    client = client_for(replay)
+    response: Any
+    if stream:
+        with client.responses.stream(model="gpt-4.1", input="Where?") as helper:
+            deltas = [(e.delta, [lp.token for lp in e.logprobs]) for e in helper if e.type == "response.output_text.delta"]
+            response = helper.get_final_response()
+        assert deltas == [("See", ["See"]), (" spec.md", [" spec.md"])]
+    else:
+        response = client.responses.create(model="gpt-4.1", input="Where?")
+    part: Any = response.output[0].content[0]
+    assert part.type == "output_text" and part.text == "See spec.md"
+    assert [a.type for a in part.annotations] == ["file_citation", "container_file_citation"]
+    assert part.logprobs is not None and [(lp.token, lp.logprob) for lp in part.logprobs] == [("See", -0.01), (" spec.md", -0.3)]
+    assert part.logprobs[1].top_logprobs[0].token == " a"
+
+
+def test_a_developer_message_with_an_image_sent_with_the_sdks_types_is_a_system_message_of_parts(replay: Replay) -> None:
+    replay.answers.append(SHAPES["text"])
+    url = "data:image/png;base64,iVBORw0KGgo="
+    items: list[ResponseInputItemParam] = [
+        {
+            "type": "message",
+            "role": "developer",
+            "content": [{"type": "input_text", "text": "Style:"}, {"type": "input_image", "image_url": url, "detail": "low"}],
+        },
+        {"role": "user", "content": "Go."},
+    ]
+    client_for(replay).responses.create(model="gpt-4.1", input=items)
+    [request] = replay.decoded
+    system = request.model_input["messages"][0]
+    assert system["role"] == "system" and listed(system["content"])[1]["type"] == "image"

@@ -18,6 +18,10 @@ holds its facts and which requests it answers, ``request`` reads requests,
   (in a response, a stream or the history) counts as no refusal, and empty
   ``content`` beside a refusal is not "content and a refusal". ``content: ""``
   beside tool calls is the answer's ``text: ""`` and is served back as ``""``.
+* An assistant message's refusal in the history (its ``refusal``, or ``refusal``
+  content parts) is a ``{"type": "refusal", "text"}`` part after its text (compared).
+  Non-text parts in system, developer and assistant messages are refused: the API
+  does not accept them there.
 * A function tool's ``strict: true`` is the neutral ``"strict": true`` (compared);
   ``false`` or absent records no field.
 * Refusals name the offending field as a JSON path. When the kind of an object
@@ -62,6 +66,7 @@ __all__ = [
     "encode_response",
     "encode_stream",
     "encode_stream_error",
+    "forward_body",
     "is_stream_end",
     "matches",
     "normalize_answer",
@@ -130,7 +135,8 @@ PARAMS: tuple[tuple[str, str], ...] = (
 # One row per line: this is a table (docs/gen_refusals.py prints it).
 # fmt: off
 REFUSALS = RefusalTable(PROVIDER, (
-    Refusal("openai.image_content", "openai", "request", "a content part of a type Blackbox does not read (in a system, developer or assistant message: any non-text part)", "not recorded: only text, images, files and audio input are"),
+    Refusal("openai.image_content", "openai", "request", "a content part of a type Blackbox does not read, in a user or tool message", "not recorded: only text, images, files and audio input are"),
+    Refusal("openai.non_text_role", "openai", "request", "a non-text content part (image_url, input_audio, file) in a system, developer or assistant message", "the API does not accept it: system and developer messages take text parts, an assistant message text and refusal parts"),
     Refusal("openai.custom_tool", "openai", "request", "OpenAI custom tools (type: custom)", "custom tools are not supported yet: use function tools"),
     Refusal("openai.custom_tool_call", "openai", "response", "a custom tool call in a response or the history", "custom tools are not supported yet: use function tools"),
     Refusal("openai.n", "openai", "request", "several choices per request (n > 1)", "several choices per request are not supported: a replay returns one"),
@@ -144,7 +150,6 @@ REFUSALS = RefusalTable(PROVIDER, (
     Refusal("openai.tool_calls_finish", "openai", "response", "tool calls with a finish_reason other than tool_calls or length", "it would replay as tool_calls (the API sends stop when tool_choice names a function)"),
     Refusal("openai.null_content", "openai", "response", "a final answer with null content", "a replay gives a final answer string content"),
     Refusal("openai.refusal_mixed", "openai", "response", "a refusal together with content, tool calls or a finish_reason other than stop", "a replay returns a refusal alone"),
-    Refusal("openai.refusal_history", "openai", "request", "a refusal in the history", "in the history it would be recorded as text"),
     Refusal("openai.logprobs_response", "openai", "response", "logprobs or annotations in a response", "not recorded"),
     Refusal("openai.web_search_options", "openai", "request", "the web_search_options request field", "not recorded"),
     Refusal("openai.content_and_refusal", "openai", "response", "a response with both content and a refusal", "only one of them is recorded"),
@@ -169,6 +174,6 @@ def speaks_for(path: str) -> bool:
 
 
 # The parts read the facts above: imported after them.
-from blackbox_mitm.codecs.openai_chat.request import decode_request, rewrite_tool_result  # noqa: E402
+from blackbox_mitm.codecs.openai_chat.request import decode_request, forward_body, rewrite_tool_result  # noqa: E402
 from blackbox_mitm.codecs.openai_chat.response import decode_response, encode_error, encode_response, normalize_answer  # noqa: E402
 from blackbox_mitm.codecs.openai_chat.stream import aggregate_stream, encode_stream, encode_stream_error, is_stream_end  # noqa: E402

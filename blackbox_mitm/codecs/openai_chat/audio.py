@@ -17,6 +17,12 @@ the same way. An assistant message of a later request that refers to the audio
 at replay as at record. ``expires_at`` is kept as its offset from the answer's
 ``created`` (``expiresIn``, seconds) and served as the served ``created`` plus
 that offset: the recorded lifetime, relative to the answer's own time.
+
+After a fork's cut (``forward_body``) the request goes to OpenAI, where a served
+``audio_bb…`` id names nothing: each assistant message whose ``audio`` is one we
+served is sent with the answer's transcript as its text content instead (text
+the API accepts in an assistant message), and without ``audio``. The provider
+then sees what was said as text; the recorded step still holds the audio part.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ __all__ = [
     "answer_audio",
     "audio_deltas",
     "finish_audio",
+    "forward_served_audio",
     "history_audio",
     "merge_audio_delta",
     "served_audio",
@@ -50,6 +57,12 @@ _FORMATS = {"wav": "audio/wav", "mp3": "audio/mpeg", "flac": "audio/flac", "opus
 
 def _known(ids: CallIds) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = ids.codec_state(NAME).setdefault("audio", {})
+    return found
+
+
+def _spoken(ids: CallIds) -> dict[str, str]:
+    """Our served audio ids -> the transcript of the answer each came with (for ``forward_served_audio``)."""
+    found: dict[str, str] = ids.codec_state(NAME).setdefault("served_audio", {})
     return found
 
 
@@ -117,6 +130,7 @@ def served_audio(part: Mapping[str, Any], ids: CallIds, created_ms: int) -> dict
     """The wire ``message.audio`` of a served answer: our id (mapped for the next request), the recorded bytes."""
     served = SERVED_PREFIX + digest(f"{created_ms}:{part.get('sha256')}")
     _known(ids)[served] = _history_part(part)
+    _spoken(ids)[served] = str(part.get("transcript", ""))
     out: dict[str, Any] = {"id": served, "data": base64.b64encode(bytes_for(part)).decode("ascii")}
     expires_in = part.get("expiresIn")
     out["expires_at"] = created_ms // 1000 + (expires_in if isinstance(expires_in, int) else DEFAULT_LIFETIME)
@@ -155,3 +169,23 @@ def finish_audio(message: dict[str, Any]) -> None:
     audio = message.get("audio")
     if isinstance(audio, dict) and "_data" in audio:
         audio["data"] = base64.b64encode(audio.pop("_data")).decode("ascii")
+
+
+def forward_served_audio(messages: Any, ids: CallIds) -> bool:
+    """An assistant message's ``audio: {id}`` naming an answer we served -> its transcript as text; whether any changed."""
+    spoken = _spoken(ids)
+    changed = False
+    for msg in messages if isinstance(messages, list) else []:
+        audio = msg.get("audio") if isinstance(msg, dict) and msg.get("role") == "assistant" else None
+        native = audio.get("id") if isinstance(audio, dict) else None
+        if not isinstance(native, str) or native not in spoken:
+            continue
+        said, content = spoken[native], msg.get("content")
+        if content is None or content == "":
+            msg["content"] = said
+        else:  # text the message also carried: after what was said, as text parts
+            rest = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+            msg["content"] = [{"type": "text", "text": said}, *rest]
+        del msg["audio"]
+        changed = True
+    return changed

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from blackbox_mitm.cassette.payloads import MediaPart, data_url, joined_parts, media_part
+from blackbox_mitm.cassette.payloads import MediaPart, RefusalPart, TextPart, data_url, joined_parts, media_part
 from blackbox_mitm.codecs.openai_chat import REFUSALS
 
-__all__ = ["AZURE_FILTERS", "content_of", "filtered_at", "function_call", "given", "media_of", "refusal_text", "text_of"]
+__all__ = ["AZURE_FILTERS", "assistant_parts", "content_of", "filtered_at", "function_call", "given", "media_of", "refusal_text", "text_of"]
 
 # Azure OpenAI's content-filter annotations: on the response (the prompt's) and on each choice (the answer's).
 AZURE_FILTERS = ("prompt_filter_results", "content_filter_results")
@@ -22,26 +22,37 @@ def refusal_text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def text_of(content: Any, path: str, *, assistant: bool = False) -> str:
-    """A message's text: a string as is, text parts joined with ``""``; anything else is refused."""
+def text_of(content: Any, path: str) -> str:
+    """A message's text: a string as is, text parts joined with ``""``; anything else is refused.
+
+    System and developer messages are read with this alone: the API takes only text parts there, so
+    an image, audio or file part is refused as something the API does not accept.
+    """
+    return "".join(p["text"] for p in _parts(content, path, refusals=False))
+
+
+def assistant_parts(content: Any, path: str) -> list[TextPart | RefusalPart]:
+    """An assistant message's content in order: its text parts (a string is one; null none) and refusal parts."""
+    return [] if content is None else _parts(content, path, refusals=True)
+
+
+def _parts(content: Any, path: str, *, refusals: bool) -> list[TextPart | RefusalPart]:
     if isinstance(content, str):
-        return content
-    if content is None and assistant:
-        return ""
+        return [{"type": "text", "text": content}]
     if not isinstance(content, list):
         REFUSALS.malformed(path, "content is neither a string nor a list of parts")
-    texts: list[str] = []
+    out: list[TextPart | RefusalPart] = []
     for j, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
         if kind == "text" and isinstance(part.get("text"), str):
-            texts.append(part["text"])
-        elif kind == "refusal" and assistant:
-            REFUSALS.refuse("openai.refusal_history", f"{path}[{j}].type")
-        elif isinstance(kind, str) and kind != "text":
-            REFUSALS.refuse("openai.image_content", f"{path}[{j}].type")
+            out.append({"type": "text", "text": part["text"]})
+        elif kind == "refusal" and refusals and isinstance(part.get("refusal"), str):
+            out.append({"type": "refusal", "text": part["refusal"]})
+        elif isinstance(kind, str) and kind not in ("text", "refusal"):  # only system, developer and assistant content gets here
+            REFUSALS.refuse("openai.non_text_role", f"{path}[{j}].type", kind)
         else:
             REFUSALS.malformed(f"{path}[{j}]", "a content part is not a text part")
-    return "".join(texts)
+    return out
 
 
 def content_of(content: Any, path: str) -> Any:

@@ -1,4 +1,4 @@
-"""Chat-completions requests -> the neutral ``model_input``; a fork's edited tool result written back."""
+"""Chat-completions requests -> the neutral ``model_input``; a fork's edited tool result written back, and what it sends upstream."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from blackbox_mitm.cassette.payloads import Message, MessagePart, ModelInput, To
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.codecs.common.jsonio import dumps, load_object, loads_or_none
 from blackbox_mitm.codecs.openai_chat import EMPTY_SCHEMA, NAME, PARAMS, PROVIDER, REFUSALS, SYSTEM_JOINER
-from blackbox_mitm.codecs.openai_chat.audio import history_audio
-from blackbox_mitm.codecs.openai_chat.fields import content_of, function_call, given, refusal_text, text_of
+from blackbox_mitm.codecs.openai_chat.audio import forward_served_audio, history_audio
+from blackbox_mitm.codecs.openai_chat.fields import assistant_parts, content_of, function_call, given, refusal_text, text_of
 
-__all__ = ["decode_request", "rewrite_tool_result"]
+__all__ = ["decode_request", "forward_body", "rewrite_tool_result"]
 
 
 def decode_request(body: bytes, ids: CallIds, *, path: str = "", query: str = "") -> DecodedRequest:
@@ -119,20 +119,36 @@ def _decode_messages(raw: Any, ids: CallIds) -> tuple[str | None, list[Message]]
     return (SYSTEM_JOINER.join(system) if system else None), out
 
 
+def _said(msg: dict[str, Any], path: str) -> list[MessagePart]:
+    """An assistant message's text and refusal parts in order (adjacent text joined, empty text dropped).
+
+    A refusal (the ``refusal`` field, or ``refusal`` content parts) is a part of its own, after the text.
+    """
+    content: list[MessagePart] = list(assistant_parts(msg.get("content"), f"{path}.content"))
+    refusal = refusal_text(msg.get("refusal"))
+    if refusal is not None and not any(p["type"] == "refusal" for p in content):
+        content.append({"type": "refusal", "text": refusal})
+    out: list[MessagePart] = []
+    for part in content:
+        last = out[-1] if out else None
+        if part["type"] == "text" and last is not None and last["type"] == "text":
+            out[-1] = {"type": "text", "text": last["text"] + part["text"]}
+        elif part["type"] != "text" or part["text"]:
+            out.append(part)
+    return out
+
+
 def _assistant_turn(msg: dict[str, Any], path: str, ids: CallIds, names: dict[str, str]) -> Message:
-    if refusal_text(msg.get("refusal")) is not None:
-        REFUSALS.refuse("openai.refusal_history", f"{path}.refusal")
     if given(msg, "function_call"):
         REFUSALS.refuse("openai.function_call_message", f"{path}.function_call")
-    text = text_of(msg.get("content"), f"{path}.content", assistant=True)
+    said = _said(msg, path)
     calls = msg.get("tool_calls")
     audio: list[MessagePart] = [history_audio(msg["audio"], f"{path}.audio", ids)] if given(msg, "audio") else []  # type: ignore[list-item]
-    if not calls and not audio:
-        return {"role": "assistant", "content": text}
+    if not calls and not audio and all(p["type"] == "text" for p in said):
+        return {"role": "assistant", "content": "".join(p["text"] for p in said if p["type"] == "text")}
     if calls and not isinstance(calls, list):
         REFUSALS.malformed(f"{path}.tool_calls", "tool_calls is not a list")
-    parts: list[MessagePart] = [{"type": "text", "text": text}] if text else []
-    parts += audio
+    parts: list[MessagePart] = [*said, *audio]
     for j, call in enumerate(calls or []):
         native, name, tool_input = function_call(call, f"{path}.tool_calls[{j}]")
         if native is None:
@@ -151,6 +167,14 @@ def _tool_result(msg: dict[str, Any], path: str, ids: CallIds, names: dict[str, 
     call_id = ids.neutral(native, name)
     name = name if name is not None else ids.name_of(call_id)
     return {"type": "tool_result", "toolCallId": call_id, "toolName": name or "", "result": result}
+
+
+def forward_body(body: bytes, ids: CallIds) -> bytes | None:
+    """The body to send upstream after a fork's cut: a served audio answer referred to by its transcript (``audio``)."""
+    req = loads_or_none(body)
+    if not isinstance(req, dict) or not forward_served_audio(req.get("messages"), ids):
+        return None
+    return dumps(req).encode()
 
 
 def rewrite_tool_result(body: bytes, ids: CallIds, call_id: str, text: str) -> bytes | None:

@@ -9,11 +9,17 @@ WebSocket:
 
 * Items are read in order. Leading ``system``/``developer`` messages (before any
   other message or call) join ``instructions`` in ``systemPrompt``; later ones stay
-  in ``messages`` as role ``"system"``. ``reasoning`` items are dropped (like
+  in ``messages`` as role ``"system"``. A system or developer message with images,
+  files or audio (the API takes the same input parts there as in a user message) is a
+  ``"system"`` message of text and media parts in ``messages``, never in the
+  ``systemPrompt`` string, and ends the leading run. ``reasoning`` items are dropped (like
   thinking blocks: not stored, not compared), and so are ``configuration_update``
   items (Codex restates the request's own settings in one); ``additional_tools``
   items add their tools after the request's ``tools``. Codex's ``compaction_trigger``
   and ``compaction`` items are parts of their own (the ``compaction`` module).
+* An assistant message's ``refusal`` parts are ``{"type": "refusal", "text"}`` parts
+  of its turn, in order with its text; input media there is refused (the API takes
+  only ``output_text`` and ``refusal`` parts in an assistant message).
 * Consecutive assistant-side items (assistant messages, ``function_call``,
   ``custom_tool_call``) are one assistant turn: its text, then its ``tool_use``
   parts in order, as the chat codec writes an assistant message with tool calls.

@@ -7,7 +7,9 @@ item's type and whose ``toolInput`` is the item without its id and type (the
 action, status, code, outputs, results...). Its ``ws_…`` id maps to ``call-N``
 like a function call's; a replay serves the item back with an id of our own
 (``ws_bb<N>``) at its place among the answer's messages and calls, and
-``annotations`` (url citations...) on output text with it. In the history the
+``annotations`` (url, file and container file citations, any type, as data) and
+``logprobs`` on output text with it: both are part of the answer, kept on its text
+part (the logprobs as ``tokenLogprobs``), served back and not compared. In the history the
 agent sends back, the same items are the same parts. ``computer`` and ``mcp``
 tools stay refused: their calls are executed or approved outside the answer.
 """
@@ -79,7 +81,7 @@ def history_part(item: dict[str, Any], ids: CallIds) -> ServerToolCallPart:
 
 
 def is_rich(items: list[Any]) -> bool:
-    """An answer with hosted call items or annotated text: it is recorded item by item (``parts``)."""
+    """An answer with hosted call items, or text with annotations or logprobs: it is recorded item by item (``parts``)."""
     for item in items:
         kind = item.get("type") if isinstance(item, dict) else None
         if not isinstance(kind, str):
@@ -87,7 +89,7 @@ def is_rich(items: list[Any]) -> bool:
         if kind in SERVED_ITEMS:
             return True
         content = item.get("content") if kind == "message" else None
-        if isinstance(content, list) and any(isinstance(p, dict) and p.get("annotations") for p in content):
+        if isinstance(content, list) and any(isinstance(p, dict) and (p.get("annotations") or p.get("logprobs")) for p in content):
             return True
     return False
 
@@ -139,11 +141,11 @@ def _annotated_text(item: dict[str, Any], at: str) -> AnswerPart:
     part = content[0]
     if part.get("type") != "output_text" or not isinstance(part.get("text"), str):
         REFUSALS.refuse("openai.responses.output_layout", f"{at}.content[0]")
-    if part.get("logprobs"):
-        REFUSALS.refuse("openai.responses.annotations", f"{at}.content[0].logprobs")
     out: AnswerPart = {"type": "text", "text": part["text"]}
-    if part.get("annotations"):
+    if part.get("annotations"):  # the provider's, as data (not compared)
         out["annotations"] = part["annotations"]
+    if part.get("logprobs"):  # under a neutral name: ``logprobs`` is a provider response field verify flags
+        out["tokenLogprobs"] = part["logprobs"]
     return out
 
 
@@ -158,7 +160,12 @@ def rich_items(
     for part in answer_parts_of(output):
         kind, call_id = part.get("type"), str(part.get("toolCallId"))
         if kind == "text":
-            text = {"type": "output_text", "annotations": part.get("annotations") or [], "logprobs": [], "text": str(part.get("text", ""))}
+            text = {
+                "type": "output_text",
+                "annotations": part.get("annotations") or [],
+                "logprobs": part.get("tokenLogprobs") or [],
+                "text": str(part.get("text", "")),
+            }
             items.append({"id": message_id(messages), "type": "message", "status": status, "content": [text], "role": "assistant"})
             messages += 1
         elif kind == "tool_use" and call_id in calls:

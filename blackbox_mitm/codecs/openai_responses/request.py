@@ -16,6 +16,8 @@ from blackbox_mitm.cassette.payloads import (
     Message,
     MessagePart,
     ModelInput,
+    RefusalPart,
+    TextPart,
     ToolDefinition,
     data_url,
     joined_parts,
@@ -154,23 +156,28 @@ _OUTPUTS = ("function_call_output", "custom_tool_call_output")
 
 
 def _text_of(content: Any, path: str, role: str) -> str:
-    """A message's text: a string, or its text parts joined; non-text parts and history refusals are refused."""
+    """A message's text: a string, or its text parts joined (an assistant's refusal and input media parts are refused here)."""
+    return "".join(p["text"] for p in _said(content, path, role, refusals=False))
+
+
+def _said(content: Any, path: str, role: str, *, refusals: bool = True) -> list[TextPart | RefusalPart]:
+    """A message's text and (an assistant's) refusal parts in order; input media in an assistant message is refused."""
     if isinstance(content, str):
-        return content
+        return [{"type": "text", "text": content}]
     if not isinstance(content, list):
         REFUSALS.malformed(path, "content is neither a string nor a list of parts")
-    texts: list[str] = []
+    out: list[TextPart | RefusalPart] = []
     for j, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
         if kind in ("input_text", "output_text", "text") and isinstance(part.get("text"), str):
-            texts.append(part["text"])
-        elif kind == "refusal" and role == "assistant":
-            REFUSALS.refuse("openai.responses.refusal_history", f"{path}[{j}].type")
+            out.append({"type": "text", "text": part["text"]})
+        elif kind == "refusal" and role == "assistant" and refusals and isinstance(part.get("refusal"), str):
+            out.append({"type": "refusal", "text": part["refusal"]})
         elif kind in ("input_image", "input_file", "input_audio"):
             REFUSALS.refuse("openai.responses.non_text", f"{path}[{j}].type", kind)
         else:
             REFUSALS.malformed(f"{path}[{j}]", f"a content part of type {kind!r}")
-    return "".join(texts)
+    return out
 
 
 _MEDIA_INPUTS = ("input_image", "input_file", "input_audio")
@@ -276,21 +283,20 @@ class _Transcript:
         role = item.get("role")
         if role not in ("user", "system", "developer", "assistant"):
             REFUSALS.malformed(f"{path}.role", f"unknown role {role!r}")
-        text: Any = (
-            _content_of(item.get("content"), f"{path}.content", role)
-            if role == "user"
-            else _text_of(item.get("content"), f"{path}.content", role)
-        )
-        if role in ("system", "developer") and self.leading:
-            self.system.append(text)
-            return
-        self.leading = False
-        if role == "assistant":
+        if role == "assistant":  # output_text and refusal parts only (the API rejects input parts there)
+            said = _said(item.get("content"), f"{path}.content", role)
+            self.leading = False
             if self.turn is None:
                 self.close()
                 self.turn = []
-            self.turn.append({"type": "text", "text": text})
+            self.turn.extend(said)
             return
+        # User, system and developer messages take the same input parts (text, images, files, audio).
+        text: Any = _content_of(item.get("content"), f"{path}.content", role)
+        if role in ("system", "developer") and self.leading and isinstance(text, str):
+            self.system.append(text)
+            return
+        self.leading = False
         self.close()
         self.messages.append({"role": "user" if role == "user" else "system", "content": text})
 

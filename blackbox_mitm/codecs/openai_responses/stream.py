@@ -4,7 +4,9 @@
   ``response.in_progress``, per output item ``output_item.added`` / content part /
   deltas of ``FRAGMENT`` code points / ``.done`` events / ``output_item.done``, then
   ``response.completed`` (``response.incomplete`` for a length stop), every event
-  with an ``event:`` line and an increasing ``sequence_number``.
+  with an ``event:`` line and an increasing ``sequence_number``. Text recorded with
+  ``logprobs`` whose tokens spell it streams one delta per token, each with its
+  logprob, as the API streams it; otherwise the logprobs are on the ``.done`` event.
 * ``aggregate_stream`` returns the final event's Response object; when that has
   no ``output`` (as the SDK allows) the items of the ``output_item.done`` events
   stand in. An ``error`` event, ``response.failed``, a missing final event or an
@@ -59,6 +61,14 @@ def _pieces(text: str) -> list[str]:
     return [text[i : i + FRAGMENT] for i in range(0, len(text), FRAGMENT)]
 
 
+def _text_deltas(text: str, logprobs: list[Any]) -> list[tuple[str, list[Any]]]:
+    """The text's deltas: one per token with its logprob when the recorded tokens spell the text, else pieces without."""
+    tokens = [lp.get("token") if isinstance(lp, dict) else None for lp in logprobs]
+    if logprobs and all(isinstance(t, str) for t in tokens) and "".join(tokens) == text:  # type: ignore[arg-type]
+        return [(str(t), [lp]) for t, lp in zip(tokens, logprobs, strict=True)]
+    return [(piece, []) for piece in _pieces(text)]
+
+
 def _stream_item(ev: _Events, index: int, item: dict[str, Any]) -> None:
     at: dict[str, Any] = {"item_id": item["id"], "output_index": index}
     kind = item["type"]
@@ -72,12 +82,12 @@ def _stream_item(ev: _Events, index: int, item: dict[str, Any]) -> None:
                 ev.add("response.refusal.delta", **at, delta=piece)
             ev.add("response.refusal.done", **at, refusal=part["refusal"])
         else:
-            ev.add("response.content_part.added", **at, part={**part, "text": "", "annotations": []})
+            ev.add("response.content_part.added", **at, part={**part, "text": "", "annotations": [], "logprobs": []})
             for n, annotation in enumerate(part.get("annotations") or []):
                 ev.add("response.output_text.annotation.added", **at, annotation_index=n, annotation=annotation)
-            for piece in _pieces(part["text"]):
-                ev.add("response.output_text.delta", **at, delta=piece, logprobs=[])
-            ev.add("response.output_text.done", **at, text=part["text"], logprobs=[])
+            for piece, logprobs in _text_deltas(part["text"], part.get("logprobs") or []):
+                ev.add("response.output_text.delta", **at, delta=piece, logprobs=logprobs)
+            ev.add("response.output_text.done", **at, text=part["text"], logprobs=part.get("logprobs") or [])
         ev.add("response.content_part.done", **at, part=part)
     elif kind == "reasoning":
         ev.add("response.output_item.added", output_index=index, item={**item, "summary": []})
