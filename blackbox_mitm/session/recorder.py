@@ -246,8 +246,7 @@ class RunRecorder:
             before = len(self.trace.steps)
             try:
                 steps = [self.trace.append(kind, payload, timestamp=ts) for kind, payload, ts in staged]
-                if self.journal is not None:
-                    self.journal.append(steps)
+                line = self.journal.write(steps) if self.journal is not None else 0
             except (OSError, BlackboxError) as exc:
                 del self.trace.steps[before:]  # the trace stays what the journal holds
                 detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -258,7 +257,19 @@ class RunRecorder:
                 self._pending[str(call.get("toolCallId"))] = _Pending(call)
             self._last_output = output
             self.model_calls += 1
-            return steps
+        self._wait_durable(line, before)  # outside the lock: calls that overlap share one fsync (cassette/group_commit.py)
+        return steps
+
+    def _wait_durable(self, line: int, before: int) -> None:
+        """Return once the call's journal line is fsynced; if it cannot be, its steps leave the trace too."""
+        if self.journal is None:
+            return
+        try:
+            self.journal.wait_durable(line)
+        except BlackboxError as exc:
+            with self._lock:  # every call after the last durable one fails alike, so the trace ends with what the journal holds
+                del self.trace.steps[before:]
+            raise RecordFailed(f"the call could not be written to the journal ({exc})") from exc
 
     def _refuse_secrets(self, staged: list[tuple[str, Any, int]]) -> None:
         known = self.privacy.secrets
