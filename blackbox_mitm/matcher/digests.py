@@ -68,22 +68,61 @@ class PieceDigester:
         self._mask_message: Callable[[Any], Any] = masks._message if masks is not None else _same
         self._mask_tool: Callable[[Any], Any] = masks._tool if masks is not None else _same
         self._mask_text: Callable[[str], str] = masks.mask_text if masks is not None else _same
+        # The previous request's message pieces and the hash state after each prefix of them (``_messages_hash``).
+        self._prefix: tuple[list[bytes], list[Any]] = ([], [hashlib.sha256(b'{"messages":[')])
 
     def digest(self, model_input: Mapping[str, Any]) -> str:
         """The hex SHA-256 ``normalize.request_digest(model_input, self.rules)`` gives."""
-        return hashlib.sha256(self.canonical(model_input)).hexdigest()
+        return self._hashed(order_tool_results(model_input))
 
     def digest_ordered(self, model_input: Mapping[str, Any]) -> str:
         """``digest`` of a model_input whose tool results are in call order already (the session put them so)."""
-        return hashlib.sha256(self.canonical(model_input, ordered=True)).hexdigest()
+        return self._hashed(model_input)
 
     def canonical(self, model_input: Mapping[str, Any], *, ordered: bool = False) -> bytes:
         """The canonical JSON of the masked compared view of ``model_input``, assembled from its pieces."""
         if not ordered:
             model_input = order_tool_results(model_input)
-        members: list[bytes] = []  # in sorted key order: messages, model, params, systemPrompt, tools
-        messages = _as_list(model_input.get("messages"))
-        members.append(b'"messages":[' + b",".join([self._piece("m", m, self._message_bytes) for m in messages]) + b"]")
+        pieces = [self._piece("m", m, self._message_bytes) for m in _as_list(model_input.get("messages"))]
+        return b"".join([b'{"messages":[', b",".join(pieces), b"]", *(b"," + m for m in self._after_messages(model_input)), b"}"])
+
+    def _hashed(self, model_input: Mapping[str, Any]) -> str:
+        """``sha256(self.canonical(model_input, ordered=True))``, the history's part hashed once (``_messages_hash``)."""
+        pieces = [self._piece("m", m, self._message_bytes) for m in _as_list(model_input.get("messages"))]
+        h = self._messages_hash(pieces)
+        for member in self._after_messages(model_input):
+            h.update(b",")
+            h.update(member)
+        h.update(b"}")
+        return h.hexdigest()
+
+    def _messages_hash(self, pieces: list[bytes]) -> Any:
+        """SHA-256 of ``{"messages":[`` + the pieces joined + ``]``, resumed after the previous request's longest same prefix.
+
+        A memo hit returns the very bytes object the memo holds, so a piece that ``is`` the previous request's piece
+        at the same place is the same canonical bytes: the hash state after that prefix (kept, never updated again)
+        is copied and only the new messages are hashed. Anything else — a miss, a piece too big to keep — starts
+        over from the first piece that differs. Safe across threads: the previous request's pieces and states are
+        replaced as one tuple and only read.
+        """
+        last_pieces, states = self._prefix
+        n, limit = 0, min(len(pieces), len(last_pieces))
+        while n < limit and pieces[n] is last_pieces[n]:
+            n += 1
+        h = states[n].copy()
+        kept = states[: n + 1]
+        for i in range(n, len(pieces)):
+            if i:
+                h.update(b",")
+            h.update(pieces[i])
+            kept.append(h.copy())
+        self._prefix = (pieces, kept)
+        h.update(b"]")
+        return h
+
+    def _after_messages(self, model_input: Mapping[str, Any]) -> list[bytes]:
+        """The canonical members after ``messages``, in sorted key order: model, params, systemPrompt, tools."""
+        members: list[bytes] = []
         model = model_input.get("model")
         if model is not None:
             members.append(b'"model":' + canonical_bytes(model))
@@ -95,7 +134,7 @@ class PieceDigester:
             members.append(b'"systemPrompt":' + self._piece("s", system, self._system_bytes))
         tools = _as_list(model_input.get("tools"))
         members.append(b'"tools":[' + b",".join([self._piece("t", t, self._tool_bytes) for t in tools]) + b"]")
-        return b"{" + b",".join(members) + b"}"
+        return members
 
     # -- pieces ------------------------------------------------------------------------
 
