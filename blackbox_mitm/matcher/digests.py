@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -43,6 +43,9 @@ from blackbox_mitm.cassette.canonical import canonical_bytes
 from blackbox_mitm.cassette.payloads import order_tool_results
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.matcher.normalize import _as_list, _message, _neutral_params, _tool
+
+if TYPE_CHECKING:
+    from _hashlib import HASH
 
 __all__ = ["MEMO_PIECES", "PieceDigester"]
 
@@ -69,7 +72,7 @@ class PieceDigester:
         self._mask_tool: Callable[[Any], Any] = masks._tool if masks is not None else _same
         self._mask_text: Callable[[str], str] = masks.mask_text if masks is not None else _same
         # The previous request's message pieces and the hash state after each prefix of them (``_messages_hash``).
-        self._prefix: tuple[list[bytes], list[Any]] = ([], [hashlib.sha256(b'{"messages":[')])
+        self._prefix: tuple[list[bytes], list[HASH]] = ([], [hashlib.sha256(b'{"messages":[')])
 
     def digest(self, model_input: Mapping[str, Any]) -> str:
         """The hex SHA-256 ``normalize.request_digest(model_input, self.rules)`` gives."""
@@ -96,7 +99,7 @@ class PieceDigester:
         h.update(b"}")
         return h.hexdigest()
 
-    def _messages_hash(self, pieces: list[bytes]) -> Any:
+    def _messages_hash(self, pieces: list[bytes]) -> HASH:
         """SHA-256 of ``{"messages":[`` + the pieces joined + ``]``, resumed after the previous request's longest same prefix.
 
         A memo hit returns the very bytes object the memo holds, so a piece that ``is`` the previous request's piece
