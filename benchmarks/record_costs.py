@@ -223,4 +223,4 @@ def record_step_costs(*, n: int = 300, passes: int = 5) -> list[tuple[str, float
 if __name__ == "__main__":
     for name, seconds in record_step_costs():
         print(f"{seconds * 1e6:9.1f} µs  {name}")
-    print(overlapping_record())
+    print({k: round(v, 5) for k, v in overlapping_record().items()})
