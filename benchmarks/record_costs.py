@@ -16,6 +16,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.workload import CHAT_PATH, MODEL, TOOLS, simple_expected, simple_messages
 
-__all__ = ["record_step_costs"]
+__all__ = ["overlapping_record", "record_step_costs"]
 
 HEADERS = {"content-type": "application/json", "authorization": "Bearer sk-bench-0123456789abcdefghij", "user-agent": "OpenAI/Python"}
 
@@ -86,6 +87,53 @@ def _whole(workdir: Path, requests: list[bytes], answers: list[bytes], *, fsync:
     assert session.recorder is not None
     session.recorder.finish(path, exit_code=0)
     return per_call
+
+
+def overlapping_record(*, clients: int = 8, per_client: int = 40) -> dict[str, float]:
+    """``clients`` threads recording at once through one record session, fsync on (group commit, issue #28).
+
+    Returns the wall seconds per call, the same calls one at a time on one thread, and how many journal lines
+    (one per call) and fsyncs it took (the journal's own counts, its first line aside).
+    """
+    from blackbox_mitm.cassette.trace import now_ms
+    from blackbox_mitm.config import effective_settings
+    from blackbox_mitm.session.build import record_session
+    from blackbox_mitm.session.engine import Forward, ModelRequest
+    from blackbox_mitm.session.environment import RunEnvironment
+
+    requests, answers = _bodies(clients * per_client)
+    settings = effective_settings()
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="bb-group-commit-") as tmp:
+        for label, threads in (("one_s", 1), ("overlapping_s", clients)):
+            path = Path(tmp) / f"{label}.json"
+            session = record_session(path, overwrite=True, redactor=settings.redactor, environment=RunEnvironment.capture())
+            start = threading.Barrier(threads)
+            failed: list[str] = []
+
+            def client(
+                k: int, session: Any = session, start: threading.Barrier = start, failed: list[str] = failed, n: int = threads
+            ) -> None:
+                start.wait()
+                for i in range(k, len(requests), n):
+                    action = session.on_request(ModelRequest(CHAT_PATH, HEADERS, requests[i], received_ms=now_ms()))
+                    if not isinstance(action, Forward) or session.on_response(action.ticket, 200, answers[i], response_ms=now_ms()):
+                        failed.append(f"call {i}")
+
+            workers = [threading.Thread(target=client, args=(k,)) for k in range(threads)]
+            t0 = time.perf_counter()
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+            out[label] = (time.perf_counter() - t0) / len(requests)
+            if failed:
+                raise RuntimeError(f"overlapping recording refused {failed[:3]}")
+            assert session.recorder is not None and session.recorder.journal is not None
+            lines, fsyncs = session.recorder.journal.fsyncs
+            out[label.replace("_s", "_lines")], out[label.replace("_s", "_fsyncs")] = lines - 1, fsyncs - 1  # less the header
+            session.recorder.finish(path, exit_code=0)
+    return out
 
 
 def record_step_costs(*, n: int = 300, passes: int = 5) -> list[tuple[str, float]]:
@@ -175,3 +223,4 @@ def record_step_costs(*, n: int = 300, passes: int = 5) -> list[tuple[str, float
 if __name__ == "__main__":
     for name, seconds in record_step_costs():
         print(f"{seconds * 1e6:9.1f} µs  {name}")
+    print({k: round(v, 5) for k, v in overlapping_record().items()})

@@ -113,22 +113,29 @@ def record_once(path: Path, bodies: list[bytes], responses: list[bytes], *, fsyn
     recorder = session.recorder
     assert recorder is not None and recorder.journal is not None
     journal = recorder.journal
-    original_append = journal.append
+    original_write_steps, original_wait = journal.write, journal.wait_durable
     append_times: list[float] = []
+    written: list[float] = []
     clock = time.perf_counter
 
-    def timed_append(steps: Any) -> None:
+    def timed_write(steps: Any) -> int:  # an append is the call's line written, then made durable (group commit)
         t = clock()
-        original_append(steps)
-        append_times.append(clock() - t)
+        seq = original_write_steps(steps)
+        written.append(clock() - t)
+        return seq
 
-    journal.append = timed_append  # type: ignore[method-assign]
+    def timed_wait(seq: int) -> None:
+        t = clock()
+        original_wait(seq)
+        append_times.append(written.pop() + clock() - t)
+
+    journal.write, journal.wait_durable = timed_write, timed_wait  # type: ignore[method-assign]
     lines: list[bytes] = []
     original_write = journal._write
 
-    def keep_line(data: bytes) -> None:
+    def keep_line(data: bytes) -> int:
         lines.append(data)
-        original_write(data)
+        return original_write(data)
 
     journal._write = keep_line  # type: ignore[method-assign]
     times: list[float] = []
@@ -143,7 +150,7 @@ def record_once(path: Path, bodies: list[bytes], responses: list[bytes], *, fsyn
             if answer is not None:
                 raise RuntimeError(f"record call {i} was refused: {answer.body[:300]!r}")
         journal_bytes = journal.path.stat().st_size
-        del journal.append, journal._write  # the terminal event's append is not a call's: untimed
+        del journal.write, journal.wait_durable, journal._write  # the terminal event's append is not a call's: untimed
         t = clock()
         recorder.finish(path, exit_code=0)
         finish_s = clock() - t

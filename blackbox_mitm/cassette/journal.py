@@ -3,7 +3,12 @@
 While a run records, its steps go to ``RUN.json.journal``: a first line with the
 trace's own fields, then one line per batch of steps (the steps one model call
 completes), each written with a single ``write`` and ``fsync``ed before the agent
-gets the response. Appending never touches earlier lines. At the end of the run
+gets the response. Appending never touches earlier lines. Calls that overlap share
+their ``fsync`` (``group_commit``): each writes its line in hash-chain order, then
+waits, outside the recorder's lock, for one ``fsync`` that covers it; a lone call
+pays one ``fsync`` of its own, as before. An ``fsync`` that fails fails the journal
+for the rest of the run: the file is cut back to its last durable line, and every
+call not yet covered, and every later one, is refused (``RecordFailed``). At the end of the run
 the journal becomes the cassette (one atomic write) and is removed.
 
 If the recorder dies (``kill -9``), ``recover_journal`` — run by ``blackbox
@@ -29,11 +34,13 @@ import fcntl
 import logging
 import os
 import secrets
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 
 from blackbox_mitm.cassette import compression
 from blackbox_mitm.cassette.files import INTERRUPTED, file_identity, journal_path, live_owner
+from blackbox_mitm.cassette.group_commit import GroupCommit
 from blackbox_mitm.cassette.recovery import recover_journal
 from blackbox_mitm.cassette.store import encode_json, save_trace
 from blackbox_mitm.cassette.trace import Trace, TraceStep, now_ms
@@ -69,6 +76,8 @@ class Journal:
         self._refuse_existing_journal()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd: int | None = None
+        self._write_lock = threading.Lock()  # one line at a time; the recorder's lock orders them
+        self._group = GroupCommit(self._fsync)
         self._open_locked(
             {
                 "journal": JOURNAL_VERSION,
@@ -122,7 +131,8 @@ class Journal:
         fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         st = os.fstat(self._fd)
         self._identity = (st.st_dev, st.st_ino)
-        self._write(encode_json(header) + b"\n")
+        self._group = GroupCommit(self._fsync)  # a fresh file: nothing of the private name's attempt counts
+        self.wait_durable(self._write(encode_json(header) + b"\n"))
 
     def _refuse_existing_journal(self) -> None:
         if file_identity(self.path) is None:
@@ -141,30 +151,79 @@ class Journal:
         )
 
     def append(self, steps: Iterable[TraceStep]) -> None:
-        line = encode_json([s.to_json() for s in steps]) + b"\n"
-        self._write(line)
+        """Write one line of steps and return once it is fsynced."""
+        self.wait_durable(self.write(steps))
 
-    def _write(self, data: bytes) -> None:
+    def write(self, steps: Iterable[TraceStep]) -> int:
+        """Write one line of steps, not yet fsynced: its sequence number for ``wait_durable``.
+
+        The caller orders the lines (the recorder writes under its lock, in hash-chain order) and waits
+        outside that lock, so that calls which overlap share one ``fsync``.
+        """
+        return self._write(encode_json([s.to_json() for s in steps]) + b"\n")
+
+    def wait_durable(self, seq: int) -> None:
+        """Return once line ``seq`` is on disk: the ``fsync`` that covers it may be another call's."""
+        if not self.fsync or seq == 0:
+            return
+        try:
+            self._group.wait(seq)
+        except OSError as exc:
+            self._cut_to_durable()
+            raise CassetteError(
+                f"the journal could not be fsynced ({exc.strerror or exc}); this call and any later one in this run "
+                "are not recorded (the journal keeps every call answered before it)",
+                path=str(self.path),
+            ) from exc
+
+    @property
+    def fsyncs(self) -> tuple[int, int]:
+        """(lines made durable, fsyncs that did it): their ratio is how many calls an fsync covered."""
+        return self._group.lines, self._group.fsyncs
+
+    def _fsync(self) -> None:
+        fd = self._fd
+        if fd is None:
+            raise OSError(9, "the journal is closed")
+        os.fsync(fd)
+
+    def _cut_to_durable(self) -> None:
+        """After a failed fsync: the file holds only lines that a completed fsync covered."""
+        with self._write_lock:
+            if self._fd is not None:
+                try:
+                    os.ftruncate(self._fd, self._group.durable_offset)
+                    os.lseek(self._fd, self._group.durable_offset, os.SEEK_SET)
+                except OSError:
+                    pass
+
+    def _write(self, data: bytes) -> int:
         if not self._plain:
             data = compression.journal_member(self.cassette, data)  # a gzip member / zstd frame of its own for RUN.json.gz / .zst
-        if self._fd is None:
-            raise CassetteError("the journal is closed", path=str(self.path))
-        start = os.lseek(self._fd, 0, os.SEEK_CUR)
-        view = memoryview(data)
-        try:
-            while view:
-                n = os.write(self._fd, view)
-                view = view[n:]
-            if self.fsync:
-                os.fsync(self._fd)
-        except OSError:
-            # A full disk: never leave half a line that would swallow the next batch.
+        with self._write_lock:
+            if self._fd is None:
+                raise CassetteError("the journal is closed", path=str(self.path))
+            if self._group.failed is not None:
+                raise CassetteError(
+                    f"an earlier fsync of the journal failed ({self._group.failed.strerror or self._group.failed}); "
+                    "nothing more can be recorded durably in this run",
+                    path=str(self.path),
+                )
+            start = os.lseek(self._fd, 0, os.SEEK_CUR)
+            view = memoryview(data)
             try:
-                os.ftruncate(self._fd, start)
-                os.lseek(self._fd, start, os.SEEK_SET)
+                while view:
+                    n = os.write(self._fd, view)
+                    view = view[n:]
             except OSError:
-                pass
-            raise
+                # A full disk: never leave half a line that would swallow the next batch.
+                try:
+                    os.ftruncate(self._fd, start)
+                    os.lseek(self._fd, start, os.SEEK_SET)
+                except OSError:
+                    pass
+                raise
+            return self._group.wrote(start + len(data)) if self.fsync else 0
 
     def finish(self) -> Path:
         """Write the cassette from the trace and remove this recorder's own journal; the cassette's path.

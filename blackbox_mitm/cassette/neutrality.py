@@ -14,6 +14,8 @@ import functools
 import re
 from typing import Any
 
+import re2
+
 from blackbox_mitm.cassette.credentials import CREDENTIAL_NAME, QUERY_KEY, SECRET, realistic, redact_secret, scheme_credential
 from blackbox_mitm.cassette.facts import ProviderFacts
 from blackbox_mitm.cassette.payloads import OUTPUT_TYPES, json_kind
@@ -28,22 +30,48 @@ _CALL_ID = re.compile(r"call-(?:0|[1-9][0-9]*)")
 
 # The pre-scan of a payload's canonical JSON. Each test is necessary for something
 # the walk below can flag, so a payload that passes them all is clean and is not
-# walked. Regular expressions that start with a character class, or with a long
-# alternation, crawl (tens of MB/s); these start with a literal or are substring
-# searches, and run at hundreds of MB/s or more.
+# walked. Python's regular expressions that start with a character class, or with
+# a long alternation, crawl (tens of MB/s); these are substring searches, Python
+# patterns led by a literal, or RE2 (one linear pass for a whole alternation).
 # (the structural pre-scan depends on the providers: ``ProviderFacts.suspect_structure``)
 # Every credential name holds one of these once lowercased.
 _CREDENTIAL_WORDS = (b"api_key", b"api-key", b"apikey", b"auth_token", b"auth-token", b"authtoken", b"authorization")
 # Every secret shape matches one of these (looser, each led by a literal).
 _ECHO_LEAD = b"<tool-use-id>"
-_SECRET_GATES = (
-    re.compile(rb"sk-[A-Za-z0-9_-]{32}"),
-    re.compile(rb"AIza[0-9A-Za-z_-]{35}"),
-    re.compile(rb"gsk_[A-Za-z0-9]{40}"),
-    re.compile(rb"AKIA[A-Z0-9]{16}|ASIA[A-Z0-9]{16}"),
-    re.compile(rb"ya29\.[A-Za-z0-9_-]{20}"),
-    re.compile(rb"earer +[A-Za-z0-9._~+/-]{24}"),
+_SECRET_SHAPES = (
+    rb"sk-[A-Za-z0-9_-]{32}",
+    rb"AIza[0-9A-Za-z_-]{35}",
+    rb"gsk_[A-Za-z0-9]{40}",
+    rb"AKIA[A-Z0-9]{16}|ASIA[A-Z0-9]{16}",
+    rb"ya29\.[A-Za-z0-9_-]{20}",
+    rb"earer +[A-Za-z0-9._~+/-]{24}",
 )
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+# All the shapes in one RE2 pass: a match of any shape is a match of the alternation, and no other.
+_SECRET_GATE = re2.compile(b"|".join(b"(?:%s)" % shape for shape in _SECRET_SHAPES), _RE2_OPTIONS)
+_CASELESS = re2.Options()
+_CASELESS.log_errors = False
+_CASELESS.case_sensitive = False
+# Holds whenever the lowercased payload holds a credential word or what ``QUERY_KEY`` needs (``key=`` after
+# ``?`` or ``&``): RE2's case folding is Unicode's, a superset of ``bytes.lower``'s ASCII one, so nothing the
+# exact tests find is missed.
+_CREDENTIAL_GATE = re2.compile(rb"api[_-]?key|auth[_-]?token|authorization|[?&]key=", _CASELESS)
+
+
+@functools.lru_cache(maxsize=8)
+def _structure_gates(patterns: tuple[re.Pattern[bytes], ...]) -> tuple[Any, ...]:
+    """The providers' structural pre-scan, the patterns RE2 can run joined into one pass (the rest as they are)."""
+    joined: list[bytes] = []
+    rest: list[Any] = []
+    for rx in patterns:
+        try:
+            re2.compile(rx.pattern, _RE2_OPTIONS)
+        except re2.error:  # a lookaround: Python's, led by a literal
+            rest.append(rx)
+        else:
+            joined.append(b"(?:%s)" % rx.pattern)
+    return (re2.compile(b"|".join(joined), _RE2_OPTIONS), *rest) if joined else tuple(rest)
 
 
 @functools.lru_cache(maxsize=8)
@@ -55,15 +83,17 @@ def _echo_tag(prefixes: tuple[str, ...]) -> re.Pattern[str]:
 
 def scan(payload_json: bytes, facts: ProviderFacts) -> tuple[bool, bool]:
     """(walk the structure?, walk the user's data too?) for a payload's canonical JSON."""
-    if any(rx.search(payload_json) for rx in _SECRET_GATES):
+    if _SECRET_GATE.search(payload_json) is not None:
         return True, True
     if _ECHO_LEAD in payload_json and _echo_tag(facts.id_prefixes).search(payload_json.decode("utf-8", "replace")):
         return True, True
-    lowered = payload_json.lower()
-    words = any(word in lowered for word in _CREDENTIAL_WORDS)
-    if (words or QUERY_KEY.search(lowered)) and scheme_credential(payload_json, lowered) is not None:
-        return True, True
-    return words or any(rx.search(payload_json) for rx in facts.suspect_structure), False
+    words = False
+    if _CREDENTIAL_GATE.search(payload_json) is not None:  # most payloads stop here: no lowered copy, no seven searches
+        lowered = payload_json.lower()
+        words = any(word in lowered for word in _CREDENTIAL_WORDS)
+        if (words or QUERY_KEY.search(lowered)) and scheme_credential(payload_json, lowered) is not None:
+            return True, True
+    return words or any(rx.search(payload_json) for rx in _structure_gates(facts.suspect_structure)), False
 
 
 # The payload's own structure, per step type: fields holding the user's data (DATA),

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -45,6 +45,9 @@ from blackbox_mitm.cassette.payloads import order_tool_results
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
 from blackbox_mitm.matcher.normalize import _as_list, _message, _neutral_params, _tool
 from blackbox_mitm.matcher.turns import fold_turns
+
+if TYPE_CHECKING:
+    from _hashlib import HASH
 
 __all__ = ["MEMO_PIECES", "PieceDigester"]
 
@@ -70,22 +73,65 @@ class PieceDigester:
         self._mask_message: Callable[[Any], Any] = masks._message if masks is not None else _same
         self._mask_tool: Callable[[Any], Any] = masks._tool if masks is not None else _same
         self._mask_text: Callable[[str], str] = masks.mask_text if masks is not None else _same
+        # The previous request's message pieces and the hash state after each prefix of them (``_messages_hash``).
+        self._prefix: tuple[list[bytes], list[HASH]] = ([], [hashlib.sha256(b'{"messages":[')])
 
     def digest(self, model_input: Mapping[str, Any]) -> str:
         """The hex SHA-256 ``normalize.request_digest(model_input, self.rules)`` gives."""
-        return hashlib.sha256(self.canonical(model_input)).hexdigest()
+        return self._hashed(order_tool_results(model_input))
 
     def digest_ordered(self, model_input: Mapping[str, Any]) -> str:
         """``digest`` of a model_input whose tool results are in call order already (the session put them so)."""
-        return hashlib.sha256(self.canonical(model_input, ordered=True)).hexdigest()
+        return self._hashed(model_input)
 
     def canonical(self, model_input: Mapping[str, Any], *, ordered: bool = False) -> bytes:
         """The canonical JSON of the masked compared view of ``model_input``, assembled from its pieces."""
         if not ordered:
             model_input = order_tool_results(model_input)
-        members: list[bytes] = []  # in sorted key order: messages, model, params, systemMedia, systemPrompt, tools
+        pieces = self._message_pieces(model_input)
+        return b"".join([b'{"messages":[', b",".join(pieces), b"]", *(b"," + m for m in self._after_messages(model_input)), b"}"])
+
+    def _hashed(self, model_input: Mapping[str, Any]) -> str:
+        """``sha256(self.canonical(model_input, ordered=True))``, the history's part hashed once (``_messages_hash``)."""
+        h = self._messages_hash(self._message_pieces(model_input))
+        for member in self._after_messages(model_input):
+            h.update(b",")
+            h.update(member)
+        h.update(b"}")
+        return h.hexdigest()
+
+    def _message_pieces(self, model_input: Mapping[str, Any]) -> list[bytes]:
+        """Each compared message's canonical bytes (adjacent messages of a one-turn role folded first: ``matcher.turns``)."""
         messages = fold_turns(_as_list(model_input.get("messages")), self.rules.one_turn)
-        members.append(b'"messages":[' + b",".join([self._piece("m", m, self._message_bytes) for m in messages]) + b"]")
+        return [self._piece("m", m, self._message_bytes) for m in messages]
+
+    def _messages_hash(self, pieces: list[bytes]) -> HASH:
+        """SHA-256 of ``{"messages":[`` + the pieces joined + ``]``, resumed after the previous request's longest same prefix.
+
+        A memo hit returns the very bytes object the memo holds, so a piece that ``is`` the previous request's piece
+        at the same place is the same canonical bytes: the hash state after that prefix (kept, never updated again)
+        is copied and only the new messages are hashed. Anything else — a miss, a piece too big to keep — starts
+        over from the first piece that differs. Safe across threads: the previous request's pieces and states are
+        replaced as one tuple and only read.
+        """
+        last_pieces, states = self._prefix
+        n, limit = 0, min(len(pieces), len(last_pieces))
+        while n < limit and pieces[n] is last_pieces[n]:
+            n += 1
+        h = states[n].copy()
+        kept = states[: n + 1]
+        for i in range(n, len(pieces)):
+            if i:
+                h.update(b",")
+            h.update(pieces[i])
+            kept.append(h.copy())
+        self._prefix = (pieces, kept)
+        h.update(b"]")
+        return h
+
+    def _after_messages(self, model_input: Mapping[str, Any]) -> list[bytes]:
+        """The canonical members after ``messages``, in sorted key order: model, params, systemMedia, systemPrompt, tools."""
+        members: list[bytes] = []
         model = model_input.get("model")
         if model is not None:
             members.append(b'"model":' + canonical_bytes(model))
@@ -100,7 +146,7 @@ class PieceDigester:
             members.append(b'"systemPrompt":' + self._piece("s", system, self._system_bytes))
         tools = _as_list(model_input.get("tools"))
         members.append(b'"tools":[' + b",".join([self._piece("t", t, self._tool_bytes) for t in tools]) + b"]")
-        return b"{" + b",".join(members) + b"}"
+        return members
 
     # -- pieces ------------------------------------------------------------------------
 

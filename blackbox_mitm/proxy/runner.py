@@ -170,9 +170,27 @@ def proxy_addons() -> list[Any]:
         dns_resolver.DnsResolver(),
         next_layer.NextLayer(),
         mapremote.MapRemote(),
-        tlsconfig.TlsConfig(),
+        _tls_config(tlsconfig.TlsConfig),
         upstream_auth.UpstreamAuth(),
     ]
+
+
+def _tls_config(base: type[Any]) -> Any:
+    """mitmproxy's ``TlsConfig`` that loads the CA once per start, not twice.
+
+    ``TlsConfig`` loads the CA (an RSA key check of ~0.1 s) in ``configure`` when ``confdir`` or another of its
+    options changes, and again in ``running``, for setups where ``configure`` never saw ``confdir`` (its own FIXME).
+    This runner always sets ``confdir``, so by ``running`` the CA is loaded for the options in force (any later
+    change goes through ``configure`` again); ``running`` loads it only when nothing did. Its name stays
+    ``tlsconfig`` (mitmproxy names an addon by its class).
+    """
+
+    class TlsConfig(base):  # type: ignore[misc]
+        def running(self) -> None:
+            if self.certstore is None:
+                super().running()
+
+    return TlsConfig()
 
 
 def _host_pattern(host: str) -> str:

@@ -24,14 +24,15 @@ import secrets
 import threading
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any
-
-from websockets.asyncio.server import Server, ServerConnection, serve
-from websockets.http11 import Request, Response
+from typing import TYPE_CHECKING, Any
 
 from blackbox_mitm.codecs.base import Codec
 from blackbox_mitm.codecs.websocket_base import CALL, LOCAL, WebSocketCodec
 from blackbox_mitm.session.engine import Answer, Forward, ModelRequest, Session
+
+if TYPE_CHECKING:  # websockets is imported when the first socket is served: a run without one never loads it
+    from websockets.asyncio.server import Server, ServerConnection
+    from websockets.http11 import Request, Response
 
 __all__ = ["PATH_PREFIX", "SocketServer", "SocketTarget", "answer_message"]
 
@@ -132,6 +133,8 @@ class SocketServer:
         loop.close()
 
     async def _listen(self) -> Server:
+        from websockets.asyncio.server import serve
+
         return await serve(
             self._handle,
             "127.0.0.1",

@@ -16,30 +16,28 @@ hashed or written.
 
 from __future__ import annotations
 
-import base64
-import functools
-import json
 import os
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl
-
-import orjson
 
 from blackbox_mitm.cassette.journal import Journal
 from blackbox_mitm.cassette.payloads import Metadata, tool_calls_of
 from blackbox_mitm.cassette.trace import Trace, TraceStep, now_ms
-from blackbox_mitm.codecs import credential_headers, credential_query, key_env_vars
 from blackbox_mitm.codecs.base import DecodedRequest
 from blackbox_mitm.errors import BlackboxError, RecordFailed, SecretLeak
-from blackbox_mitm.session.environment import EnvSubstitution
-from blackbox_mitm.session.redact import Redactor
+from blackbox_mitm.session.privacy import (
+    Privacy,
+    payload_bytes,
+    scrub,
+    secret_env_names,
+    secrets_from_environ,
+    secrets_from_request,
+    unchanged,
+)
 
 if TYPE_CHECKING:
     from blackbox_mitm.session.exchanges import ExchangeBook
@@ -55,119 +53,6 @@ __all__ = [
     "secrets_from_environ",
     "secrets_from_request",
 ]
-
-_MIN_SECRET = 8
-# Environment variable names that say they hold a secret (besides the codecs' own key variables).
-_SECRET_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|AUTH)$", re.IGNORECASE)
-_ALWAYS_CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key")
-_ALWAYS_CREDENTIAL_QUERY = ("key", "api_key", "api-key", "access_token")
-
-
-def secret_env_names(environ: Mapping[str, str]) -> list[str]:
-    """The variables whose values are never recorded: the codecs' key variables, and any named like a secret."""
-    known = set(key_env_vars())
-    return [k for k in environ if k in known or _SECRET_NAME.search(k)]
-
-
-def secrets_from_environ(environ: Mapping[str, str] | None = None) -> set[str]:
-    env = os.environ if environ is None else environ
-    return {v for k in secret_env_names(env) if len(v := env.get(k, "").strip()) >= _MIN_SECRET}
-
-
-def _credential_values(value: str) -> list[str]:
-    """A header's credential: the whole value, the part after its scheme, and a Basic pair's parts."""
-    value = value.strip()
-    out = [value]
-    scheme, _, rest = value.partition(" ")
-    rest = rest.strip()
-    if rest:
-        out.append(rest)
-        if scheme.lower() == "basic":
-            try:
-                pair = base64.b64decode(rest, validate=True).decode("utf-8")
-            except (ValueError, UnicodeDecodeError):
-                pair = ""
-            user, _, password = pair.partition(":")
-            out += [pair, user, password]
-    return out
-
-
-@functools.cache
-def _credential_names() -> tuple[tuple[str, ...], frozenset[str]]:
-    """The header and query names that carry a credential: the codecs' registry is fixed, so read once, not per call."""
-    return tuple(dict.fromkeys((*_ALWAYS_CREDENTIAL_HEADERS, *credential_headers()))), frozenset(
-        (*_ALWAYS_CREDENTIAL_QUERY, *credential_query())
-    )
-
-
-def secrets_from_request(headers: Mapping[str, str], query: str = "") -> set[str]:
-    """Every credential a request carried: auth headers of any scheme, key query parameters."""
-    found: set[str] = set()
-    header_names, names = _credential_names()
-    for name in header_names:
-        raw = headers.get(name)
-        if raw:
-            found.update(v for v in _credential_values(raw) if len(v) >= _MIN_SECRET)
-    if query:
-        for name, value in parse_qsl(query, keep_blank_values=False):
-            if name.lower() in names and len(value.strip()) >= _MIN_SECRET:
-                found.add(value.strip())
-    return found
-
-
-def scrub(value: Any, secrets: AbstractSet[str]) -> Any:
-    """``value`` (text, or JSON-shaped data) with every known credential replaced by ``[credential]``."""
-    if not secrets:
-        return value
-    if isinstance(value, str):
-        for secret in sorted(secrets, key=len, reverse=True):
-            value = value.replace(secret, "[credential]")
-        return value
-    if isinstance(value, dict):
-        return {k: scrub(v, secrets) for k, v in value.items()}
-    if isinstance(value, list):
-        return [scrub(v, secrets) for v in value]
-    return value
-
-
-def _same(value: Any) -> Any:
-    return value
-
-
-def _blob(payload: Any) -> bytes:
-    """A payload's JSON for the leak check (a lone surrogate from a JavaScript agent included)."""
-    try:
-        return orjson.dumps(payload)
-    except TypeError:
-        return json.dumps(payload, ensure_ascii=False).encode("utf-8", "surrogatepass")
-
-
-class Privacy:
-    """One run's scrubbing, owned once: shared by its session and its recorder, built by ``session/build.py``.
-
-    The redaction rules (applied before a payload is matched or hashed), the environment's placeholders
-    (``session.environment``), and the credentials known so far: never recorded, never quoted in a report.
-    """
-
-    def __init__(
-        self, *, redactor: Redactor | None = None, env: EnvSubstitution | None = None, secrets: AbstractSet[str] | None = None
-    ) -> None:
-        self.redactor = redactor or Redactor()
-        self.env = env
-        self._secrets: set[str] = set(secrets_from_environ() if secrets is None else secrets)
-        self._lock = threading.Lock()
-
-    @property
-    def secrets(self) -> frozenset[str]:
-        """The credentials known so far (a snapshot: calls on other threads may add to them)."""
-        with self._lock:
-            return frozenset(self._secrets)
-
-    def learn(self, secrets: AbstractSet[str]) -> None:
-        """Credentials a request carried: from now on never recorded, never quoted."""
-        if secrets:
-            with self._lock:
-                self._secrets |= secrets
 
 
 @dataclass(slots=True)
@@ -209,7 +94,8 @@ class RunRecorder:
 
         ``request.model_input`` is redacted already (the session redacts each request once, before it is matched);
         the answer is redacted here, once, and the tool steps are taken from the two. The helpers below run under
-        the recorder's lock, in this order: neutral answer, tool steps, leak check, media, journal (fsync), settle.
+        the recorder's lock, in this order: neutral answer, tool steps, leak check, media, journal, settle; then, outside
+        it, the wait for the fsync that covers the batch (overlapping calls share one).
         """
         with self._lock:
             self.privacy.learn(secrets or set())
@@ -220,14 +106,26 @@ class RunRecorder:
             self._refuse_secrets(staged)
             if self.media is not None and request.media:  # spooled before the steps that name it are journaled
                 self.media.add(request.media, secrets=self.privacy.secrets)  # once per digest, however often re-sent
-            steps = self._write(staged)
+            steps, line, before = self._write(staged)
             self._settle(done, written, output)
-            return steps
+        self._wait_durable(line, before)  # outside the lock: calls that overlap share one fsync (cassette/group_commit.py)
+        return steps
+
+    def _wait_durable(self, line: int, before: int) -> None:
+        """Return once the call's journal line is fsynced; if it cannot be, its steps leave the trace too."""
+        if self.journal is None:
+            return
+        try:
+            self.journal.wait_durable(line)
+        except BlackboxError as exc:
+            with self._lock:  # every call after the last durable one fails alike, so the trace ends with what the journal holds
+                del self.trace.steps[before:]
+            raise RecordFailed(f"the call could not be written to the journal ({exc})") from exc
 
     def _neutral_answer(self, output: Mapping[str, Any]) -> tuple[Callable[[Any], Any], Any]:
         """The environment's placeholders as a function, and the answer as it is written (neutral, then redacted)."""
         env, redactor = self.privacy.env, self.privacy.redactor
-        neutral: Callable[[Any], Any] = env.neutral if env is not None else _same
+        neutral: Callable[[Any], Any] = env.neutral if env is not None else unchanged
         written = redactor.payload(neutral(output)) if redactor else neutral(output)
         return neutral, written
 
@@ -260,18 +158,20 @@ class RunRecorder:
             done.append(call_id)
         return staged, done
 
-    def _write(self, staged: list[tuple[str, Any, int]]) -> list[TraceStep]:
-        """Append ``staged`` to the trace and journal it as one fsynced batch; on failure the trace is as it was."""
+    def _write(self, staged: list[tuple[str, Any, int]]) -> tuple[list[TraceStep], int, int]:
+        """Append ``staged`` to the trace and write it to the journal as one batch (fsynced by ``_wait_durable``).
+
+        Returns the steps, the batch's journal line and the trace's length before it; on failure the trace is as it was.
+        """
         before = len(self.trace.steps)
         try:
             steps = [self.trace.append(kind, payload, timestamp=ts) for kind, payload, ts in staged]
-            if self.journal is not None:
-                self.journal.append(steps)
+            line = self.journal.write(steps) if self.journal is not None else 0
         except (OSError, BlackboxError) as exc:
             del self.trace.steps[before:]  # the trace stays what the journal holds
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise RecordFailed(f"the call could not be written to the journal ({detail})") from exc
-        return steps
+        return steps, line, before
 
     def _settle(self, done: list[str], written: Any, output: Mapping[str, Any]) -> None:
         """After the batch is durable: the answered calls leave the pending set, the answer's own calls join it."""
@@ -287,9 +187,9 @@ class RunRecorder:
         if not known:
             return
         # Each credential as raw UTF-8 and as it reads inside a JSON string: built once per call, not per payload.
-        needles = [(secret, secret.encode(), _blob(secret)[1:-1]) for secret in known]
+        needles = [(secret, secret.encode(), payload_bytes(secret)[1:-1]) for secret in known]
         for kind, payload, _ in staged:
-            blob = _blob(payload)
+            blob = payload_bytes(payload)
             for secret, raw, escaped in needles:
                 if raw in blob or escaped in blob:
                     raise SecretLeak(

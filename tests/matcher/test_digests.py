@@ -121,3 +121,27 @@ def test_the_memo_stays_within_its_byte_budget() -> None:
     big = {"messages": [{"role": "user", "content": "y" * 1000}]}  # over a sixteenth of the budget: not kept
     assert digester.digest(big) == request_digest(big, digester.rules)
     assert all(b"y" * 1000 not in k[1] for k in digester._memo)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(MESSAGE, max_size=6), min_size=2, max_size=5), st.sampled_from(range(len(RULES))))
+def test_a_resumed_history_hash_is_the_full_digest_whatever_came_before(histories: list[list[Any]], which: int) -> None:
+    """The history's hash resumes after the previous request's longest same prefix: requests that share none,
+    share some, fork from one another or shrink still get request_digest, byte for byte."""
+    rules = RULES[which]
+    digester = PieceDigester(rules)
+    inputs = [{"messages": h} for h in histories]
+    inputs += [{"messages": histories[0] + histories[1]}, {"messages": histories[0]}, {"messages": histories[0][:1] + histories[1]}]
+    for model_input in inputs + inputs[::-1]:
+        assert digester.digest(model_input) == request_digest(model_input, rules)
+
+
+def test_the_next_call_hashes_only_its_new_messages() -> None:
+    digester = PieceDigester(NO_RULES)
+    history = [{"role": "user", "content": f"turn {n} " + "x" * 1000} for n in range(6)]
+    digester.digest({"messages": history[:5]})
+    first_pieces, states = digester._prefix
+    digester.digest({"messages": history})
+    pieces, after = digester._prefix
+    assert all(a is b for a, b in zip(after[:6], states[:6], strict=True))  # the five messages' states reused, not remade
+    assert len(after) == 7 and pieces[:5] == first_pieces

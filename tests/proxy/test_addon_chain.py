@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
-from mitmproxy import addons, master, options
+import pytest
+from mitmproxy import addons, certs, master, options
 
 from blackbox_mitm.proxy.addon import BlackboxAddon
 from blackbox_mitm.proxy.runner import ProxyRunner, proxy_addons
@@ -43,3 +45,35 @@ def test_the_chain_is_a_subset_of_mitmproxys_default_addons_in_its_order() -> No
     assert ours == [name for name in default if name in ours]
     assert len(ours) < len(default)
     assert {"Core", "Proxyserver", "NextLayer", "TlsConfig", "MapRemote", "Block"} <= set(ours)
+
+
+def test_a_started_proxy_loads_its_ca_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = certs.CertStore.from_store
+    loads: list[str] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        loads.append(str(kwargs.get("path", args[0] if args else "")))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(certs.CertStore, "from_store", staticmethod(counted))
+    addon = BlackboxAddon(Session(RunPlan(tail=REFUSE), run_id="ca-once"), on_done=lambda: None)
+    runner = ProxyRunner(addon, confdir=tmp_path, offline=True).start()
+    try:
+        assert runner.port > 0
+    finally:
+        runner.stop()
+    assert loads == [str(tmp_path)]  # once, from the run's confdir (mitmproxy's own TlsConfig loads it twice)
+
+
+def test_the_chain_keeps_mitmproxys_addon_names() -> None:
+    assert [type(a).__name__.lower() for a in proxy_addons()] == [
+        "core",
+        "block",
+        "disableh2c",
+        "proxyserver",
+        "dnsresolver",
+        "nextlayer",
+        "mapremote",
+        "tlsconfig",
+        "upstreamauth",
+    ]

@@ -105,16 +105,16 @@ def test_a_lone_surrogate_in_a_prompt_is_recorded_with_a_key_known(tmp_path: Pat
 def test_a_full_disk_fails_the_call_for_the_agent_and_marks_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     session = record_session(tmp_path / "run.json")
     assert _record_one(session, _body("first")) is None
-    real_append = Journal.append
+    real_write = Journal.write
 
-    def full(self: Journal, steps: Any) -> None:
+    def full(self: Journal, steps: Any) -> int:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(Journal, "append", full)
+    monkeypatch.setattr(Journal, "write", full)
     refused = _record_one(session, _body("second"))
     assert refused is not None and refused.status >= 500
     assert b"No space left on device" in refused.body and b"not passed on" in refused.body
-    monkeypatch.setattr(Journal, "append", real_append)
+    monkeypatch.setattr(Journal, "write", real_write)
     assert _record_one(session, _body("third")) is None  # space again: later calls are recorded, the chain intact
     assert any("No space left" in p for p in session.problems())
     trace = _finished(session, tmp_path / "run.json")

@@ -136,10 +136,10 @@ def test_a_refused_answer_replaces_the_final_event_with_the_providers_error(tmp_
 def test_a_full_disk_at_the_final_event_sends_an_error_instead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     session, capture, body = _openai(tmp_path)
 
-    def full(self: Journal, steps: Any) -> None:
+    def full(self: Journal, steps: Any) -> int:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(Journal, "append", full)
+    monkeypatch.setattr(Journal, "write", full)
     out = capture.tee(body)
     assert b"[DONE]" not in out and b"No space left on device" in out
     last = parse_sse(out)[-1]
