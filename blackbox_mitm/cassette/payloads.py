@@ -104,11 +104,19 @@ class TextPart(TypedDict):
     text: str
 
 
+class Caller(TypedDict):
+    """Who made a client tool call when not the model directly: the provider's code (programmatic tool calling)."""
+
+    type: str  # the provider's server tool type, e.g. code_execution_20250825
+    toolCallId: str  # the call-N of that server tool's call
+
+
 class ToolUsePart(TypedDict):
     type: Literal["tool_use"]
     toolCallId: str
     toolName: str
     toolInput: Any  # JSON
+    caller: NotRequired[Caller]
 
 
 class ToolResult(TypedDict):
@@ -187,6 +195,7 @@ class ToolCall(TypedDict):
     toolCallId: str
     toolName: str
     toolInput: Any  # JSON
+    caller: NotRequired[Caller]  # a call the provider's code made (programmatic tool calling)
 
 
 class FinalAnswer(TypedDict):

@@ -64,6 +64,7 @@ class ServerToolCallPart(TypedDict):
     toolCallId: str
     toolName: str
     toolInput: Any  # JSON, as the provider sent it
+    serverName: NotRequired[str]  # the MCP server the provider called (Anthropic's MCP connector)
 
 
 class ServerToolResultPart(TypedDict):
@@ -72,6 +73,7 @@ class ServerToolResultPart(TypedDict):
     kind: str  # the provider's block type: web_search_tool_result, code_execution_tool_result, ...
     result: NotRequired[Any]  # the provider's content, as data
     resultMedia: NotRequired[MediaPart]  # instead of result, when it is large: its canonical JSON in the media file
+    isError: NotRequired[bool]  # an MCP connector result that failed (written only when true)
 
 
 class Container(TypedDict):

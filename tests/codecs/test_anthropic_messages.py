@@ -461,53 +461,12 @@ REFUSAL_CASES: dict[str, list[tuple[str, Any, str]]] = {
     "anthropic.server_tool": [
         (
             "request",
-            _req(
-                messages=[
-                    {"role": "user", "content": "Ask the wiki."},
-                    {
-                        "role": "assistant",
-                        "content": [
-                            {"type": "mcp_tool_use", "id": "mcptoolu_01", "name": "ask", "server_name": "wiki", "input": {}},
-                        ],
-                    },
-                ]
-            ),
-            "messages[1].content[0]",
-        ),
-        ("request", _req(mcp_servers=[{"type": "url", "url": "https://mcp.example.com/sse", "name": "example"}]), "mcp_servers"),
-        (
-            "request",
-            _req(
-                messages=[
-                    {"role": "user", "content": "Sum the files."},
-                    {
-                        "role": "assistant",
-                        "content": [
-                            {
-                                "type": "tool_use",
-                                "id": "toolu_01C",
-                                "name": "read",
-                                "input": {},
-                                "caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_01"},
-                            }
-                        ],
-                    },
-                ]
-            ),
-            "messages[1].content[0].caller",
+            _req(messages=[{"role": "user", "content": [{"type": "container_upload", "file_id": "file_011"}]}]),
+            "messages[0].content[0]",
         ),
     ],
     "anthropic.server_tool_response": [
-        (
-            "response",
-            _resp([{"type": "mcp_tool_use", "id": "mcptoolu_01", "name": "ask", "server_name": "wiki", "input": {}}, TEXT]),
-            "content[0]",
-        ),
-        (
-            "response",
-            _resp([{**TOOL_USE, "caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_01"}}], "tool_use"),
-            "content[0].caller",
-        ),
+        ("response", _resp([{"type": "container_upload", "file_id": "file_011"}, TEXT]), "content[0]"),
     ],
     "anthropic.stop_sequence": [
         ("response", _resp([TEXT], "stop_sequence", stop_sequence="END"), "stop_reason"),

@@ -15,7 +15,7 @@ from blackbox_mitm.cassette.payloads import (
     media_part,
 )
 from blackbox_mitm.codecs.anthropic_messages import NAME, PARAMS, PROVIDER, REFUSALS, THINKING, server_tools
-from blackbox_mitm.codecs.anthropic_messages.fields import block_kind, is_server_block, server_caller, text_of
+from blackbox_mitm.codecs.anthropic_messages.fields import block_kind, is_server_block, text_of
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.codecs.common.jsonio import dumps_bytes, load_object, loads_or_none
 from blackbox_mitm.errors import BlackboxUnsupportedError
@@ -26,12 +26,10 @@ __all__ = ["decode_request", "rewrite_tool_result"]
 def decode_request(body: bytes, ids: CallIds, *, path: str = "", query: str = "") -> DecodedRequest:
     """A Messages request body -> ``DecodedRequest`` holding the neutral ``model_input``."""
     data = load_object(body, "request", PROVIDER)
-    if data.get("mcp_servers"):
-        REFUSALS.refuse("anthropic.server_tool", "mcp_servers")
-    model_input: ModelInput = {
-        "messages": _decode_messages(data.get("messages"), ids),
-        "tools": _decode_tools(data.get("tools")),
-    }
+    tools = _decode_tools(data.get("tools"))
+    if data.get("mcp_servers"):  # the MCP connector: the servers the provider calls, compared like tools
+        tools += server_tools.mcp_server_definitions(data["mcp_servers"])
+    model_input: ModelInput = {"messages": _decode_messages(data.get("messages"), ids), "tools": tools}
     if "system" in data and data["system"] is not None:
         model_input["systemPrompt"] = _joined_text(data["system"], "system", row="anthropic.system_content")
     model = data.get("model")
@@ -105,10 +103,12 @@ def _decode_tool_use(block: dict[str, Any], where: str, ids: CallIds, names: dic
     native, name = block.get("id"), block.get("name")
     if not isinstance(native, str) or not isinstance(name, str):
         raise BlackboxUnsupportedError(where, "a tool_use block needs a string id and name", provider=PROVIDER)
-    if server_caller(block):
-        REFUSALS.refuse("anthropic.server_tool", f"{where}.caller")
     names[native] = name
-    return {"type": "tool_use", "toolCallId": ids.neutral(native, name), "toolName": name, "toolInput": block.get("input")}
+    part: ToolUsePart = {"type": "tool_use", "toolCallId": ids.neutral(native, name), "toolName": name, "toolInput": block.get("input")}
+    caller = server_tools.caller_of(block, ids)
+    if caller is not None:
+        part["caller"] = cast(Any, caller)
+    return part
 
 
 def _decode_tool_result(block: dict[str, Any], where: str, ids: CallIds, names: dict[str, str]) -> ToolResultPart:
