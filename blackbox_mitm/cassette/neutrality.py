@@ -87,7 +87,11 @@ _FIELDS: dict[str, dict[str, str]] = {
         # Server-side tools (server_parts): what the provider returned, and the citations on the text it wrote.
         "citations": _DATA,
         "annotations": _DATA,
-        "serverName": _DATA,  # the MCP server an Anthropic MCP connector call went to (server_parts)
+        "serverName": _DATA,
+        # An Anthropic search_result part (the agent's RAG result): where it came from, its title, its text blocks.
+        "source": _DATA,
+        "title": _DATA,
+        "content": "content",  # the MCP server an Anthropic MCP connector call went to (server_parts)
         "tokenLogprobs": _DATA,  # the Responses API's token logprobs on an answer's output text (openai_responses.hosted_tools)
     },
     "tool": {"name": _DATA, "description": _DATA, "inputSchema": _DATA, "builtin": _DATA},

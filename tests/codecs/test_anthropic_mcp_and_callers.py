@@ -187,3 +187,87 @@ def test_a_cassette_with_mcp_parts_and_callers_verifies_and_a_leaked_token_is_fl
     server = {"name": "mcp_server:wiki", "builtin": {"type": "url", "url": "u", "authorization_token": "Bearer " + "a1B2c3D4e5" * 4}}
     leaked.append("model_input", {"messages": [{"role": "user", "content": "Hi"}], "tools": [server]})
     assert any(p.code == "credential" for p in verify_trace(leaked))
+
+
+# --- container uploads and search results -----------------------------------------------------
+
+SEARCH_RESULT = {
+    "type": "search_result",
+    "source": "https://kb.example/paris",
+    "title": "Paris facts",
+    "content": [
+        {"type": "text", "text": "Paris is the capital."},
+        {"type": "text", "text": "It has 2M people.", "cache_control": {"type": "ephemeral"}},
+    ],
+    "citations": {"enabled": True},
+}
+SEARCH_PART = {
+    "type": "search_result",
+    "source": "https://kb.example/paris",
+    "title": "Paris facts",
+    "content": [{"type": "text", "text": "Paris is the capital."}, {"type": "text", "text": "It has 2M people."}],
+    "citations": True,
+}
+
+
+def _messages(*messages: dict[str, Any]) -> Any:
+    return codec.decode_request(json.dumps({"model": "m", "max_tokens": 9, "messages": list(messages)}).encode(), CallIds()).model_input[
+        "messages"
+    ]
+
+
+def test_a_container_upload_is_a_file_reference() -> None:
+    upload = {"type": "container_upload", "file_id": "file_011Data"}
+    content = _messages({"role": "user", "content": [{"type": "text", "text": "Analyse it."}, upload]})[0]["content"]
+    assert content == [{"type": "text", "text": "Analyse it."}, {"type": "container_upload", "file": "file_011Data"}]
+    other = _messages({"role": "user", "content": [{"type": "text", "text": "Analyse it."}, {**upload, "file_id": "file_2"}]})
+    assert other[0]["content"] != content  # another file is another request
+    with pytest.raises(BlackboxUnsupportedError) as err:
+        _messages({"role": "user", "content": [{"type": "container_upload"}]})
+    assert "messages[0].content[0].file_id" in str(err.value)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_a_container_upload_in_an_answer_is_served_back(stream: bool) -> None:
+    answer = {**PTC_ANSWER, "content": [{"type": "container_upload", "file_id": "file_011Data"}, {"type": "text", "text": "Done."}]}
+    answer["stop_reason"] = "end_turn"
+    output: Any = codec.decode_response(json.dumps(answer).encode(), CallIds(), _request())
+    assert output["parts"][0] == {"type": "container_upload", "file": "file_011Data"}
+    served = _served(output, stream)
+    assert served["content"][0] == {"type": "container_upload", "file_id": "file_011Data"}
+    assert codec.decode_response(served, CallIds(), _request()) == output
+
+
+def test_a_search_result_is_a_compared_part_in_user_content_and_tool_results() -> None:
+    user = _messages({"role": "user", "content": [SEARCH_RESULT, {"type": "text", "text": "Cite it."}]})[0]["content"]
+    assert user == [SEARCH_PART, {"type": "text", "text": "Cite it."}]
+    round_trip = [
+        {"role": "user", "content": "Find it."},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01K", "name": "kb", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01K", "content": [SEARCH_RESULT]}]},
+    ]
+    result = _messages(*round_trip)[2]["content"][0]
+    assert result["result"] == [SEARCH_PART]
+    changed = {**SEARCH_RESULT, "content": [{"type": "text", "text": "Paris is the capital."}]}
+    assert _messages({"role": "user", "content": [changed]})[0]["content"] != [SEARCH_PART]
+    uncited = {k: v for k, v in SEARCH_RESULT.items() if k != "citations"}
+    assert "citations" not in _messages({"role": "user", "content": [uncited, {"type": "text", "text": "x"}]})[0]["content"][0]
+
+
+def test_a_malformed_search_result_is_a_named_error() -> None:
+    with pytest.raises(BlackboxUnsupportedError) as err:
+        _messages({"role": "user", "content": [{"type": "search_result", "source": 3, "title": "t", "content": []}]})
+    assert "messages[0].content[0]" in str(err.value) and "string source and title" in str(err.value)
+
+
+def test_a_history_with_search_results_and_uploads_verifies() -> None:
+    body = {
+        "model": "m",
+        "max_tokens": 9,
+        "messages": [{"role": "user", "content": [SEARCH_RESULT, {"type": "container_upload", "file_id": "file_011Data"}]}],
+    }
+    trace = Trace.new()
+    trace.append("model_input", dict(codec.decode_request(json.dumps(body).encode(), CallIds()).model_input))
+    trace.append("model_output", {"type": "final_answer", "text": "ok"})
+    trace.append("metadata", {"event": "run_completed", "status": "success", "result": "ok"})
+    assert verify_trace(trace) == []

@@ -403,12 +403,12 @@ REFUSAL_CASES: dict[str, list[tuple[str, Any, str]]] = {
                         "role": "user",
                         "content": [
                             {"type": "text", "text": "What is this?"},
-                            {"type": "search_result", "source": "https://example.com", "title": "t", "content": []},
+                            {"type": "search_result", "source": "https://example.com", "title": "t", "content": [{"type": "image"}]},
                         ],
                     }
                 ]
             ),
-            "messages[0].content[1]",
+            "messages[0].content[1].content[0]",
         ),
         (
             "request",
@@ -457,16 +457,6 @@ REFUSAL_CASES: dict[str, list[tuple[str, Any, str]]] = {
             ),
             "messages[0].content[0]",
         ),
-    ],
-    "anthropic.server_tool": [
-        (
-            "request",
-            _req(messages=[{"role": "user", "content": [{"type": "container_upload", "file_id": "file_011"}]}]),
-            "messages[0].content[0]",
-        ),
-    ],
-    "anthropic.server_tool_response": [
-        ("response", _resp([{"type": "container_upload", "file_id": "file_011"}, TEXT]), "content[0]"),
     ],
     "anthropic.stop_sequence": [
         ("response", _resp([TEXT], "stop_sequence", stop_sequence="END"), "stop_reason"),

@@ -220,7 +220,7 @@ def test_create_stream_true_yields_the_raw_events(server: tuple[Replayer, str]) 
 
 def test_a_refusal_surfaces_as_bad_request_naming_the_field_without_a_retry(server: tuple[Replayer, str]) -> None:
     replayer, url = server
-    upload: Any = [{"type": "container_upload", "file_id": "file_011"}]
+    upload: Any = [{"type": "bogus_block", "text": "x"}]
     with pytest.raises(anthropic.BadRequestError) as err:
         _client(url).messages.create(model=MODEL, max_tokens=64, messages=[{"role": "user", "content": upload}])
     assert "BlackboxUnsupportedError:" in str(err.value)

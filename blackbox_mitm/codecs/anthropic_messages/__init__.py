@@ -40,7 +40,7 @@ Requests (``decode_request``)
 
 Responses (``decode_response``, ``aggregate_stream``)
     Refusals are checked in this order, so a response breaking several rules
-    names the most useful one: block types (``container_upload``, unknown blocks),
+    names the most useful one: block types (unknown blocks),
     then ``stop_reason`` (``pause_turn``, a paused server-tool turn, is
     recorded as the neutral stop ``"pause"``), then ``stop_details``, then the layout of text and
     tool calls (several text blocks, text after a tool call, a ``stop_reason``
@@ -124,10 +124,8 @@ PARAMS: tuple[tuple[str, str], ...] = (
 # One row per line: this is a table (docs/gen_refusals.py prints it).
 # fmt: off
 REFUSALS = RefusalTable(PROVIDER, (
-    Refusal("anthropic.image_content", "anthropic", "request", "a content block Blackbox does not read in messages, tool results or a document's content (search results, a document inside a document, ...)", "not recorded: only text, tool use and results, images, documents (base64, plain text, URL, file and content-list sources) and tool references are"),
+    Refusal("anthropic.image_content", "anthropic", "request", "a content block Blackbox does not read in messages, tool results, a document's or a search result's content (a document inside a document, ...)", "not recorded: only text, tool use and results, images, documents (base64, plain text, URL, file and content-list sources), search results, container uploads, server-tool and MCP blocks and tool references are"),
     Refusal("anthropic.system_content", "anthropic", "request", "a block other than text in system (the top-level system, or a message with role system)", "the API does not accept it: system takes text blocks only"),
-    Refusal("anthropic.server_tool", "anthropic", "request", "container_upload blocks", "not recorded yet: the file the provider's container reads is not kept as a reference"),
-    Refusal("anthropic.server_tool_response", "anthropic", "response", "container_upload blocks in a response", "not recorded yet: a replay could not give the file reference back"),
     Refusal("anthropic.stop_sequence", "anthropic", "response", 'a response with stop_reason: "stop_sequence"', "the matched sequence is not recorded; it would replay as end_turn"),
     Refusal("anthropic.context_window", "anthropic", "response", 'a response with stop_reason: "model_context_window_exceeded"', "it would replay as max_tokens"),
     Refusal("anthropic.text_blocks", "anthropic", "response", "a response with more than one text block, or text after a tool call", "a replay returns one text block before the tool calls"),

@@ -86,6 +86,10 @@ def _decode_blocks(blocks: list[Any], path: str, ids: CallIds, names: dict[str, 
             parts.append(_decode_tool_result(block, where, ids, names))
         elif kind in ("image", "document"):
             parts.append(media_of(block, kind, where))
+        elif kind == "search_result":
+            parts.append(cast(MessagePart, search_result_of(block, where)))
+        elif kind == "container_upload":
+            parts.append(cast(MessagePart, server_tools.container_upload_of(block, where)))
         elif is_server_block(kind):
             parts.append(server_tools.decode_history_block(block, str(kind), where, ids))
         else:
@@ -204,7 +208,7 @@ def _result_content(content: Any, path: str) -> Any:
     if content is None:
         return ""
     if not isinstance(content, list) or all(block_kind(b) == "text" for b in content):
-        return _joined_text(content, path)
+        return _joined_text(content, path)  # text alone stays one string, as always
     parts: list[dict[str, Any]] = []
     for k, block in enumerate(content):
         kind = block_kind(block)
@@ -218,9 +222,35 @@ def _result_content(content: Any, path: str) -> Any:
             parts.append({"type": "tool_reference", "toolName": block["tool_name"]})
         elif kind in ("image", "document"):
             parts.append(dict(media_of(block, kind, f"{path}[{k}]")))
+        elif kind == "search_result":
+            parts.append(search_result_of(block, f"{path}[{k}]"))
         else:
             REFUSALS.refuse("anthropic.image_content", f"{path}[{k}]")
     return parts
+
+
+def search_result_of(block: dict[str, Any], where: str) -> dict[str, Any]:
+    """A ``search_result`` block (a RAG result the agent hands the model) -> a neutral part, compared.
+
+    ``{"type": "search_result", "source", "title", "content": [{"type": "text", "text"}], "citations": true?}``:
+    the text blocks are kept one by one (a ``search_result_location`` citation counts them), ``citations`` only
+    when enabled; ``cache_control`` is dropped.
+    """
+    source, title, content = block.get("source"), block.get("title"), block.get("content")
+    if not isinstance(source, str) or not isinstance(title, str) or not isinstance(content, list):
+        raise BlackboxUnsupportedError(
+            where, "a search_result block needs a string source and title and a list of text blocks", provider=PROVIDER
+        )
+    texts: list[dict[str, Any]] = []
+    for k, text_block in enumerate(content):
+        if block_kind(text_block) != "text":
+            REFUSALS.refuse("anthropic.image_content", f"{where}.content[{k}]", block_kind(text_block))
+        texts.append({"type": "text", "text": text_of(text_block, f"{where}.content[{k}]")})
+    part: dict[str, Any] = {"type": "search_result", "source": source, "title": title, "content": texts}
+    citations = block.get("citations")
+    if isinstance(citations, dict) and citations.get("enabled") is True:
+        part["citations"] = True
+    return part
 
 
 def _decode_tools(tools: Any) -> list[ToolDefinition]:

@@ -33,16 +33,16 @@ from blackbox_mitm.cassette.payloads import (
     tool_calls_of,
 )
 from blackbox_mitm.cassette.server_parts import result_of, result_part
-from blackbox_mitm.codecs.anthropic_messages import PROVIDER, REFUSALS, THINKING
+from blackbox_mitm.codecs.anthropic_messages import PROVIDER, THINKING
 from blackbox_mitm.codecs.base import CallIds
 from blackbox_mitm.codecs.common.ids import digest
 from blackbox_mitm.errors import BlackboxUnsupportedError
 
 __all__ = [
-    "REFUSED_BLOCKS",
     "answer_blocks",
     "caller_of",
     "client_tool_use",
+    "container_upload_of",
     "decode_answer_parts",
     "decode_history_block",
     "decode_typed_tool",
@@ -53,7 +53,6 @@ __all__ = [
     "server_usage",
 ]
 
-REFUSED_BLOCKS = frozenset({"container_upload"})
 SERVED_PREFIX = "srvtoolu_"
 MCP_PREFIX = "mcptoolu_"
 CALL_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use"})
@@ -87,7 +86,7 @@ def mcp_server_definitions(servers: Any) -> list[ToolDefinition]:
 
 
 def is_server_result(kind: str | None) -> bool:
-    return isinstance(kind, str) and kind.endswith("_tool_result") and kind != "tool_result" and kind not in REFUSED_BLOCKS
+    return isinstance(kind, str) and kind.endswith("_tool_result") and kind != "tool_result"
 
 
 def _call_part(block: dict[str, Any], where: str, call_id: str) -> ServerToolCallPart:
@@ -124,20 +123,20 @@ def _check_result(block: dict[str, Any], where: str) -> str:
 
 
 def decode_history_block(block: dict[str, Any], kind: str, where: str, ids: CallIds) -> ServerToolCallPart | ServerToolResultPart:
-    """A server block the agent sent back in its history; the MCP connector's blocks are refused."""
+    """A server block the agent sent back in its history (a server tool's or the MCP connector's call or result)."""
     if kind in CALL_BLOCKS:
         _check_call(block, where)
         return _call_part(block, where, ids.neutral(block["id"], block["name"]))
     if is_server_result(kind):
         return _result_part(block, where, ids.neutral(_check_result(block, where)))
-    REFUSALS.refuse("anthropic.server_tool", where, kind)
+    raise BlackboxUnsupportedError(where, f"a server block of type {kind!r} Blackbox does not read", provider=PROVIDER)
 
 
 def is_rich_answer(content: list[Any]) -> bool:
     """An answer that holds server blocks or citations: it is recorded block by block (``parts``)."""
     for block in content:
         kind = block.get("type") if isinstance(block, dict) else None
-        if kind in CALL_BLOCKS or is_server_result(kind) or (kind == "text" and block.get("citations")):
+        if kind in CALL_BLOCKS or kind == "container_upload" or is_server_result(kind) or (kind == "text" and block.get("citations")):
             return True
     return False
 
@@ -153,6 +152,8 @@ def decode_answer_parts(content: list[dict[str, Any]], ids: CallIds, new_call: A
             _check_call(block, f"content[{i}]")
         elif is_server_result(kind):
             _check_result(block, f"content[{i}]")
+        elif kind == "container_upload":
+            container_upload_of(block, f"content[{i}]")
         elif kind == "text" and block.get("citations") is not None and not isinstance(block["citations"], list):
             raise BlackboxUnsupportedError(f"content[{i}].citations", "citations must be a list", provider=PROVIDER)
     texts: list[str] = []
@@ -170,6 +171,8 @@ def decode_answer_parts(content: list[dict[str, Any]], ids: CallIds, new_call: A
             call = new_call(block, block["name"], block.get("input"), ids)
             calls.append(call)
             parts.append({"type": "tool_use", "toolCallId": call["toolCallId"]})
+        elif kind == "container_upload":
+            parts.append(dict(container_upload_of(block, f"content[{i}]")))
         elif kind in CALL_BLOCKS:
             parts.append(dict(_call_part(block, f"content[{i}]", ids.assign(block["id"], block["name"]))))
         elif kind not in THINKING:
@@ -192,6 +195,8 @@ def answer_blocks(output: Mapping[str, Any], ids: CallIds) -> list[dict[str, Any
         elif kind == "tool_use" and call_id in calls:
             call = calls[call_id]
             blocks.append(client_tool_use(call, ids))
+        elif kind == "container_upload":
+            blocks.append({"type": "container_upload", "file_id": part.get("file")})
         elif kind == "server_tool_call" and "serverName" in part:
             served = ids.served_id(call_id, MCP_PREFIX)
             blocks.append(
@@ -214,6 +219,14 @@ def answer_blocks(output: Mapping[str, Any], ids: CallIds) -> list[dict[str, Any
             served = ids.served_id(call_id, SERVED_PREFIX)
             blocks.append({"type": str(part.get("kind")), "tool_use_id": served, "content": result_of(part)})
     return blocks
+
+
+def container_upload_of(block: dict[str, Any], where: str) -> dict[str, str]:
+    """A ``container_upload`` block (a file the provider's container reads) -> ``{"type": "container_upload", "file"}``:
+    the file id is the reference, as a ``file`` media source's is (Blackbox never sees the bytes)."""
+    if not isinstance(block.get("file_id"), str):
+        raise BlackboxUnsupportedError(f"{where}.file_id", "a container_upload block needs a string file_id", provider=PROVIDER)
+    return {"type": "container_upload", "file": block["file_id"]}
 
 
 def caller_of(block: dict[str, Any], ids: CallIds) -> dict[str, str] | None:
