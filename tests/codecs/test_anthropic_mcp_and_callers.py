@@ -241,7 +241,7 @@ def test_a_container_upload_in_an_answer_is_served_back(stream: bool) -> None:
 def test_a_search_result_is_a_compared_part_in_user_content_and_tool_results() -> None:
     user = _messages({"role": "user", "content": [SEARCH_RESULT, {"type": "text", "text": "Cite it."}]})[0]["content"]
     assert user == [SEARCH_PART, {"type": "text", "text": "Cite it."}]
-    round_trip = [
+    round_trip: list[dict[str, Any]] = [
         {"role": "user", "content": "Find it."},
         {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01K", "name": "kb", "input": {}}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01K", "content": [SEARCH_RESULT]}]},
