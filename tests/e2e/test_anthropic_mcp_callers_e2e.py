@@ -36,12 +36,15 @@ TOKEN = "mcp-oauth-token-Zx81Qw-do-not-record"
 
 
 def _events(message: dict[str, Any]) -> list[dict[str, Any]]:
-    """A Message as the API streams it: text as deltas, any block with an input opened empty and given as JSON pieces."""
+    """A Message as the API streams it: text (and its citations) as deltas, any block with an input opened empty and given as JSON pieces."""
     head = {**message, "content": [], "stop_reason": None, "usage": {**message["usage"], "output_tokens": 0}}
     events: list[dict[str, Any]] = [{"type": "message_start", "message": head}]
     for i, block in enumerate(message["content"]):
         if block["type"] == "text":
-            events.append({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}})
+            start: dict[str, Any] = {"type": "text", "text": ""} | ({"citations": []} if "citations" in block else {})
+            events.append({"type": "content_block_start", "index": i, "content_block": start})
+            for citation in block.get("citations") or []:
+                events.append({"type": "content_block_delta", "index": i, "delta": {"type": "citations_delta", "citation": citation}})
             events.append({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": block["text"]}})
         elif "input" in block:
             events.append({"type": "content_block_start", "index": i, "content_block": {**block, "input": {}}})
@@ -253,4 +256,91 @@ def test_a_call_from_the_providers_code_records_with_its_caller_and_replays_stri
     rep = _replay(cassette, tmp_path, stream, confdir)
     assert rep.returncode == 0, rep.stderr
     assert rep.stdout == rec.stdout  # the caller names the served code execution call again
+    assert "2 of 2 model calls served from the recording, no divergence" in rep.stderr
+
+
+# --- search results and container uploads -------------------------------------------------------
+
+RAG_AGENT = f"""
+import sys
+import anthropic
+
+client = anthropic.Anthropic()
+stream = sys.argv[1] == "stream"
+tools = [{{"name": "kb", "description": "Search the knowledge base", "input_schema": {{"type": "object"}}}},
+         {{"type": "code_execution_20250825", "name": "code_execution"}}]
+messages = [{{"role": "user", "content": [{{"type": "text", "text": "How big is Paris? Look it up, and plot data.csv."}},
+                                        {{"type": "container_upload", "file_id": "file_011CsvData"}}]}}]
+betas = ["code-execution-2025-08-25", "files-api-2025-04-14"]
+for _ in range(3):
+    args = dict(model="{MODEL}", max_tokens=300, messages=messages, tools=tools, betas=betas)
+    if stream:
+        with client.beta.messages.stream(**args) as s:
+            reply = s.get_final_message()
+    else:
+        reply = client.beta.messages.create(**args)
+    messages.append({{"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in reply.content]}})
+    calls = [b for b in reply.content if b.type == "tool_use"]
+    if not calls:
+        break
+    found = {{"type": "search_result", "source": "https://kb.example/paris", "title": "Paris facts",
+             "content": [{{"type": "text", "text": "Paris is the capital."}}, {{"type": "text", "text": "It has 2.1M people."}}],
+             "citations": {{"enabled": True}}}}
+    messages.append({{"role": "user", "content": [{{"type": "tool_result", "tool_use_id": calls[0].id, "content": [found]}}]}})
+for block in reply.content:
+    cited = [f"{{c.type}}:{{c.source}}:{{c.cited_text}}" for c in getattr(block, "citations", None) or []]
+    print(block.type, repr(getattr(block, "text", None)), cited)
+"""
+
+RAG_CITED: list[dict[str, Any]] = [
+    {"type": "text", "text": "Paris has "},
+    {
+        "type": "text",
+        "text": "2.1 million people",
+        "citations": [
+            {
+                "type": "search_result_location",
+                "source": "https://kb.example/paris",
+                "title": "Paris facts",
+                "cited_text": "It has 2.1M people.",
+                "search_result_index": 0,
+                "start_block_index": 1,
+                "end_block_index": 2,
+            }
+        ],
+    },
+    {"type": "text", "text": "."},
+]
+
+
+def _rag_model(kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    assert body["messages"][0]["content"][1] == {"type": "container_upload", "file_id": "file_011CsvData"}
+    if len(body["messages"]) > 1:
+        assert body["messages"][2]["content"][0]["content"][0]["type"] == "search_result"
+        return _answer(body, RAG_CITED, "end_turn", "msg_01Cited")
+    call = {"type": "tool_use", "id": "toolu_01KbKbKbKb01", "name": "kb", "input": {"q": "paris population"}}
+    return _answer(body, [call], "tool_use", "msg_01Kb")
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_search_results_and_a_container_upload_record_and_replay_strictly(stream: bool, tmp_path: Path, confdir: Path) -> None:
+    cassette, rec, sent = _run(RAG_AGENT, tmp_path, confdir, _rag_model, stream)
+    assert rec.stdout.splitlines() == [
+        "text 'Paris has ' []",
+        "text '2.1 million people' ['search_result_location:https://kb.example/paris:It has 2.1M people.']",
+        "text '.' []",
+    ], rec.stdout
+    assert len(sent) == 2
+
+    trace = load_trace(cassette)
+    inputs = [s.payload for s in trace.steps if s.type == "model_input"]
+    assert inputs[0]["messages"][0]["content"][1] == {"type": "container_upload", "file": "file_011CsvData"}
+    found = inputs[1]["messages"][2]["content"][0]["result"][0]
+    assert found["type"] == "search_result" and found["citations"] is True and len(found["content"]) == 2
+    answer = [s.payload for s in trace.steps if s.type == "model_output"][1]
+    assert answer["parts"][1]["citations"][0]["type"] == "search_result_location"
+
+    rep = _replay(cassette, tmp_path, stream, confdir)
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout == rec.stdout
     assert "2 of 2 model calls served from the recording, no divergence" in rep.stderr
