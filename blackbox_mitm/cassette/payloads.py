@@ -41,6 +41,7 @@ from blackbox_mitm.cassette.extensions import (
 from blackbox_mitm.cassette.records import FileSeal, JSONObject
 from blackbox_mitm.cassette.server_parts import (
     AnswerPart,
+    Caller,
     Container,
     ServerToolCallPart,
     ServerToolResultPart,
@@ -102,13 +103,6 @@ __all__ = [
 class TextPart(TypedDict):
     type: Literal["text"]
     text: str
-
-
-class Caller(TypedDict):
-    """Who made a client tool call when not the model directly: the provider's code (programmatic tool calling)."""
-
-    type: str  # the provider's server tool type, e.g. code_execution_20250825
-    toolCallId: str  # the call-N of that server tool's call
 
 
 class ToolUsePart(TypedDict):

@@ -82,7 +82,9 @@ def _refuse_unsupported(data: dict[str, Any], content: list[Any], stop_reason: A
     ``end_turn``/``tool_use``/``max_tokens``, stop details."""
     for i, block in enumerate(content):
         kind = block_kind(block)
-        if kind not in ("text", "tool_use", "container_upload", *server_tools.CALL_BLOCKS, *THINKING) and not server_tools.is_server_result(kind):
+        if kind not in ("text", "tool_use", "container_upload", *server_tools.CALL_BLOCKS, *THINKING) and not server_tools.is_server_result(
+            kind
+        ):
             REFUSALS.refuse("anthropic.unknown_block", f"content[{i}]")
     if stop_reason == "refusal":
         REFUSALS.refuse("anthropic.refusal", "stop_reason", stop_reason)
