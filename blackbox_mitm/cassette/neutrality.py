@@ -36,6 +36,9 @@ _CALL_ID = re.compile(r"call-(?:0|[1-9][0-9]*)")
 _CREDENTIAL_WORDS = (b"api_key", b"api-key", b"apikey", b"auth_token", b"auth-token", b"authtoken", b"authorization")
 # Every secret shape matches one of these (looser, each led by a literal).
 _ECHO_LEAD = b"<tool-use-id>"
+# Fields that hold a credential whatever its shape (Anthropic's MCP connector server token): any value is flagged.
+_TOKEN_FIELDS = frozenset({"authorization_token"})
+_TOKEN_LEADS = tuple(f'"{name}"'.encode() for name in _TOKEN_FIELDS)
 _SECRET_GATES = (
     re.compile(rb"sk-[A-Za-z0-9_-]{32}"),
     re.compile(rb"AIza[0-9A-Za-z_-]{35}"),
@@ -60,6 +63,8 @@ def scan(payload_json: bytes, facts: ProviderFacts) -> tuple[bool, bool]:
     if _ECHO_LEAD in payload_json and _echo_tag(facts.id_prefixes).search(payload_json.decode("utf-8", "replace")):
         return True, True
     lowered = payload_json.lower()
+    if any(lead in lowered for lead in _TOKEN_LEADS):
+        return True, True
     words = any(word in lowered for word in _CREDENTIAL_WORDS)
     if (words or QUERY_KEY.search(lowered)) and scheme_credential(payload_json, lowered) is not None:
         return True, True
@@ -304,6 +309,9 @@ class Walker:
                 for key, child in node.items():
                     child_path = f"{path}{key_path(key)}"
                     self._secret(key, child_path)
+                    if key.lower() in _TOKEN_FIELDS and isinstance(child, str) and child:
+                        self.add("credential", child_path, f"{quote(key)} holds a credential; it never enters a cassette: re-record")
+                        continue
                     stack.append((child, child_path))
             elif isinstance(node, list):
                 stack.extend((item, f"{path}[{n}]") for n, item in enumerate(node))
