@@ -191,7 +191,7 @@ def test_a_cassette_with_mcp_parts_and_callers_verifies_and_a_leaked_token_is_fl
     server = {"name": "mcp_server:wiki", "builtin": {"type": "url", "url": "u", "authorization_token": TOKEN}}
     opaque.append("model_input", {"messages": [{"role": "user", "content": "Hi"}], "tools": [server]})
     problems = verify_trace(opaque)
-    assert [p.code for p in problems] == ["credential"] and "authorization_token" in problems[0].where
+    assert [p.code for p in problems] == ["credential"] and "authorization_token" in str(problems[0].where)
 
 
 # --- container uploads and search results -----------------------------------------------------
