@@ -36,8 +36,10 @@ _CALL_ID = re.compile(r"call-(?:0|[1-9][0-9]*)")
 # (the structural pre-scan depends on the providers: ``ProviderFacts.suspect_structure``)
 # Every credential name holds one of these once lowercased.
 _CREDENTIAL_WORDS = (b"api_key", b"api-key", b"apikey", b"auth_token", b"auth-token", b"authtoken", b"authorization")
-# Every secret shape matches one of these (looser, each led by a literal).
 _ECHO_LEAD = b"<tool-use-id>"
+# Fields that hold a credential whatever its shape (Anthropic's MCP connector server token): any value is flagged.
+_TOKEN_FIELDS = frozenset({"authorization_token"})
+_TOKEN_LEADS = tuple(f'"{name}"'.encode() for name in _TOKEN_FIELDS)  # each holds "authorization": _CREDENTIAL_GATE finds it
 _SECRET_SHAPES = (
     rb"sk-[A-Za-z0-9_-]{32}",
     rb"AIza[0-9A-Za-z_-]{35}",
@@ -90,6 +92,8 @@ def scan(payload_json: bytes, facts: ProviderFacts) -> tuple[bool, bool]:
     words = False
     if _CREDENTIAL_GATE.search(payload_json) is not None:  # most payloads stop here: no lowered copy, no seven searches
         lowered = payload_json.lower()
+        if any(lead in lowered for lead in _TOKEN_LEADS):
+            return True, True
         words = any(word in lowered for word in _CREDENTIAL_WORDS)
         if (words or QUERY_KEY.search(lowered)) and scheme_credential(payload_json, lowered) is not None:
             return True, True
@@ -117,6 +121,11 @@ _FIELDS: dict[str, dict[str, str]] = {
         # Server-side tools (server_parts): what the provider returned, and the citations on the text it wrote.
         "citations": _DATA,
         "annotations": _DATA,
+        "serverName": _DATA,
+        # An Anthropic search_result part (the agent's RAG result): where it came from, its title, its text blocks.
+        "source": _DATA,
+        "title": _DATA,
+        "content": "content",  # the MCP server an Anthropic MCP connector call went to (server_parts)
         "tokenLogprobs": _DATA,  # the Responses API's token logprobs on an answer's output text (openai_responses.hosted_tools)
     },
     "tool": {"name": _DATA, "description": _DATA, "inputSchema": _DATA, "builtin": _DATA},
@@ -329,6 +338,9 @@ class Walker:
                 for key, child in node.items():
                     child_path = f"{path}{key_path(key)}"
                     self._secret(key, child_path)
+                    if key.lower() in _TOKEN_FIELDS and isinstance(child, str) and child:
+                        self.add("credential", child_path, f"{quote(key)} holds a credential; it never enters a cassette: re-record")
+                        continue
                     stack.append((child, child_path))
             elif isinstance(node, list):
                 stack.extend((item, f"{path}[{n}]") for n, item in enumerate(node))

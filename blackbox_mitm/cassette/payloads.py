@@ -41,6 +41,7 @@ from blackbox_mitm.cassette.extensions import (
 from blackbox_mitm.cassette.records import FileSeal, JSONObject
 from blackbox_mitm.cassette.server_parts import (
     AnswerPart,
+    Caller,
     Container,
     ServerToolCallPart,
     ServerToolResultPart,
@@ -109,6 +110,7 @@ class ToolUsePart(TypedDict):
     toolCallId: str
     toolName: str
     toolInput: Any  # JSON
+    caller: NotRequired[Caller]
 
 
 class ToolResult(TypedDict):
@@ -187,6 +189,7 @@ class ToolCall(TypedDict):
     toolCallId: str
     toolName: str
     toolInput: Any  # JSON
+    caller: NotRequired[Caller]  # a call the provider's code made (programmatic tool calling)
 
 
 class FinalAnswer(TypedDict):

@@ -27,6 +27,11 @@ the cassette keeps them and a replay gives them back; nothing runs again.
   per tool: ``{"web_search": 2}``) are Anthropic's answer fields; ``grounding`` is a
   Gemini candidate's ``groundingMetadata``.
 
+* Anthropic's MCP connector: ``serverName`` on a ``server_tool_call`` (the MCP
+  server called), ``isError: true`` on a failed ``mcp_tool_result``. A client
+  call the provider's code made (programmatic tool calling) has ``caller``
+  (``Caller``: the server tool's type and its call's ``call-N``).
+
 Each is written only when the answer carries it: an answer without server tools
 is the payload, and hash, it was before the extension existed.
 """
@@ -45,6 +50,7 @@ from blackbox_mitm.cassette.records import JSONObject
 __all__ = [
     "RESULT_INLINE_MAX",
     "AnswerPart",
+    "Caller",
     "Container",
     "ServerToolCallPart",
     "ServerToolResultPart",
@@ -59,11 +65,19 @@ RESULT_INLINE_MAX = 64 * 1024
 RESULT_MEDIA_TYPE = "application/json"
 
 
+class Caller(TypedDict):
+    """Who made a client tool call when not the model directly: the provider's code (programmatic tool calling)."""
+
+    type: str  # the provider's server tool type, e.g. code_execution_20250825
+    toolCallId: str  # the call-N of that server tool's call
+
+
 class ServerToolCallPart(TypedDict):
     type: Literal["server_tool_call"]
     toolCallId: str
     toolName: str
     toolInput: Any  # JSON, as the provider sent it
+    serverName: NotRequired[str]  # the MCP server the provider called (Anthropic's MCP connector)
 
 
 class ServerToolResultPart(TypedDict):
@@ -72,6 +86,7 @@ class ServerToolResultPart(TypedDict):
     kind: str  # the provider's block type: web_search_tool_result, code_execution_tool_result, ...
     result: NotRequired[Any]  # the provider's content, as data
     resultMedia: NotRequired[MediaPart]  # instead of result, when it is large: its canonical JSON in the media file
+    isError: NotRequired[bool]  # an MCP connector result that failed (written only when true)
 
 
 class Container(TypedDict):

@@ -403,12 +403,12 @@ REFUSAL_CASES: dict[str, list[tuple[str, Any, str]]] = {
                         "role": "user",
                         "content": [
                             {"type": "text", "text": "What is this?"},
-                            {"type": "search_result", "source": "https://example.com", "title": "t", "content": []},
+                            {"type": "search_result", "source": "https://example.com", "title": "t", "content": [{"type": "image"}]},
                         ],
                     }
                 ]
             ),
-            "messages[0].content[1]",
+            "messages[0].content[1].content[0]",
         ),
         (
             "request",
@@ -456,57 +456,6 @@ REFUSAL_CASES: dict[str, list[tuple[str, Any, str]]] = {
                 ]
             ),
             "messages[0].content[0]",
-        ),
-    ],
-    "anthropic.server_tool": [
-        (
-            "request",
-            _req(
-                messages=[
-                    {"role": "user", "content": "Ask the wiki."},
-                    {
-                        "role": "assistant",
-                        "content": [
-                            {"type": "mcp_tool_use", "id": "mcptoolu_01", "name": "ask", "server_name": "wiki", "input": {}},
-                        ],
-                    },
-                ]
-            ),
-            "messages[1].content[0]",
-        ),
-        ("request", _req(mcp_servers=[{"type": "url", "url": "https://mcp.example.com/sse", "name": "example"}]), "mcp_servers"),
-        (
-            "request",
-            _req(
-                messages=[
-                    {"role": "user", "content": "Sum the files."},
-                    {
-                        "role": "assistant",
-                        "content": [
-                            {
-                                "type": "tool_use",
-                                "id": "toolu_01C",
-                                "name": "read",
-                                "input": {},
-                                "caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_01"},
-                            }
-                        ],
-                    },
-                ]
-            ),
-            "messages[1].content[0].caller",
-        ),
-    ],
-    "anthropic.server_tool_response": [
-        (
-            "response",
-            _resp([{"type": "mcp_tool_use", "id": "mcptoolu_01", "name": "ask", "server_name": "wiki", "input": {}}, TEXT]),
-            "content[0]",
-        ),
-        (
-            "response",
-            _resp([{**TOOL_USE, "caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_01"}}], "tool_use"),
-            "content[0].caller",
         ),
     ],
     "anthropic.stop_sequence": [

@@ -220,11 +220,11 @@ def test_create_stream_true_yields_the_raw_events(server: tuple[Replayer, str]) 
 
 def test_a_refusal_surfaces_as_bad_request_naming_the_field_without_a_retry(server: tuple[Replayer, str]) -> None:
     replayer, url = server
-    mcp: Any = {"mcp_servers": [{"type": "url", "url": "https://mcp.example.com/sse", "name": "wiki"}]}
+    upload: Any = [{"type": "bogus_block", "text": "x"}]
     with pytest.raises(anthropic.BadRequestError) as err:
-        _client(url).messages.create(model=MODEL, max_tokens=64, extra_body=mcp, messages=[{"role": "user", "content": "Weather?"}])
+        _client(url).messages.create(model=MODEL, max_tokens=64, messages=[{"role": "user", "content": upload}])
     assert "BlackboxUnsupportedError:" in str(err.value)
-    assert "mcp_servers" in str(err.value)
+    assert "messages[0].content[0]" in str(err.value)
     assert err.value.status_code == 400
     assert err.value.request_id and err.value.request_id.startswith("req_bb")
     assert len(replayer.requests) == 1

@@ -25,7 +25,12 @@ Requests (``decode_request``)
     * Typed tools (``web_search_20250305``, ``code_execution_…``, ``bash_…``) are
       provider-defined tool definitions (``builtin``); ``server_tool_use`` and
       ``*_tool_result`` blocks in the history are server-tool parts
-      (``server_tools``).
+      (``server_tools``). The MCP connector's ``mcp_servers`` are definitions
+      ``mcp_server:<name>`` (without ``authorization_token``), an ``mcp_toolset``
+      is ``mcp_toolset:<server name>``, and ``mcp_tool_use`` / ``mcp_tool_result``
+      are server-tool parts with ``serverName``. A ``tool_use`` the provider's
+      code made (programmatic tool calling) keeps its ``caller`` (the server
+      tool's call-N); a ``direct`` caller is dropped, as if absent.
     * Images and documents are media parts (``request.media_of``); a document's
       ``context`` and enabled ``citations`` are kept, and a content-list source
       is a document part holding its text and images as neutral parts.
@@ -35,7 +40,7 @@ Requests (``decode_request``)
 
 Responses (``decode_response``, ``aggregate_stream``)
     Refusals are checked in this order, so a response breaking several rules
-    names the most useful one: block types (MCP connector, unknown blocks),
+    names the most useful one: block types (unknown blocks),
     then ``stop_reason`` (``pause_turn``, a paused server-tool turn, is
     recorded as the neutral stop ``"pause"``), then ``stop_details``, then the layout of text and
     tool calls (several text blocks, text after a tool call, a ``stop_reason``
@@ -90,7 +95,7 @@ DEFAULT_HOSTS: tuple[str, ...] = ("api.anthropic.com",)
 CREDENTIAL_HEADERS: tuple[str, ...] = ("x-api-key", "authorization")
 CREDENTIAL_QUERY: tuple[str, ...] = ()
 KEY_ENV_VARS: tuple[str, ...] = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
-ID_PREFIXES: tuple[str, ...] = ("toolu_", "srvtoolu_", "msg_")
+ID_PREFIXES: tuple[str, ...] = ("toolu_", "srvtoolu_", "mcptoolu_", "msg_")
 RESPONSE_KEYS: tuple[str, ...] = (
     "usage",
     "input_tokens",
@@ -119,10 +124,8 @@ PARAMS: tuple[tuple[str, str], ...] = (
 # One row per line: this is a table (docs/gen_refusals.py prints it).
 # fmt: off
 REFUSALS = RefusalTable(PROVIDER, (
-    Refusal("anthropic.image_content", "anthropic", "request", "a content block Blackbox does not read in messages, tool results or a document's content (search results, a document inside a document, ...)", "not recorded: only text, tool use and results, images, documents (base64, plain text, URL, file and content-list sources) and tool references are"),
+    Refusal("anthropic.image_content", "anthropic", "request", "a content block Blackbox does not read in messages, tool results, a document's or a search result's content (a document inside a document, ...)", "not recorded: only text, tool use and results, images, documents (base64, plain text, URL, file and content-list sources), search results, container uploads, server-tool and MCP blocks and tool references are"),
     Refusal("anthropic.system_content", "anthropic", "request", "a block other than text in system (the top-level system, or a message with role system)", "the API does not accept it: system takes text blocks only"),
-    Refusal("anthropic.server_tool", "anthropic", "request", "the MCP connector (mcp_servers, mcp_tool_use and mcp_tool_result blocks), container_upload blocks, and tool calls made from code execution (programmatic tool calling: a tool_use with a caller)", "not recorded: the MCP connector's calls and results name servers Blackbox never sees, and a call made from the provider's code has no place in a neutral transcript yet"),
-    Refusal("anthropic.server_tool_response", "anthropic", "response", "MCP connector and container_upload blocks in a response, and tool calls made from code execution (a tool_use with a caller)", "not recorded: the MCP connector's calls and results, and calls made from the provider's code, could not be given back"),
     Refusal("anthropic.stop_sequence", "anthropic", "response", 'a response with stop_reason: "stop_sequence"', "the matched sequence is not recorded; it would replay as end_turn"),
     Refusal("anthropic.context_window", "anthropic", "response", 'a response with stop_reason: "model_context_window_exceeded"', "it would replay as max_tokens"),
     Refusal("anthropic.text_blocks", "anthropic", "response", "a response with more than one text block, or text after a tool call", "a replay returns one text block before the tool calls"),

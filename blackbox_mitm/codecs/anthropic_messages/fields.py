@@ -7,7 +7,7 @@ from typing import Any
 from blackbox_mitm.codecs.anthropic_messages import PROVIDER, SERVER_BLOCKS
 from blackbox_mitm.errors import BlackboxUnsupportedError
 
-__all__ = ["block_kind", "is_server_block", "server_caller", "text_of"]
+__all__ = ["block_kind", "is_server_block", "text_of"]
 
 
 def text_of(block: dict[str, Any], where: str) -> str:
@@ -19,12 +19,6 @@ def text_of(block: dict[str, Any], where: str) -> str:
 
 def is_server_block(kind: Any) -> bool:
     return isinstance(kind, str) and (kind in SERVER_BLOCKS or (kind.endswith("_tool_result") and kind != "tool_result"))
-
-
-def server_caller(block: dict[str, Any]) -> bool:
-    """A tool_use called from a server tool's code (programmatic tool calling), not by the model directly."""
-    caller = block.get("caller")
-    return isinstance(caller, dict) and caller.get("type") not in (None, "direct")
 
 
 def block_kind(block: Any) -> str | None:

@@ -15,7 +15,7 @@ from blackbox_mitm.cassette.payloads import (
     media_part,
 )
 from blackbox_mitm.codecs.anthropic_messages import NAME, PARAMS, PROVIDER, REFUSALS, THINKING, server_tools
-from blackbox_mitm.codecs.anthropic_messages.fields import block_kind, is_server_block, server_caller, text_of
+from blackbox_mitm.codecs.anthropic_messages.fields import block_kind, is_server_block, text_of
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.codecs.common.jsonio import dumps_bytes, load_object, loads_or_none
 from blackbox_mitm.errors import BlackboxUnsupportedError
@@ -26,12 +26,10 @@ __all__ = ["decode_request", "rewrite_tool_result"]
 def decode_request(body: bytes, ids: CallIds, *, path: str = "", query: str = "") -> DecodedRequest:
     """A Messages request body -> ``DecodedRequest`` holding the neutral ``model_input``."""
     data = load_object(body, "request", PROVIDER)
-    if data.get("mcp_servers"):
-        REFUSALS.refuse("anthropic.server_tool", "mcp_servers")
-    model_input: ModelInput = {
-        "messages": _decode_messages(data.get("messages"), ids),
-        "tools": _decode_tools(data.get("tools")),
-    }
+    tools = _decode_tools(data.get("tools"))
+    if data.get("mcp_servers"):  # the MCP connector: the servers the provider calls, compared like tools
+        tools += server_tools.mcp_server_definitions(data["mcp_servers"])
+    model_input: ModelInput = {"messages": _decode_messages(data.get("messages"), ids), "tools": tools}
     if "system" in data and data["system"] is not None:
         model_input["systemPrompt"] = _joined_text(data["system"], "system", row="anthropic.system_content")
     model = data.get("model")
@@ -88,6 +86,10 @@ def _decode_blocks(blocks: list[Any], path: str, ids: CallIds, names: dict[str, 
             parts.append(_decode_tool_result(block, where, ids, names))
         elif kind in ("image", "document"):
             parts.append(media_of(block, kind, where))
+        elif kind == "search_result":
+            parts.append(cast(MessagePart, search_result_of(block, where)))
+        elif kind == "container_upload":
+            parts.append(cast(MessagePart, server_tools.container_upload_of(block, where)))
         elif is_server_block(kind):
             parts.append(server_tools.decode_history_block(block, str(kind), where, ids))
         else:
@@ -105,10 +107,12 @@ def _decode_tool_use(block: dict[str, Any], where: str, ids: CallIds, names: dic
     native, name = block.get("id"), block.get("name")
     if not isinstance(native, str) or not isinstance(name, str):
         raise BlackboxUnsupportedError(where, "a tool_use block needs a string id and name", provider=PROVIDER)
-    if server_caller(block):
-        REFUSALS.refuse("anthropic.server_tool", f"{where}.caller")
     names[native] = name
-    return {"type": "tool_use", "toolCallId": ids.neutral(native, name), "toolName": name, "toolInput": block.get("input")}
+    part: ToolUsePart = {"type": "tool_use", "toolCallId": ids.neutral(native, name), "toolName": name, "toolInput": block.get("input")}
+    caller = server_tools.caller_of(block, ids)
+    if caller is not None:
+        part["caller"] = cast(Any, caller)
+    return part
 
 
 def _decode_tool_result(block: dict[str, Any], where: str, ids: CallIds, names: dict[str, str]) -> ToolResultPart:
@@ -204,7 +208,7 @@ def _result_content(content: Any, path: str) -> Any:
     if content is None:
         return ""
     if not isinstance(content, list) or all(block_kind(b) == "text" for b in content):
-        return _joined_text(content, path)
+        return _joined_text(content, path)  # text alone stays one string, as always
     parts: list[dict[str, Any]] = []
     for k, block in enumerate(content):
         kind = block_kind(block)
@@ -218,9 +222,35 @@ def _result_content(content: Any, path: str) -> Any:
             parts.append({"type": "tool_reference", "toolName": block["tool_name"]})
         elif kind in ("image", "document"):
             parts.append(dict(media_of(block, kind, f"{path}[{k}]")))
+        elif kind == "search_result":
+            parts.append(search_result_of(block, f"{path}[{k}]"))
         else:
             REFUSALS.refuse("anthropic.image_content", f"{path}[{k}]")
     return parts
+
+
+def search_result_of(block: dict[str, Any], where: str) -> dict[str, Any]:
+    """A ``search_result`` block (a RAG result the agent hands the model) -> a neutral part, compared.
+
+    ``{"type": "search_result", "source", "title", "content": [{"type": "text", "text"}], "citations": true?}``:
+    the text blocks are kept one by one (a ``search_result_location`` citation counts them), ``citations`` only
+    when enabled; ``cache_control`` is dropped.
+    """
+    source, title, content = block.get("source"), block.get("title"), block.get("content")
+    if not isinstance(source, str) or not isinstance(title, str) or not isinstance(content, list):
+        raise BlackboxUnsupportedError(
+            where, "a search_result block needs a string source and title and a list of text blocks", provider=PROVIDER
+        )
+    texts: list[dict[str, Any]] = []
+    for k, text_block in enumerate(content):
+        if block_kind(text_block) != "text":
+            REFUSALS.refuse("anthropic.image_content", f"{where}.content[{k}]", block_kind(text_block))
+        texts.append({"type": "text", "text": text_of(text_block, f"{where}.content[{k}]")})
+    part: dict[str, Any] = {"type": "search_result", "source": source, "title": title, "content": texts}
+    citations = block.get("citations")
+    if isinstance(citations, dict) and citations.get("enabled") is True:
+        part["citations"] = True
+    return part
 
 
 def _decode_tools(tools: Any) -> list[ToolDefinition]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from blackbox_mitm.cassette.payloads import (
     ModelOutput,
@@ -17,7 +17,7 @@ from blackbox_mitm.cassette.payloads import (
     tool_calls_of,
 )
 from blackbox_mitm.codecs.anthropic_messages import PROVIDER, REFUSALS, THINKING, server_tools
-from blackbox_mitm.codecs.anthropic_messages.fields import block_kind, server_caller, text_of
+from blackbox_mitm.codecs.anthropic_messages.fields import block_kind, text_of
 from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_PAUSE, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse
 from blackbox_mitm.codecs.common.ids import digest
 from blackbox_mitm.codecs.common.jsonio import dumps, dumps_bytes, load_object
@@ -82,9 +82,9 @@ def _refuse_unsupported(data: dict[str, Any], content: list[Any], stop_reason: A
     ``end_turn``/``tool_use``/``max_tokens``, stop details."""
     for i, block in enumerate(content):
         kind = block_kind(block)
-        if kind in server_tools.REFUSED_BLOCKS:
-            REFUSALS.refuse("anthropic.server_tool_response", f"content[{i}]", kind)
-        if kind not in ("text", "tool_use", "server_tool_use", *THINKING) and not server_tools.is_server_result(kind):
+        if kind not in ("text", "tool_use", "container_upload", *server_tools.CALL_BLOCKS, *THINKING) and not server_tools.is_server_result(
+            kind
+        ):
             REFUSALS.refuse("anthropic.unknown_block", f"content[{i}]")
     if stop_reason == "refusal":
         REFUSALS.refuse("anthropic.refusal", "stop_reason", stop_reason)
@@ -113,8 +113,6 @@ def _text_and_tool_uses(content: list[Any]) -> tuple[str | None, list[tuple[dict
                 REFUSALS.refuse("anthropic.text_blocks", f"content[{i}]")
             text = value
         elif block["type"] == "tool_use":
-            if server_caller(block):
-                REFUSALS.refuse("anthropic.server_tool_response", f"content[{i}].caller")
             name = block.get("name")
             if not isinstance(name, str):
                 raise BlackboxUnsupportedError(f"content[{i}].name", "a tool_use block needs a string name", provider=PROVIDER)
@@ -126,8 +124,6 @@ def _rich_output(content: list[dict[str, Any]], stop_reason: Any, ids: CallIds) 
     """An answer with server-side tool blocks or citations: every block kept, in order (``parts``)."""
     for i, block in enumerate(content):
         if block["type"] == "tool_use":
-            if server_caller(block):
-                REFUSALS.refuse("anthropic.server_tool_response", f"content[{i}].caller")
             if not isinstance(block.get("name"), str):
                 raise BlackboxUnsupportedError(f"content[{i}].name", "a tool_use block needs a string name", provider=PROVIDER)
         elif block["type"] == "text":
@@ -211,7 +207,15 @@ def usage_of(output: Mapping[str, Any]) -> dict[str, Any]:
 def _new_call(block: dict[str, Any], name: str, tool_input: Any, ids: CallIds) -> ToolCall:
     """A tool call the model just made: it gets the run's next ``call-N``."""
     native = block.get("id")
-    return {"toolCallId": ids.assign(native if isinstance(native, str) else None, name), "toolName": name, "toolInput": tool_input}
+    caller = server_tools.caller_of(block, ids)  # mapped first: the server tool's call came before it
+    call: ToolCall = {
+        "toolCallId": ids.assign(native if isinstance(native, str) else None, name),
+        "toolName": name,
+        "toolInput": tool_input,
+    }
+    if caller is not None:
+        call["caller"] = cast(Any, caller)
+    return call
 
 
 def _output(text: str | None, calls: list[ToolCall]) -> ModelOutput:
@@ -263,10 +267,7 @@ def blocks_of(output: Mapping[str, Any], ids: CallIds) -> list[dict[str, Any]]:
     text = output_text(output)
     if text:
         blocks.append({"type": "text", "text": text})
-    for call in tool_calls_of(output):
-        call_id = str(call.get("toolCallId"))
-        served = ids.served_id(call_id, "toolu_")
-        blocks.append({"type": "tool_use", "id": served, "name": call.get("toolName"), "input": call.get("toolInput")})
+    blocks.extend(server_tools.client_tool_use(call, ids) for call in tool_calls_of(output))
     return blocks
 
 

@@ -6,10 +6,15 @@ model output: the blocks are recorded as ``server_tool_call`` and
 ids mapped to ``call-N`` like a client call's, and served back in the same order
 with served ids (``srvtoolu_bb<N>``). Citations on the answer's text, its
 ``container`` (the expiry; the id is served as our own) and
-``usage.server_tool_use`` are kept with the answer. MCP connector blocks
-(``mcp_tool_use``, ``mcp_tool_result``) and ``container_upload`` stay refused:
-they name the user's MCP servers and files, which ``mcp_servers`` (refused)
-configures.
+``usage.server_tool_use`` are kept with the answer.
+
+The MCP connector is the same: the provider calls the MCP server. An
+``mcp_tool_use`` block is a ``server_tool_call`` with ``serverName`` (served back
+with an ``mcptoolu_bb<N>`` id), an ``mcp_tool_result`` a ``server_tool_result`` of
+that kind with ``isError: true`` when it failed. The ``mcp_servers`` of a request
+are tool definitions (``mcp_server_definitions``): ``mcp_server:<name>`` with the
+server's object, its URL kept as the reference, WITHOUT ``authorization_token``
+(a credential never enters the cassette; the agent's live request carries its own).
 """
 
 from __future__ import annotations
@@ -28,50 +33,86 @@ from blackbox_mitm.cassette.payloads import (
     tool_calls_of,
 )
 from blackbox_mitm.cassette.server_parts import result_of, result_part
-from blackbox_mitm.codecs.anthropic_messages import PROVIDER, REFUSALS, THINKING
+from blackbox_mitm.codecs.anthropic_messages import PROVIDER, THINKING
 from blackbox_mitm.codecs.base import CallIds
 from blackbox_mitm.codecs.common.ids import digest
 from blackbox_mitm.errors import BlackboxUnsupportedError
 
 __all__ = [
-    "REFUSED_BLOCKS",
     "answer_blocks",
+    "caller_of",
+    "client_tool_use",
+    "container_upload_of",
     "decode_answer_parts",
     "decode_history_block",
     "decode_typed_tool",
     "is_rich_answer",
+    "mcp_server_definitions",
     "served_container",
     "server_tool_use_of",
     "server_usage",
 ]
 
-REFUSED_BLOCKS = frozenset({"mcp_tool_use", "mcp_tool_result", "container_upload"})
 SERVED_PREFIX = "srvtoolu_"
+MCP_PREFIX = "mcptoolu_"
+CALL_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use"})
+MCP_SECRET_KEYS = frozenset({"authorization_token"})
 
 
 def decode_typed_tool(tool: dict[str, Any], where: str) -> ToolDefinition:
-    """A provider-defined tool (``{"type": "web_search_20250305", "name": "web_search", ...}``) as a neutral definition."""
+    """A provider-defined tool (``{"type": "web_search_20250305", "name": "web_search", ...}``) as a neutral definition.
+
+    An ``mcp_toolset`` (the MCP connector's tools of one server) is named ``mcp_toolset:<server name>``.
+    """
+    if tool.get("type") == "mcp_toolset" and isinstance(tool.get("mcp_server_name"), str):
+        return cast(ToolDefinition, builtin_tool(f"mcp_toolset:{tool['mcp_server_name']}", tool))
     name = tool.get("name")
     if not isinstance(name, str):
         raise BlackboxUnsupportedError(f"{where}.name", "a typed tool needs a string name", provider=PROVIDER)
     return cast(ToolDefinition, builtin_tool(name, tool))
 
 
+def mcp_server_definitions(servers: Any) -> list[ToolDefinition]:
+    """``mcp_servers`` -> tool definitions ``mcp_server:<name>`` (compared), the URL kept, the authorization token dropped."""
+    if not isinstance(servers, list):
+        raise BlackboxUnsupportedError("mcp_servers", "expected a list of MCP server definitions", provider=PROVIDER)
+    out: list[ToolDefinition] = []
+    for i, server in enumerate(servers):
+        if not isinstance(server, dict) or not isinstance(server.get("name"), str) or not isinstance(server.get("url"), str):
+            raise BlackboxUnsupportedError(f"mcp_servers[{i}]", "an MCP server definition needs a string name and url", provider=PROVIDER)
+        kept = {k: v for k, v in server.items() if k not in MCP_SECRET_KEYS and v is not None}
+        out.append(cast(ToolDefinition, builtin_tool(f"mcp_server:{server['name']}", kept)))
+    return out
+
+
 def is_server_result(kind: str | None) -> bool:
-    return isinstance(kind, str) and kind.endswith("_tool_result") and kind != "tool_result" and kind not in REFUSED_BLOCKS
+    return isinstance(kind, str) and kind.endswith("_tool_result") and kind != "tool_result"
 
 
 def _call_part(block: dict[str, Any], where: str, call_id: str) -> ServerToolCallPart:
-    return {"type": "server_tool_call", "toolCallId": call_id, "toolName": str(block["name"]), "toolInput": block.get("input")}
+    part: ServerToolCallPart = {
+        "type": "server_tool_call",
+        "toolCallId": call_id,
+        "toolName": str(block["name"]),
+        "toolInput": block.get("input"),
+    }
+    if block["type"] == "mcp_tool_use":
+        part["serverName"] = str(block["server_name"])
+    return part
 
 
 def _check_call(block: dict[str, Any], where: str) -> None:
     if not isinstance(block.get("id"), str) or not isinstance(block.get("name"), str):
-        raise BlackboxUnsupportedError(where, "a server_tool_use block needs a string id and name", provider=PROVIDER)
+        raise BlackboxUnsupportedError(where, f"a {block['type']} block needs a string id and name", provider=PROVIDER)
+    if block["type"] == "mcp_tool_use" and not isinstance(block.get("server_name"), str):
+        raise BlackboxUnsupportedError(f"{where}.server_name", "an mcp_tool_use block needs a string server_name", provider=PROVIDER)
 
 
 def _result_part(block: dict[str, Any], where: str, call_id: str) -> ServerToolResultPart:
-    return result_part(call_id, str(block["type"]), block.get("content"))
+    part = result_part(call_id, str(block["type"]), block.get("content"))
+    if block["type"] == "mcp_tool_result" and block.get("is_error") is True:
+        part["isError"] = True
+    return part
 
 
 def _check_result(block: dict[str, Any], where: str) -> str:
@@ -82,20 +123,20 @@ def _check_result(block: dict[str, Any], where: str) -> str:
 
 
 def decode_history_block(block: dict[str, Any], kind: str, where: str, ids: CallIds) -> ServerToolCallPart | ServerToolResultPart:
-    """A server block the agent sent back in its history; the MCP connector's blocks are refused."""
-    if kind == "server_tool_use":
+    """A server block the agent sent back in its history (a server tool's or the MCP connector's call or result)."""
+    if kind in CALL_BLOCKS:
         _check_call(block, where)
         return _call_part(block, where, ids.neutral(block["id"], block["name"]))
     if is_server_result(kind):
         return _result_part(block, where, ids.neutral(_check_result(block, where)))
-    REFUSALS.refuse("anthropic.server_tool", where, kind)
+    raise BlackboxUnsupportedError(where, f"a server block of type {kind!r} Blackbox does not read", provider=PROVIDER)
 
 
 def is_rich_answer(content: list[Any]) -> bool:
     """An answer that holds server blocks or citations: it is recorded block by block (``parts``)."""
     for block in content:
         kind = block.get("type") if isinstance(block, dict) else None
-        if kind == "server_tool_use" or is_server_result(kind) or (kind == "text" and block.get("citations")):
+        if kind in CALL_BLOCKS or kind == "container_upload" or is_server_result(kind) or (kind == "text" and block.get("citations")):
             return True
     return False
 
@@ -107,10 +148,12 @@ def decode_answer_parts(content: list[dict[str, Any]], ids: CallIds, new_call: A
     """
     for i, block in enumerate(content):
         kind = block["type"]
-        if kind == "server_tool_use":
+        if kind in CALL_BLOCKS:
             _check_call(block, f"content[{i}]")
         elif is_server_result(kind):
             _check_result(block, f"content[{i}]")
+        elif kind == "container_upload":
+            container_upload_of(block, f"content[{i}]")
         elif kind == "text" and block.get("citations") is not None and not isinstance(block["citations"], list):
             raise BlackboxUnsupportedError(f"content[{i}].citations", "citations must be a list", provider=PROVIDER)
     texts: list[str] = []
@@ -128,7 +171,9 @@ def decode_answer_parts(content: list[dict[str, Any]], ids: CallIds, new_call: A
             call = new_call(block, block["name"], block.get("input"), ids)
             calls.append(call)
             parts.append({"type": "tool_use", "toolCallId": call["toolCallId"]})
-        elif kind == "server_tool_use":
+        elif kind == "container_upload":
+            parts.append(dict(container_upload_of(block, f"content[{i}]")))
+        elif kind in CALL_BLOCKS:
             parts.append(dict(_call_part(block, f"content[{i}]", ids.assign(block["id"], block["name"]))))
         elif kind not in THINKING:
             parts.append(dict(_result_part(block, f"content[{i}]", ids.neutral(block["tool_use_id"]))))
@@ -149,16 +194,60 @@ def answer_blocks(output: Mapping[str, Any], ids: CallIds) -> list[dict[str, Any
             blocks.append(block)
         elif kind == "tool_use" and call_id in calls:
             call = calls[call_id]
+            blocks.append(client_tool_use(call, ids))
+        elif kind == "container_upload":
+            blocks.append({"type": "container_upload", "file_id": part.get("file")})
+        elif kind == "server_tool_call" and "serverName" in part:
+            served = ids.served_id(call_id, MCP_PREFIX)
             blocks.append(
-                {"type": "tool_use", "id": ids.served_id(call_id, "toolu_"), "name": call.get("toolName"), "input": call.get("toolInput")}
+                {
+                    "type": "mcp_tool_use",
+                    "id": served,
+                    "name": part.get("toolName"),
+                    "server_name": part["serverName"],
+                    "input": part.get("toolInput"),
+                }
             )
         elif kind == "server_tool_call":
             served = ids.served_id(call_id, SERVED_PREFIX)
             blocks.append({"type": "server_tool_use", "id": served, "name": part.get("toolName"), "input": part.get("toolInput")})
+        elif kind == "server_tool_result" and part.get("kind") == "mcp_tool_result":
+            served = ids.served_id(call_id, MCP_PREFIX)
+            block = {"type": "mcp_tool_result", "tool_use_id": served, "is_error": part.get("isError") is True}
+            blocks.append({**block, "content": result_of(part)})
         elif kind == "server_tool_result":
             served = ids.served_id(call_id, SERVED_PREFIX)
             blocks.append({"type": str(part.get("kind")), "tool_use_id": served, "content": result_of(part)})
     return blocks
+
+
+def container_upload_of(block: dict[str, Any], where: str) -> dict[str, str]:
+    """A ``container_upload`` block (a file the provider's container reads) -> ``{"type": "container_upload", "file"}``:
+    the file id is the reference, as a ``file`` media source's is (Blackbox never sees the bytes)."""
+    if not isinstance(block.get("file_id"), str):
+        raise BlackboxUnsupportedError(f"{where}.file_id", "a container_upload block needs a string file_id", provider=PROVIDER)
+    return {"type": "container_upload", "file": block["file_id"]}
+
+
+def caller_of(block: dict[str, Any], ids: CallIds) -> dict[str, str] | None:
+    """A ``tool_use``'s ``caller`` when the provider's code made the call (programmatic tool calling), neutral:
+    ``{"type", "toolCallId"}``, the server tool's id mapped to its call-N. None for a direct call (no caller)."""
+    caller = block.get("caller")
+    if not isinstance(caller, dict) or caller.get("type") in (None, "direct"):
+        return None
+    if not isinstance(caller.get("type"), str) or not isinstance(caller.get("tool_id"), str):
+        raise BlackboxUnsupportedError("caller", "a tool_use's caller needs a string type and tool_id", provider=PROVIDER)
+    return {"type": caller["type"], "toolCallId": ids.neutral(caller["tool_id"])}
+
+
+def client_tool_use(call: Mapping[str, Any], ids: CallIds) -> dict[str, Any]:
+    """A recorded client tool call as a ``tool_use`` block with a served id (and its caller, served, when it has one)."""
+    call_id = str(call.get("toolCallId"))
+    block = {"type": "tool_use", "id": ids.served_id(call_id, "toolu_"), "name": call.get("toolName"), "input": call.get("toolInput")}
+    caller = call.get("caller")
+    if isinstance(caller, dict):
+        block["caller"] = {"type": caller.get("type"), "tool_id": ids.served_id(str(caller.get("toolCallId")), SERVED_PREFIX)}
+    return block
 
 
 def server_tool_use_of(usage: Any) -> dict[str, int] | None:
