@@ -87,6 +87,7 @@ _FIELDS: dict[str, dict[str, str]] = {
         # Server-side tools (server_parts): what the provider returned, and the citations on the text it wrote.
         "citations": _DATA,
         "annotations": _DATA,
+        "safetyChecks": _DATA,  # a Responses computer call's acknowledged safety checks (openai_responses.computer)
         "tokenLogprobs": _DATA,  # the Responses API's token logprobs on an answer's output text (openai_responses.hosted_tools)
     },
     "tool": {"name": _DATA, "description": _DATA, "inputSchema": _DATA, "builtin": _DATA},

@@ -48,7 +48,7 @@ from blackbox_mitm.cassette.payloads import (
     tool_definition,
 )
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
-from blackbox_mitm.codecs.openai_responses import EMPTY_SCHEMA, NAME, PROVIDER, REFUSALS, TEXT_FORMAT, hosted_tools
+from blackbox_mitm.codecs.openai_responses import EMPTY_SCHEMA, NAME, PROVIDER, REFUSALS, TEXT_FORMAT, computer, hosted_tools
 from blackbox_mitm.errors import BlackboxUnsupportedError
 
 __all__ = [
@@ -73,9 +73,6 @@ HOSTED_TOOLS = frozenset(
         "web_search_2025_08_26",
         "file_search",
         "code_interpreter",
-        "computer",
-        "computer_use",
-        "computer_use_preview",
         "image_generation",
         "mcp",
     }
@@ -85,8 +82,6 @@ HOSTED_ITEMS = frozenset(
         "web_search_call",
         "file_search_call",
         "code_interpreter_call",
-        "computer_call",
-        "computer_call_output",
         "image_generation_call",
         "mcp_call",
         "mcp_list_tools",
@@ -137,7 +132,7 @@ def decode_tools(raw: Any, path: str, prefix: str = "") -> list[ToolDefinition]:
         kind = tool.get("type")
         if not isinstance(kind, str):
             REFUSALS.malformed(f"{where}.type", "a tool's type is not a string")
-        if kind in hosted_tools.SERVED_TOOLS:
+        if kind in hosted_tools.SERVED_TOOLS or kind in computer.TOOLS:
             out.append(hosted_tools.decode_hosted_tool(tool))
             continue
         if kind in HOSTED_TOOLS:

@@ -10,8 +10,8 @@ like a function call's; a replay serves the item back with an id of our own
 ``annotations`` (url, file and container file citations, any type, as data) and
 ``logprobs`` on output text with it: both are part of the answer, kept on its text
 part (the logprobs as ``tokenLogprobs``), served back and not compared. In the history the
-agent sends back, the same items are the same parts. ``computer`` and ``mcp``
-tools stay refused: their calls are executed or approved outside the answer.
+agent sends back, the same items are the same parts. A ``computer_call`` is an
+ordinary tool call among them (the ``computer`` module).
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def rich_output(
         at, kind = f"output[{k}]", item["type"]
         if kind == "message":
             read.append(("text", item, _annotated_text(item, at)))
-        elif kind in ("function_call", "custom_tool_call"):
+        elif kind in ("function_call", "custom_tool_call", "computer_call"):
             read.append(("call", item, call_of(item, kind, at)))
         elif kind in SERVED_ITEMS:
             read.append(("server", item, None))
