@@ -32,8 +32,9 @@ from blackbox_mitm.codecs.openai_responses import (
     compaction,
     computer,
     hosted_tools,
+    mcp,
 )
-from blackbox_mitm.codecs.openai_responses.fields import HOSTED_ITEMS, LOCAL_ITEMS, ResponsesRequest, chain_items, decode_tools, given
+from blackbox_mitm.codecs.openai_responses.fields import LOCAL_ITEMS, ResponsesRequest, chain_items, decode_tools, given
 from blackbox_mitm.codecs.openai_responses.media import media_of
 
 __all__ = ["decode_request", "forward_body", "rewrite_tool_result"]
@@ -156,8 +157,8 @@ def rewrite_tool_result(body: bytes, ids: CallIds, call_id: str, text: str) -> b
     return dumps(req).encode() if changed else None
 
 
-_CALLS = ("function_call", "custom_tool_call", computer.CALL)
-_OUTPUTS = ("function_call_output", "custom_tool_call_output", computer.OUTPUT)
+_CALLS = ("function_call", "custom_tool_call", computer.CALL, mcp.APPROVAL)
+_OUTPUTS = ("function_call_output", "custom_tool_call_output", computer.OUTPUT, mcp.ANSWER)
 
 
 # --- items -> transcript ------------------------------------------------------------------
@@ -284,13 +285,16 @@ class _Transcript:
 
     def call(self, item: dict[str, Any], kind: str, path: str) -> None:
         native, name = item.get("call_id"), computer.TOOL_NAME if kind == computer.CALL else item.get("name")
+        if kind == mcp.APPROVAL:
+            native, name, tool_input = mcp.approval_input(item, path)
         if not isinstance(native, str) or not native:
             REFUSALS.malformed(f"{path}.call_id", f"a {kind} without a call_id")
         if not isinstance(name, str) or not name:
             REFUSALS.malformed(f"{path}.name", f"a {kind} without a name")
         if isinstance(item.get("namespace"), str) and item["namespace"]:
             name = f"{item['namespace']}.{name}"
-        tool_input = computer.call_input(item, path) if kind == computer.CALL else _tool_input(item, kind, path)
+        if kind != mcp.APPROVAL:
+            tool_input = computer.call_input(item, path) if kind == computer.CALL else _tool_input(item, kind, path)
         self.leading = False
         if self.turn is None:
             self.close()
@@ -307,11 +311,13 @@ class _Transcript:
         self.turn.append(hosted_tools.history_part(item, self.ids))
 
     def result(self, item: dict[str, Any], kind: str, path: str) -> None:
-        native = item.get("call_id")
+        native = mcp.answer_result(item, path)[0] if kind == mcp.ANSWER else item.get("call_id")
         if not isinstance(native, str) or not native:
             REFUSALS.malformed(f"{path}.call_id", f"a {kind} without a call_id")
         checks: list[dict[str, Any]] = []
-        if kind == computer.OUTPUT:
+        if kind == mcp.ANSWER:
+            text: Any = mcp.answer_result(item, path)[1]
+        elif kind == computer.OUTPUT:
             text, checks = computer.result_part(item, path, media_of)
         else:
             text = _output_text(item.get("output"), f"{path}.output")
@@ -357,8 +363,6 @@ class _Transcript:
             self.hosted_call(item)
         elif kind in (compaction.TRIGGER, compaction.ITEM):
             self.compaction(item, kind, path)
-        elif kind in HOSTED_ITEMS:
-            REFUSALS.refuse("openai.responses.hosted_tool", f"{path}.type", kind)
         elif kind in LOCAL_ITEMS:
             REFUSALS.refuse("openai.responses.local_tool", f"{path}.type", kind)
         elif kind == "item_reference":

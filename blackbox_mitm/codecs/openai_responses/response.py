@@ -28,9 +28,8 @@ from blackbox_mitm.codecs import openai_chat
 from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse
 from blackbox_mitm.codecs.common.ids import digest
 from blackbox_mitm.codecs.common.jsonio import dumps, loads
-from blackbox_mitm.codecs.openai_responses import PROVIDER, REFUSALS, compaction, computer, hosted_tools
+from blackbox_mitm.codecs.openai_responses import PROVIDER, REFUSALS, compaction, computer, hosted_tools, mcp
 from blackbox_mitm.codecs.openai_responses.fields import (
-    HOSTED_ITEMS,
     LOCAL_ITEMS,
     ResponsesRequest,
     given,
@@ -65,6 +64,8 @@ def _call(item: dict[str, Any], kind: str, at: str) -> tuple[str | None, str, An
     name, native = item.get("name"), item.get("call_id")
     if kind == computer.CALL:
         return (native if isinstance(native, str) else None), computer.TOOL_NAME, computer.call_input(item, at)
+    if kind == mcp.APPROVAL:
+        return mcp.approval_input(item, at)
     if not isinstance(name, str) or not name:
         REFUSALS.malformed(f"{at}.name", f"a {kind} without a name")
     if isinstance(item.get("namespace"), str) and item["namespace"]:
@@ -121,7 +122,7 @@ def _model_output(resp: dict[str, Any], ids: CallIds) -> ModelOutput:
 
 
 _Calls = list[tuple[str | None, str, Any]]  # (native call id, tool name, tool input)
-_CALL_ITEMS = ("function_call", "custom_tool_call", computer.CALL)
+_CALL_ITEMS = ("function_call", "custom_tool_call", computer.CALL, mcp.APPROVAL)
 
 
 def _read_items(output: list[Any], rich: bool) -> tuple[str | None, str | None, _Calls, list[ReasoningPart], list[CompactionPart]]:
@@ -152,8 +153,6 @@ def _read_items(output: list[Any], rich: bool) -> tuple[str | None, str | None, 
             text, refusal = _message(item, at)
         elif kind in _CALL_ITEMS:
             calls.append(_call(item, kind, at))
-        elif kind in HOSTED_ITEMS:
-            REFUSALS.refuse("openai.responses.hosted_tool_call", f"{at}.type", kind)
         elif kind in LOCAL_ITEMS:
             REFUSALS.refuse("openai.responses.local_tool", f"{at}.type", kind)
         else:
@@ -225,14 +224,17 @@ def _digest(*parts: Any) -> str:
 def _call_item(call: dict[str, Any], kinds: dict[str, bool], ids: CallIds) -> dict[str, Any]:
     """A function_call or custom_tool_call item: custom when the request's tool of that name is, else by the input's kind.
 
-    A call of ``computer.TOOL_NAME`` is a computer_call when the request declared a computer tool (``_COMPUTER`` in kinds).
+    A call of ``computer.TOOL_NAME`` is a computer_call when the request declared a computer tool, and a call of
+    an mcp tool an mcp_approval_request (``_BUILTIN + name`` in kinds).
     """
     call_id, name, tool_input = call.get("toolCallId"), call.get("toolName"), call.get("toolInput")
     if not isinstance(call_id, str) or not isinstance(name, str):
         raise ValueError("a tool call in the model_output has no toolCallId or toolName")
     served = ids.served_id(call_id, "call_")
-    if name == computer.TOOL_NAME and kinds.get(_COMPUTER) and isinstance(tool_input, dict):
-        return computer.call_item(served, tool_input)
+    if kinds.get(_BUILTIN + name) and isinstance(tool_input, dict):
+        if name == computer.TOOL_NAME:
+            return computer.call_item(served, tool_input)
+        return mcp.approval_item(ids.served_id(call_id, "mcpr_"), name, tool_input)
     suffix = served.removeprefix("call_bb")
     namespace = None
     if "." in name:
@@ -286,14 +288,18 @@ def output_items(output: Any, request: DecodedRequest, ids: CallIds, response_id
     return [*thought, *_tool_call_items(output, text, msg_id, _tool_kinds(request), ids)], length
 
 
-_COMPUTER = "\x00computer"  # a key no tool name can be: the request declared a computer tool
+_BUILTIN = "\x00"  # before a name, a key no tool name can be: the request declared that computer or mcp tool
 
 
 def _tool_kinds(request: DecodedRequest) -> dict[str, bool]:
-    """The request's tools by name: custom (freeform) or not; ``_COMPUTER``: whether it declared a computer tool."""
+    """The request's tools by name: custom (freeform) or not; ``_BUILTIN + name``: a computer or mcp tool's calls."""
     tools = request.model_input.get("tools") or []
     kinds = {str(t.get("name")): is_custom(t) for t in tools if isinstance(t, dict)}
-    kinds[_COMPUTER] = computer.declared(tools)
+    kinds[_BUILTIN + computer.TOOL_NAME] = computer.declared(tools)
+    for t in tools:
+        builtin = t.get("builtin") if isinstance(t, dict) else None
+        if isinstance(builtin, dict) and builtin.get("type") == mcp.TOOL:
+            kinds[_BUILTIN + str(t.get("name"))] = True
     return kinds
 
 
