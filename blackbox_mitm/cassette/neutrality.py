@@ -101,6 +101,7 @@ _FIELDS: dict[str, dict[str, str]] = {
         "grounding": _DATA,
         "content": "content",
         "compaction": "part",
+        "tokenLogprobs": _DATA,  # chat completions' token logprobs of the answer (openai_chat.response)
     },
     # Blackbox's extension (payloads.ReasoningPart): what the model thought, and its provider's opaque signature.
     "reasoning_part": {"text": _DATA, "summary": _DATA, "signature": _DATA, "data": _DATA},
