@@ -52,7 +52,7 @@ LOGPROBS = [
 def _answer(mode: str) -> dict[str, Any]:
     head = {"id": "chatcmpl-Bx9native", "created": 1_764_000_000, "model": "gpt-4.1-2025-04-14"}
     if mode == "whole":
-        message = {"role": "assistant", "content": "Hello!", "refusal": None, "annotations": []}
+        message: dict[str, Any] = {"role": "assistant", "content": "Hello!", "refusal": None, "annotations": []}
         choice = {"index": 0, "message": message, "logprobs": {"content": LOGPROBS, "refusal": None}, "finish_reason": "stop"}
         return {"raw": {**head, "object": "chat.completion", "choices": [choice]}}
     chunk = {**head, "object": "chat.completion.chunk"}
