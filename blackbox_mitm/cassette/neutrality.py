@@ -126,6 +126,7 @@ _FIELDS: dict[str, dict[str, str]] = {
         "source": _DATA,
         "title": _DATA,
         "content": "content",  # the MCP server an Anthropic MCP connector call went to (server_parts)
+        "safetyChecks": _DATA,  # a Responses computer call's acknowledged safety checks (openai_responses.computer)
         "tokenLogprobs": _DATA,  # the Responses API's token logprobs on an answer's output text (openai_responses.hosted_tools)
     },
     "tool": {"name": _DATA, "description": _DATA, "inputSchema": _DATA, "builtin": _DATA},
@@ -139,6 +140,7 @@ _FIELDS: dict[str, dict[str, str]] = {
         "grounding": _DATA,
         "content": "content",
         "compaction": "part",
+        "tokenLogprobs": _DATA,  # chat completions' token logprobs of the answer (openai_chat.response)
     },
     # Blackbox's extension (payloads.ReasoningPart): what the model thought, and its provider's opaque signature.
     "reasoning_part": {"text": _DATA, "summary": _DATA, "signature": _DATA, "data": _DATA},

@@ -396,9 +396,10 @@ LAYOUT: dict[str, tuple[str, ...]] = {
 
 
 # A part of one API alone, beside the shared layout: the Responses API's compaction items (Codex's compaction),
-# Gemini's media outside a user turn (a function response's parts, systemInstruction) and its recorded built-ins.
+# computer use, the mcp tool, its input media and reasoning items; Gemini's media outside a user turn (a function
+# response's parts, systemInstruction) and its recorded built-ins.
 OWN_PARTS: dict[str, set[str]] = {
-    "openai-responses": {"compaction.py"},
+    "openai-responses": {"compaction.py", "computer.py", "mcp.py", "media.py", "reasoning.py"},
     "openai": {"audio.py"},
     "gemini": {"multimodal.py", "builtins.py"},
 }

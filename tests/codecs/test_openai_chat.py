@@ -1023,14 +1023,7 @@ CASES = [
         "choices[0].finish_reason",
     ),
     Case(
-        "openai.logprobs_response",
-        "logprobs",
-        "response",
-        req_edit("choices[0].logprobs", {"content": [{"token": "S", "logprob": -0.1, "bytes": [83], "top_logprobs": []}], "refusal": None}),
-        "choices[0].logprobs",
-    ),
-    Case(
-        "openai.logprobs_response",
+        "openai.annotations_response",
         "annotations",
         "response",
         req_edit(
@@ -1038,13 +1031,6 @@ CASES = [
             [{"type": "url_citation", "url_citation": {"start_index": 0, "end_index": 1, "title": "t", "url": "https://x"}}],
         ),
         "choices[0].message.annotations",
-    ),
-    Case(
-        "openai.logprobs_response",
-        "stream",
-        "stream",
-        req_edit("choices[0].logprobs", {"content": [{"token": "S", "logprob": -0.1, "bytes": [83], "top_logprobs": []}]}),
-        "choices[0].logprobs",
     ),
     Case("openai.web_search_options", "field", "request", req_edit("web_search_options", {}), "web_search_options"),
     Case("openai.content_and_refusal", "both", "response", message(content="Sure", refusal="No."), "choices[0].message.content"),

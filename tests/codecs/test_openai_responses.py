@@ -495,9 +495,6 @@ class Case:
 
 
 CASES = [
-    Case("openai.responses.hosted_tool", "tool", "request", put("tools[0]", {"type": "computer_use_preview"}), "tools[0].type"),
-    Case("openai.responses.hosted_tool", "item", "request", put("input[1]", {"type": "mcp_call", "id": "mcp_1"}), "input[1].type"),
-    Case("openai.responses.hosted_tool_call", "item", "response", put("output[0]", {"type": "computer_call", "id": "cu_1"}), "output[0].type"),
     Case("openai.responses.local_tool", "tool", "request", put("tools[0]", {"type": "local_shell"}), "tools[0].type"),
     Case("openai.responses.local_tool", "call", "response", put("output[0]", {"type": "apply_patch_call", "call_id": "c"}), "output[0].type"),
     Case("openai.responses.background", "flag", "request", put("background", True), "background"),

@@ -160,30 +160,30 @@ def test_an_answer_refused_at_its_final_frame_reaches_the_client_as_the_apis_err
     turn = _create(input=[USER])
     sock.send(turn)
     events = answer_events({"text": "Clicking."}, turn, "resp_up1", 1)
-    hosted = {
-        "type": "computer_call",
-        "id": "cu_1",
+    hosted = {  # a built-in tool's call item Blackbox does not record yet (docs/providers.md, the refused fields)
+        "type": "local_shell_call",
+        "id": "lsh_1",
         "call_id": "call_1",
         "status": "completed",
-        "action": {"type": "click", "x": 1, "y": 2},
+        "action": {"type": "exec", "command": ["ls"], "env": {}},
     }
     events[-1]["response"]["output"] = [hosted]
     final = sock.answer(events)[-1]
     assert session.recorder is not None and session.recorder.model_calls == 0
     replaced = json.loads(final.text)
-    assert replaced["type"] == "error" and "computer_call" in json.dumps(replaced)
+    assert replaced["type"] == "error" and "local_shell_call" in json.dumps(replaced)
     assert session.refused
 
 
 def test_a_refused_call_never_goes_upstream_and_the_client_gets_the_apis_error_frame(tmp_path: Path) -> None:
     session = record_session(tmp_path / "run.json", fsync=False)
     sock = Socket(session)
-    msg = sock.send(_create(input=[USER], tools=[{"type": "computer_use_preview", "display_width": 1024, "display_height": 768}]))
+    msg = sock.send(_create(input=[USER], tools=[{"type": "local_shell"}]))
     assert msg.dropped
     assert len(sock.injected) == 1
     frame = sock.injected[0]
     assert frame["type"] == "error" and frame["status"] == 400
-    assert "computer_use_preview" in frame["error"]["message"] or "tools[0]" in frame["error"]["message"]
+    assert "local_shell" in frame["error"]["message"] or "tools[0]" in frame["error"]["message"]
     assert session.refused
 
 

@@ -150,7 +150,7 @@ REFUSALS = RefusalTable(PROVIDER, (
     Refusal("openai.tool_calls_finish", "openai", "response", "tool calls with a finish_reason other than tool_calls or length", "it would replay as tool_calls (the API sends stop when tool_choice names a function)"),
     Refusal("openai.null_content", "openai", "response", "a final answer with null content", "a replay gives a final answer string content"),
     Refusal("openai.refusal_mixed", "openai", "response", "a refusal together with content, tool calls or a finish_reason other than stop", "a replay returns a refusal alone"),
-    Refusal("openai.logprobs_response", "openai", "response", "logprobs or annotations in a response", "not recorded"),
+    Refusal("openai.annotations_response", "openai", "response", "annotations (url_citation) in a response", "not recorded yet (logprobs are: kept with the answer, served back, not compared)"),
     Refusal("openai.web_search_options", "openai", "request", "the web_search_options request field", "not recorded"),
     Refusal("openai.content_and_refusal", "openai", "response", "a response with both content and a refusal", "only one of them is recorded"),
     Refusal("openai.both_max_tokens", "openai", "request", "both max_tokens and max_completion_tokens in one request", "they are recorded as one value"),

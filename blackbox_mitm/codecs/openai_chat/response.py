@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from blackbox_mitm.cassette.payloads import ModelOutput, Tokens, tokens, tokens_of, tool_calls_of
 from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse
@@ -72,10 +72,8 @@ def _choice(resp: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     if not isinstance(message, dict):
         REFUSALS.malformed("choices[0].message", "a choice without a message")
     at = "choices[0].message"
-    if given(choice, "logprobs"):
-        REFUSALS.refuse("openai.logprobs_response", "choices[0].logprobs")
     if message.get("annotations"):
-        REFUSALS.refuse("openai.logprobs_response", f"{at}.annotations")
+        REFUSALS.refuse("openai.annotations_response", f"{at}.annotations")
     if given(message, "function_call"):
         REFUSALS.refuse("openai.function_call_message", f"{at}.function_call")
     finish = choice.get("finish_reason")
@@ -109,7 +107,7 @@ def _answer(resp: Any, ids: CallIds, request: DecodedRequest) -> ModelOutput:
             REFUSALS.refuse("openai.refusal_mixed", f"{at}.tool_calls" if calls else f"{at}.audio")
         if finish != "stop":
             REFUSALS.refuse("openai.refusal_mixed", "choices[0].finish_reason", finish)
-        return {"type": "final_answer", "text": refusal, "stop": STOP_REFUSAL}
+        return _with_logprobs({"type": "final_answer", "text": refusal, "stop": STOP_REFUSAL}, choice, "refusal")
     audio = answer_audio(message["audio"], f"{at}.audio", ids, request, resp.get("created")) if given(message, "audio") else None
 
     if calls:
@@ -132,7 +130,27 @@ def _answer(resp: Any, ids: CallIds, request: DecodedRequest) -> ModelOutput:
         out["content"] = [*([{"type": "text", "text": content}] if content else []), audio]
     if finish == "length":
         out["stop"] = STOP_LENGTH
+    return _with_logprobs(out, choice, "content")
+
+
+def _with_logprobs(out: ModelOutput, choice: dict[str, Any], key: str) -> ModelOutput:
+    """The choice's token logprobs (of its content, or of its refusal) kept on the answer as ``tokenLogprobs`` (not compared)."""
+    logprobs = choice.get("logprobs")
+    if logprobs is None:
+        return out
+    if not isinstance(logprobs, dict) or not isinstance(logprobs.get(key) or [], list):
+        REFUSALS.malformed("choices[0].logprobs", f"logprobs is not an object with a {key} list")
+    if logprobs.get(key):
+        cast(dict[str, Any], out)["tokenLogprobs"] = logprobs[key]
     return out
+
+
+def served_logprobs(output: Mapping[str, Any], refusal: bool) -> dict[str, Any] | None:
+    """A choice's ``logprobs`` for the recorded ``tokenLogprobs`` (None when the answer has none)."""
+    given_lp = output.get("tokenLogprobs")
+    if not isinstance(given_lp, list) or not given_lp:
+        return None
+    return {"content": None, "refusal": given_lp} if refusal else {"content": given_lp, "refusal": None}
 
 
 def completion_id(output: Mapping[str, Any], created_ms: int) -> str:
@@ -198,7 +216,7 @@ def encode_response(output: Mapping[str, Any], *, request: DecodedRequest, ids: 
         "object": "chat.completion",
         "created": created_ms // 1000,
         "model": request.model or "",
-        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+        "choices": [{"index": 0, "message": message, "logprobs": served_logprobs(output, refusal is not None), "finish_reason": finish}],
         "usage": usage_of(output),
     }
 

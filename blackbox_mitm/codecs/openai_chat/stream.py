@@ -12,7 +12,7 @@ from blackbox_mitm.codecs.common.jsonio import dumps, stream_object
 from blackbox_mitm.codecs.openai_chat import FRAGMENT
 from blackbox_mitm.codecs.openai_chat.audio import audio_deltas, finish_audio, merge_audio_delta, served_audio, text_parts
 from blackbox_mitm.codecs.openai_chat.fields import filtered_at
-from blackbox_mitm.codecs.openai_chat.response import completion_id, message_of, usage_of
+from blackbox_mitm.codecs.openai_chat.response import completion_id, message_of, served_logprobs, usage_of
 from blackbox_mitm.codecs.sse import format_sse
 
 __all__ = ["aggregate_stream", "encode_stream", "encode_stream_error", "is_stream_end"]
@@ -33,16 +33,18 @@ def encode_stream(output: Mapping[str, Any], *, request: DecodedRequest, ids: Ca
     }
     usage: dict[str, Any] = {"usage": None} if request.include_usage else {}
 
-    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-        return {**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}], **usage}
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None, logprobs: Any = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason}], **usage}
 
     audio, spoken_text = text_parts(output)
     if audio is not None:  # the content is only what the model wrote beside the audio; the transcript comes in delta.audio
         content = spoken_text
     # "" in the first delta, not null, is what makes an accumulator's content a string.
     chunks = [chunk({"role": "assistant", "content": None if content is None else "", "refusal": None if refusal is None else ""})]
-    chunks += [chunk({"content": piece}) for piece in _pieces(content or "")]
-    chunks += [chunk({"refusal": piece}) for piece in _pieces(refusal or "")]
+    served = served_logprobs(output, refusal is not None)
+    key = "refusal" if refusal is not None else "content"
+    for piece, logprobs in _deltas((refusal if refusal is not None else content) or "", served[key] if served else []):
+        chunks.append(chunk({key: piece}, logprobs={"content": None, "refusal": None, key: logprobs} if logprobs else None))
     if audio is not None:
         chunks += [chunk(delta) for delta in audio_deltas(served_audio(audio, ids, created_ms), FRAGMENT)]
     for k, call in enumerate(calls):
@@ -56,6 +58,15 @@ def encode_stream(output: Mapping[str, Any], *, request: DecodedRequest, ids: Ca
     if request.include_usage:
         chunks.append({**head, "choices": [], "usage": usage_of(output)})
     return format_sse([*(SseEvent(None, dumps(c)) for c in chunks), SseEvent(None, "[DONE]")])
+
+
+def _deltas(text: str, logprobs: list[Any]) -> list[tuple[str, list[Any]]]:
+    """The text's deltas: one per token with its logprob when the recorded tokens spell the text, else pieces (logprobs on the first)."""
+    tokens = [lp.get("token") if isinstance(lp, dict) else None for lp in logprobs]
+    if logprobs and all(isinstance(t, str) for t in tokens) and "".join(str(t) for t in tokens) == text:
+        return [(str(t), [lp]) for t, lp in zip(tokens, logprobs, strict=True)]
+    pieces = _pieces(text) or ([""] if logprobs else [])
+    return [(piece, logprobs if k == 0 else []) for k, piece in enumerate(pieces)]
 
 
 def encode_stream_error(message: str) -> bytes:

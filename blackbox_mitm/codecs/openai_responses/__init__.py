@@ -127,8 +127,6 @@ FRAGMENT = 64
 # One row per line: this is a table (docs/gen_refusals.py prints it).
 # fmt: off
 REFUSALS = RefusalTable(PROVIDER, (
-    Refusal("openai.responses.hosted_tool", PROVIDER, "request", "the hosted computer-use and mcp tools, in tools or as items in the history", "not recorded: their calls are run or approved outside the answer (web_search, file_search, code_interpreter and image_generation are recorded)"),
-    Refusal("openai.responses.hosted_tool_call", PROVIDER, "response", "a computer-use or mcp item in a response", "not recorded: its call is run or approved outside the answer, so a replay could not give it back"),
     Refusal("openai.responses.local_tool", PROVIDER, "request", "the built-in local_shell, shell, apply_patch and tool_search tools and their call items", "not supported yet: use function or custom tools"),
     Refusal("openai.responses.background", PROVIDER, "request", "background: true", "a background response is fetched later from OpenAI's storage: a replay could not serve it"),
     Refusal("openai.responses.conversation", PROVIDER, "request", "the conversation field", "the conversation is stored on OpenAI's side: its history cannot be known"),

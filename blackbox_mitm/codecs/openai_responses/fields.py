@@ -48,12 +48,10 @@ from blackbox_mitm.cassette.payloads import (
     tool_definition,
 )
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
-from blackbox_mitm.codecs.openai_responses import EMPTY_SCHEMA, NAME, PROVIDER, REFUSALS, TEXT_FORMAT, hosted_tools
+from blackbox_mitm.codecs.openai_responses import EMPTY_SCHEMA, NAME, PROVIDER, REFUSALS, TEXT_FORMAT, computer, hosted_tools, mcp
 from blackbox_mitm.errors import BlackboxUnsupportedError
 
 __all__ = [
-    "HOSTED_ITEMS",
-    "HOSTED_TOOLS",
     "LOCAL_ITEMS",
     "LOCAL_TOOLS",
     "ResponsesRequest",
@@ -65,35 +63,6 @@ __all__ = [
     "response_head",
 ]
 
-HOSTED_TOOLS = frozenset(
-    {
-        "web_search",
-        "web_search_preview",
-        "web_search_preview_2025_03_11",
-        "web_search_2025_08_26",
-        "file_search",
-        "code_interpreter",
-        "computer",
-        "computer_use",
-        "computer_use_preview",
-        "image_generation",
-        "mcp",
-    }
-)
-HOSTED_ITEMS = frozenset(
-    {
-        "web_search_call",
-        "file_search_call",
-        "code_interpreter_call",
-        "computer_call",
-        "computer_call_output",
-        "image_generation_call",
-        "mcp_call",
-        "mcp_list_tools",
-        "mcp_approval_request",
-        "mcp_approval_response",
-    }
-)
 LOCAL_TOOLS = frozenset({"local_shell", "shell", "apply_patch", "tool_search"})
 LOCAL_ITEMS = frozenset(
     {
@@ -137,11 +106,12 @@ def decode_tools(raw: Any, path: str, prefix: str = "") -> list[ToolDefinition]:
         kind = tool.get("type")
         if not isinstance(kind, str):
             REFUSALS.malformed(f"{where}.type", "a tool's type is not a string")
-        if kind in hosted_tools.SERVED_TOOLS:
+        if kind in hosted_tools.SERVED_TOOLS or kind in computer.TOOLS:
             out.append(hosted_tools.decode_hosted_tool(tool))
             continue
-        if kind in HOSTED_TOOLS:
-            REFUSALS.refuse("openai.responses.hosted_tool", f"{where}.type", kind)
+        if kind == mcp.TOOL:
+            out.append(mcp.decode_tool(tool, where))
+            continue
         if kind in LOCAL_TOOLS:
             REFUSALS.refuse("openai.responses.local_tool", f"{where}.type", kind)
         if kind not in ("function", "custom", "namespace"):

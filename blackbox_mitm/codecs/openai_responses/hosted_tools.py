@@ -10,8 +10,10 @@ like a function call's; a replay serves the item back with an id of our own
 ``annotations`` (url, file and container file citations, any type, as data) and
 ``logprobs`` on output text with it: both are part of the answer, kept on its text
 part (the logprobs as ``tokenLogprobs``), served back and not compared. In the history the
-agent sends back, the same items are the same parts. ``computer`` and ``mcp``
-tools stay refused: their calls are executed or approved outside the answer.
+agent sends back, the same items are the same parts. A ``computer_call`` is an
+ordinary tool call among them (the ``computer`` module); the ``mcp`` tool's
+``mcp_list_tools`` and ``mcp_call`` items are hosted calls and its
+``mcp_approval_request`` a tool call (the ``mcp`` module).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from blackbox_mitm.cassette.payloads import (
     tool_calls_of,
 )
 from blackbox_mitm.codecs.base import STOP_LENGTH, CallIds
-from blackbox_mitm.codecs.openai_responses import REFUSALS
+from blackbox_mitm.codecs.openai_responses import REFUSALS, mcp
 
 __all__ = [
     "SERVED_ITEMS",
@@ -60,6 +62,8 @@ SERVED_ITEMS: dict[str, str] = {
     "file_search_call": "fs_",
     "code_interpreter_call": "ci_",
     "image_generation_call": "ig_",
+    "mcp_list_tools": "mcpl_",  # the mcp tool (the mcp module)
+    "mcp_call": "mcp_",
 }
 
 
@@ -68,8 +72,8 @@ def decode_hosted_tool(tool: dict[str, Any]) -> ToolDefinition:
     return cast(ToolDefinition, builtin_tool(str(tool["type"]), tool))
 
 
-def _part(item: dict[str, Any], call_id: str) -> ServerToolCallPart:
-    rest = {k: v for k, v in item.items() if k not in ("id", "type")}
+def _part(item: dict[str, Any], call_id: str, ids: CallIds) -> ServerToolCallPart:
+    rest = mcp.neutral_refs({k: v for k, v in item.items() if k not in ("id", "type")}, ids)
     return {"type": "server_tool_call", "toolCallId": call_id, "toolName": str(item["type"]), "toolInput": rest}
 
 
@@ -77,7 +81,7 @@ def history_part(item: dict[str, Any], ids: CallIds) -> ServerToolCallPart:
     """A hosted call item the agent sent back; an item without an id gets the run's next call-N."""
     native = item.get("id")
     call_id = ids.neutral(native, str(item["type"])) if isinstance(native, str) and native else ids.assign(None, str(item["type"]))
-    return _part(item, call_id)
+    return _part(item, call_id, ids)
 
 
 def is_rich(items: list[Any]) -> bool:
@@ -103,7 +107,7 @@ def rich_output(
         at, kind = f"output[{k}]", item["type"]
         if kind == "message":
             read.append(("text", item, _annotated_text(item, at)))
-        elif kind in ("function_call", "custom_tool_call"):
+        elif kind in ("function_call", "custom_tool_call", "computer_call", mcp.APPROVAL):
             read.append(("call", item, call_of(item, kind, at)))
         elif kind in SERVED_ITEMS:
             read.append(("server", item, None))
@@ -121,7 +125,7 @@ def rich_output(
             parts.append({"type": "tool_use", "toolCallId": call["toolCallId"]})
         else:
             native = item.get("id")
-            parts.append(dict(_part(item, ids.assign(native if isinstance(native, str) else None, str(item["type"])))))
+            parts.append(dict(_part(item, ids.assign(native if isinstance(native, str) else None, str(item["type"])), ids)))
     text = "".join(texts)
     out: ModelOutput = {"type": "final_answer", "text": text}
     if calls:
@@ -174,5 +178,5 @@ def rich_items(
             name = str(part.get("toolName"))
             given = part.get("toolInput")
             served = ids.served_id(call_id, SERVED_ITEMS.get(name, "ws_"))
-            items.append({"id": served, "type": name, **(given if isinstance(given, dict) else {})})
+            items.append({"id": served, "type": name, **(mcp.served_refs(given, ids) if isinstance(given, dict) else {})})
     return items

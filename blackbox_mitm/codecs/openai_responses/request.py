@@ -12,21 +12,30 @@ from collections.abc import Iterable
 from typing import Any
 
 from blackbox_mitm.cassette.payloads import (
-    MediaPart,
     Message,
     MessagePart,
     ModelInput,
     RefusalPart,
     TextPart,
     ToolDefinition,
-    data_url,
     joined_parts,
-    media_part,
 )
 from blackbox_mitm.codecs.base import CallIds, DecodedRequest
 from blackbox_mitm.codecs.common.jsonio import dumps, loads
-from blackbox_mitm.codecs.openai_responses import ECHO_KEYS, NAME, PARAMS, PROVIDER, REFUSALS, SYSTEM_JOINER, compaction, hosted_tools
-from blackbox_mitm.codecs.openai_responses.fields import HOSTED_ITEMS, LOCAL_ITEMS, ResponsesRequest, chain_items, decode_tools, given
+from blackbox_mitm.codecs.openai_responses import (
+    ECHO_KEYS,
+    NAME,
+    PARAMS,
+    PROVIDER,
+    REFUSALS,
+    SYSTEM_JOINER,
+    compaction,
+    computer,
+    hosted_tools,
+    mcp,
+)
+from blackbox_mitm.codecs.openai_responses.fields import LOCAL_ITEMS, ResponsesRequest, chain_items, decode_tools, given
+from blackbox_mitm.codecs.openai_responses.media import media_of
 
 __all__ = ["decode_request", "forward_body", "rewrite_tool_result"]
 
@@ -148,8 +157,8 @@ def rewrite_tool_result(body: bytes, ids: CallIds, call_id: str, text: str) -> b
     return dumps(req).encode() if changed else None
 
 
-_CALLS = ("function_call", "custom_tool_call")
-_OUTPUTS = ("function_call_output", "custom_tool_call_output")
+_CALLS = ("function_call", "custom_tool_call", computer.CALL, mcp.APPROVAL)
+_OUTPUTS = ("function_call_output", "custom_tool_call_output", computer.OUTPUT, mcp.ANSWER)
 
 
 # --- items -> transcript ------------------------------------------------------------------
@@ -191,36 +200,10 @@ def _content_of(content: Any, path: str, role: str) -> Any:
     for j, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
         if kind in _MEDIA_INPUTS:
-            parts.append(_media_of(part, f"{path}[{j}]"))
+            parts.append(media_of(part, f"{path}[{j}]"))
         else:
             parts.append({"type": "text", "text": _text_of([part], f"{path}[{j}]", role)})
     return joined_parts(parts)
-
-
-def _media_of(part: dict[str, Any], where: str) -> MediaPart:
-    kind = part["type"]
-    name = part.get("filename") if isinstance(part.get("filename"), str) else None
-    detail = part.get("detail") if isinstance(part.get("detail"), str) else None
-    try:
-        if kind == "input_audio" and isinstance(part.get("input_audio"), dict):
-            audio = part["input_audio"]
-            fmt = audio.get("format") if isinstance(audio.get("format"), str) else "wav"
-            if isinstance(audio.get("data"), str):
-                return media_part("audio", f"audio/{fmt}", audio["data"])
-        url = part.get("image_url") if kind == "input_image" else part.get("file_data") or part.get("file_url")
-        chosen: Any = "image" if kind == "input_image" else "document"
-        if isinstance(url, str):
-            inline = data_url(url)
-            if inline is not None:
-                return media_part(chosen, inline[0], inline[1], name=name, detail=detail)
-            if kind == "input_file" and part.get("file_data") is not None:
-                return media_part(chosen, None, url, name=name)  # bare base64 file_data
-            return media_part(chosen, url=url, name=name, detail=detail)
-        if isinstance(part.get("file_id"), str):
-            return media_part(chosen, file=part["file_id"], name=name, detail=detail)
-    except ValueError:
-        REFUSALS.malformed(where, f"the {kind}'s data is not base64")
-    REFUSALS.malformed(where, f"an {kind} without data, a URL or a file id")
 
 
 def _output_text(output: Any, path: str) -> Any:
@@ -301,14 +284,17 @@ class _Transcript:
         self.messages.append({"role": "user" if role == "user" else "system", "content": text})
 
     def call(self, item: dict[str, Any], kind: str, path: str) -> None:
-        native, name = item.get("call_id"), item.get("name")
+        native, name = item.get("call_id"), computer.TOOL_NAME if kind == computer.CALL else item.get("name")
+        if kind == mcp.APPROVAL:
+            native, name, tool_input = mcp.approval_input(item, path)
         if not isinstance(native, str) or not native:
             REFUSALS.malformed(f"{path}.call_id", f"a {kind} without a call_id")
         if not isinstance(name, str) or not name:
             REFUSALS.malformed(f"{path}.name", f"a {kind} without a name")
         if isinstance(item.get("namespace"), str) and item["namespace"]:
             name = f"{item['namespace']}.{name}"
-        tool_input = _tool_input(item, kind, path)
+        if kind != mcp.APPROVAL:
+            tool_input = computer.call_input(item, path) if kind == computer.CALL else _tool_input(item, kind, path)
         self.leading = False
         if self.turn is None:
             self.close()
@@ -325,10 +311,16 @@ class _Transcript:
         self.turn.append(hosted_tools.history_part(item, self.ids))
 
     def result(self, item: dict[str, Any], kind: str, path: str) -> None:
-        native = item.get("call_id")
+        native = mcp.answer_result(item, path)[0] if kind == mcp.ANSWER else item.get("call_id")
         if not isinstance(native, str) or not native:
             REFUSALS.malformed(f"{path}.call_id", f"a {kind} without a call_id")
-        text = _output_text(item.get("output"), f"{path}.output")
+        checks: list[dict[str, Any]] = []
+        if kind == mcp.ANSWER:
+            text: Any = mcp.answer_result(item, path)[1]
+        elif kind == computer.OUTPUT:
+            text, checks = computer.result_part(item, path, media_of)
+        else:
+            text = _output_text(item.get("output"), f"{path}.output")
         self.leading = False
         if self.results is None:
             self.close()
@@ -336,7 +328,10 @@ class _Transcript:
         name = self.names.get(native)
         call_id = self.ids.neutral(native, name)
         name = name if name is not None else self.ids.name_of(call_id)
-        self.results.append({"type": "tool_result", "toolCallId": call_id, "toolName": name or "", "result": text})
+        part: dict[str, Any] = {"type": "tool_result", "toolCallId": call_id, "toolName": name or "", "result": text}
+        if checks:
+            part["safetyChecks"] = checks  # a computer call's acknowledged safety checks (the computer module)
+        self.results.append(part)  # type: ignore[arg-type]
 
     def compaction(self, item: dict[str, Any], kind: str, path: str) -> None:
         """Codex's compaction (``compaction`` module): the trigger is a user turn, the compacted history the assistant's."""
@@ -368,8 +363,6 @@ class _Transcript:
             self.hosted_call(item)
         elif kind in (compaction.TRIGGER, compaction.ITEM):
             self.compaction(item, kind, path)
-        elif kind in HOSTED_ITEMS:
-            REFUSALS.refuse("openai.responses.hosted_tool", f"{path}.type", kind)
         elif kind in LOCAL_ITEMS:
             REFUSALS.refuse("openai.responses.local_tool", f"{path}.type", kind)
         elif kind == "item_reference":

@@ -20,7 +20,6 @@ from blackbox_mitm.cassette.payloads import (
     ModelOutput,
     ReasoningPart,
     Tokens,
-    reasoning_of,
     tokens,
     tokens_of,
     tool_calls_of,
@@ -29,9 +28,8 @@ from blackbox_mitm.codecs import openai_chat
 from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse
 from blackbox_mitm.codecs.common.ids import digest
 from blackbox_mitm.codecs.common.jsonio import dumps, loads
-from blackbox_mitm.codecs.openai_responses import PROVIDER, REFUSALS, compaction, hosted_tools
+from blackbox_mitm.codecs.openai_responses import PROVIDER, REFUSALS, compaction, computer, hosted_tools, mcp
 from blackbox_mitm.codecs.openai_responses.fields import (
-    HOSTED_ITEMS,
     LOCAL_ITEMS,
     ResponsesRequest,
     given,
@@ -39,6 +37,7 @@ from blackbox_mitm.codecs.openai_responses.fields import (
     remember,
     response_head,
 )
+from blackbox_mitm.codecs.openai_responses.reasoning import reasoning_items, reasoning_part
 
 __all__ = ["decode_response", "encode_error", "encode_response", "normalize_answer", "response_head"]
 
@@ -63,6 +62,10 @@ def _message(item: dict[str, Any], at: str) -> tuple[str, str | None]:
 
 def _call(item: dict[str, Any], kind: str, at: str) -> tuple[str | None, str, Any]:
     name, native = item.get("name"), item.get("call_id")
+    if kind == computer.CALL:
+        return (native if isinstance(native, str) else None), computer.TOOL_NAME, computer.call_input(item, at)
+    if kind == mcp.APPROVAL:
+        return mcp.approval_input(item, at)
     if not isinstance(name, str) or not name:
         REFUSALS.malformed(f"{at}.name", f"a {kind} without a name")
     if isinstance(item.get("namespace"), str) and item["namespace"]:
@@ -119,6 +122,7 @@ def _model_output(resp: dict[str, Any], ids: CallIds) -> ModelOutput:
 
 
 _Calls = list[tuple[str | None, str, Any]]  # (native call id, tool name, tool input)
+_CALL_ITEMS = ("function_call", "custom_tool_call", computer.CALL, mcp.APPROVAL)
 
 
 def _read_items(output: list[Any], rich: bool) -> tuple[str | None, str | None, _Calls, list[ReasoningPart], list[CompactionPart]]:
@@ -134,23 +138,21 @@ def _read_items(output: list[Any], rich: bool) -> tuple[str | None, str | None, 
         if not isinstance(kind, str):
             REFUSALS.malformed(f"{at}.type", "an output item's type is not a string")
         if kind == "reasoning":
-            reasoning.append(_reasoning_part(item))
+            reasoning.append(reasoning_part(item))
             continue
         if kind == compaction.ITEM:
             if compacted:
                 REFUSALS.refuse("openai.responses.output_layout", at)
             compacted.append(compaction.part_of_item(item, at))
             continue
-        if rich and (kind in hosted_tools.SERVED_ITEMS or kind in ("message", "function_call", "custom_tool_call")):
+        if rich and (kind in hosted_tools.SERVED_ITEMS or kind in ("message", *_CALL_ITEMS)):
             continue  # read in order by hosted_tools.rich_output
         if kind == "message":
             if text is not None or refusal is not None or calls:
                 REFUSALS.refuse("openai.responses.output_layout", at)
             text, refusal = _message(item, at)
-        elif kind in ("function_call", "custom_tool_call"):
+        elif kind in _CALL_ITEMS:
             calls.append(_call(item, kind, at))
-        elif kind in HOSTED_ITEMS:
-            REFUSALS.refuse("openai.responses.hosted_tool_call", f"{at}.type", kind)
         elif kind in LOCAL_ITEMS:
             REFUSALS.refuse("openai.responses.local_tool", f"{at}.type", kind)
         else:
@@ -173,49 +175,6 @@ def _plain_answer(text: str | None, calls: _Calls, length: bool, ids: CallIds) -
     if length:
         out["stop"] = STOP_LENGTH
     return out
-
-
-def _texts(parts: Any, kind: str) -> list[str]:
-    return (
-        [p["text"] for p in parts if isinstance(p, dict) and p.get("type") == kind and isinstance(p.get("text"), str)]
-        if isinstance(parts, list)
-        else []
-    )
-
-
-def _reasoning_part(item: dict[str, Any]) -> ReasoningPart:
-    """A reasoning item kept for the replay: its summaries, its reasoning text, its ``encrypted_content``."""
-    part: ReasoningPart = {"type": "thinking"}
-    summary = _texts(item.get("summary"), "summary_text")
-    if summary:
-        part["summary"] = summary
-    content = _texts(item.get("content"), "reasoning_text")
-    if content:
-        part["text"] = "".join(content)
-    if isinstance(item.get("encrypted_content"), str) and item["encrypted_content"]:
-        part["signature"] = item["encrypted_content"]
-    return part
-
-
-def reasoning_items(output: Any, response_id: str) -> list[dict[str, Any]]:
-    """The recorded reasoning as output items (our ids), ahead of the answer's message and calls."""
-    items: list[dict[str, Any]] = []
-    for n, part in enumerate(reasoning_of(output)):
-        if part.get("type") != "thinking":
-            continue
-        given = part.get("summary")
-        summary: list[Any] = given if isinstance(given, list) else []
-        item: dict[str, Any] = {
-            "id": f"rs_bb{_digest(response_id, 'reasoning', n)}",
-            "type": "reasoning",
-            "summary": [{"type": "summary_text", "text": str(t)} for t in summary],
-        }
-        if isinstance(part.get("text"), str):
-            item["content"] = [{"type": "reasoning_text", "text": part["text"]}]
-        if isinstance(part.get("signature"), str):
-            item["encrypted_content"] = part["signature"]
-        items.append(item)
-    return items
 
 
 def decode_response(body: bytes | Mapping[str, Any], ids: CallIds, request: DecodedRequest) -> ModelOutput:
@@ -263,11 +222,19 @@ def _digest(*parts: Any) -> str:
 
 
 def _call_item(call: dict[str, Any], kinds: dict[str, bool], ids: CallIds) -> dict[str, Any]:
-    """A function_call or custom_tool_call item: custom when the request's tool of that name is, else by the input's kind."""
+    """A function_call or custom_tool_call item: custom when the request's tool of that name is, else by the input's kind.
+
+    A call of ``computer.TOOL_NAME`` is a computer_call when the request declared a computer tool, and a call of
+    an mcp tool an mcp_approval_request (``_BUILTIN + name`` in kinds).
+    """
     call_id, name, tool_input = call.get("toolCallId"), call.get("toolName"), call.get("toolInput")
     if not isinstance(call_id, str) or not isinstance(name, str):
         raise ValueError("a tool call in the model_output has no toolCallId or toolName")
     served = ids.served_id(call_id, "call_")
+    if kinds.get(_BUILTIN + name) and isinstance(tool_input, dict):
+        if name == computer.TOOL_NAME:
+            return computer.call_item(served, tool_input)
+        return mcp.approval_item(ids.served_id(call_id, "mcpr_"), name, tool_input)
     suffix = served.removeprefix("call_bb")
     namespace = None
     if "." in name:
@@ -321,9 +288,19 @@ def output_items(output: Any, request: DecodedRequest, ids: CallIds, response_id
     return [*thought, *_tool_call_items(output, text, msg_id, _tool_kinds(request), ids)], length
 
 
+_BUILTIN = "\x00"  # before a name, a key no tool name can be: the request declared that computer or mcp tool
+
+
 def _tool_kinds(request: DecodedRequest) -> dict[str, bool]:
-    """The request's tools by name: custom (freeform) or not."""
-    return {str(t.get("name")): is_custom(t) for t in request.model_input.get("tools") or [] if isinstance(t, dict)}
+    """The request's tools by name: custom (freeform) or not; ``_BUILTIN + name``: a computer or mcp tool's calls."""
+    tools = request.model_input.get("tools") or []
+    kinds = {str(t.get("name")): is_custom(t) for t in tools if isinstance(t, dict)}
+    kinds[_BUILTIN + computer.TOOL_NAME] = computer.declared(tools)
+    for t in tools:
+        builtin = t.get("builtin") if isinstance(t, dict) else None
+        if isinstance(builtin, dict) and builtin.get("type") == mcp.TOOL:
+            kinds[_BUILTIN + str(t.get("name"))] = True
+    return kinds
 
 
 def _message_item(msg_id: str, status: str, part: dict[str, Any]) -> dict[str, Any]:

@@ -104,7 +104,10 @@ def _stream_item(ev: _Events, index: int, item: dict[str, Any]) -> None:
         for piece in _pieces(item["arguments"]):
             ev.add("response.function_call_arguments.delta", **at, delta=piece)
         ev.add("response.function_call_arguments.done", **at, arguments=item["arguments"], name=item["name"])
-    elif kind in SERVED_ITEMS:  # a hosted tool's call: whole in its added and done events
+    elif kind in SERVED_ITEMS or kind in (
+        "computer_call",
+        "mcp_approval_request",
+    ):  # a hosted tool's or computer call: whole in its added and done events
         ev.add("response.output_item.added", output_index=index, item={**item, "status": "in_progress"})
     else:
         ev.add("response.output_item.added", output_index=index, item={**item, "status": "in_progress", "input": ""})
