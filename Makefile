@@ -20,7 +20,7 @@ demo: $(STAMP)          ## record, show, verify, replay offline and fork the exa
 	$(PY) examples/demo.py
 
 test: $(STAMP) $(CLIENTS)  ## the whole suite (unit + end to end through a real proxy)
-	$(PY) -m pytest -q -n 3  # pytest-xdist: the end-to-end tests mostly wait on processes
+	$(PY) -m pytest -q -n 3 --dist worksteal  # pytest-xdist; worksteal: an idle worker takes half of the busiest one's queue, so no long e2e test queued last makes a one-worker tail
 
 test-fast: $(STAMP)     ## the unit tests only (no proxy process, no browser, no benchmark, no property-based run): under a minute of CPU
 	$(PY) -m pytest -q -m "not e2e and not browser and not bench and not fuzz"

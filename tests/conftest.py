@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,12 @@ ROOT = Path(__file__).resolve().parent.parent
 # programs) act differently when CI is set, so it is unset here and a test that wants it sets it itself.
 for _ci_variable in ("CI", "CONTINUOUS_INTEGRATION", "GITHUB_ACTIONS", "GITLAB_CI", "BUILDKITE"):
     os.environ.pop(_ci_variable, None)
+# The suite starts a few thousand Python processes (`blackbox`, agents, fake servers, inner pytest sessions). With
+# PYTHONDONTWRITEBYTECODE set (as in this project's containers) nothing of blackbox_mitm, examples/ or tests/ is ever
+# cached, so each of them compiles those modules again (~0.2 s of CPU a `blackbox` process). The children get a
+# bytecode cache of their own instead, outside the source tree (nothing is written next to a source file).
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) and "PYTHONPYCACHEPREFIX" not in os.environ:
+    os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), f"blackbox-tests-pycache-{os.getuid()}")
 EXAMPLES = ROOT / "examples"
 sys.path.insert(0, str(EXAMPLES))
 
@@ -122,7 +129,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     A test using a module's own recording (a module-scoped fixture of its module that asks for ``tmp_path_factory``:
     it records a run once for the tests that only replay, fork or inspect it) is in that recording's xdist group: run
     with ``--dist loadgroup`` they go to one worker, which records the run once, not once per worker (``make test``'s
-    default ``--dist load`` ignores the groups; on a shared 2-core machine the two measured alike)."""
+    ``--dist worksteal`` ignores the groups, as ``load`` does: replaying pytest-xdist's schedulers over a measured
+    per-test timing of the whole suite, ``load`` left one worker running alone for the last fifth of the run, ``worksteal``
+    ends the three workers within 2% of each other)."""
     for item in items:
         if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
             item.add_marker(pytest.mark.fuzz)

@@ -217,18 +217,50 @@ def streamed(provider: FakeProvider) -> list[bool]:
     return [bool((r["body"] or {}).get("stream")) for r in provider.requests]
 
 
+class Recordings:
+    """The module's recordings, each made once and shared by the tests that only compare with it or replay it.
+
+    A plain (non-streamed) recording of a client in one mode is the same whichever streamed mode a test compares
+    it with: it is recorded once (per xdist worker) for all of them, not once per test. Read only: replay does not
+    write to a cassette, and no test here changes one it was given.
+    """
+
+    def __init__(self, folder: Path, confdir: Path) -> None:
+        self.folder, self.confdir = folder, confdir
+        self.scripts = _scripts(folder)
+        self._made: dict[str, tuple[Path, Any]] = {}
+
+    def plain(self, argv: list[str], script: list[dict[str, Any]] | None = None) -> tuple[Path, Any]:
+        """``argv`` recorded against a fake provider answering with ``script``; it asked for no stream."""
+        return self._record(argv, script, {}, streaming=False)
+
+    def streamed(self, argv: list[str], script: list[dict[str, Any]] | None = None, **fake: Any) -> tuple[Path, Any]:
+        """``argv`` recorded against a fake provider (``script``, ``fake`` options); every request asked for a stream."""
+        return self._record(argv, script, fake, streaming=True)
+
+    def _record(self, argv: list[str], script: list[dict[str, Any]] | None, fake: dict[str, Any], *, streaming: bool) -> tuple[Path, Any]:
+        key = json.dumps([argv, script, fake, streaming], sort_keys=True)
+        if key not in self._made:
+            with FakeProvider(None if script is None else list(script), **fake) as provider:
+                made = record(self.folder, self.confdir, provider, argv, f"run-{len(self._made)}.json")
+                assert made[1].returncode == 0, made[1].stderr
+                asked = streamed(provider)
+                assert (bool(asked) and all(asked)) if streaming else not any(asked), asked
+            self._made[key] = made
+        return self._made[key]
+
+
+@pytest.fixture(scope="module")
+def recordings(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Recordings:
+    return Recordings(tmp_path_factory.mktemp("streaming-recordings"), confdir)
+
+
 def record_both_ways(
-    tmp_path: Path, confdir: Path, plain: list[str], streaming: list[str], script: list[dict[str, Any]] | None = None, **fake: Any
+    recordings: Recordings, plain: list[str], streaming: list[str], script: list[dict[str, Any]] | None = None, **fake: Any
 ) -> tuple[Path, Any, Path, Any]:
     """Record the same conversation non-streamed and streamed; both must succeed and give the same steps."""
-    with FakeProvider(None if script is None else list(script)) as provider:
-        flat, flat_run = record(tmp_path, confdir, provider, plain, "plain.json")
-        assert flat_run.returncode == 0, flat_run.stderr
-        assert not any(streamed(provider))
-    with FakeProvider(None if script is None else list(script), **fake) as provider:
-        live, live_run = record(tmp_path, confdir, provider, streaming, "stream.json")
-        assert live_run.returncode == 0, live_run.stderr
-        assert all(streamed(provider)) and provider.requests
+    flat, flat_run = recordings.plain(plain, script)
+    live, live_run = recordings.streamed(streaming, script, **fake)
     assert _answer_lines(live_run.stdout) == _answer_lines(flat_run.stdout)
     assert neutral(live) == neutral(flat)
     assert set(stream_flags(live)) == {True} and set(stream_flags(flat)) == {None}
@@ -253,9 +285,9 @@ def assert_replays(cassette: Path, confdir: Path, argv: list[str], recorded: Any
 
 
 @pytest.mark.parametrize("mode", ["helper", "create", "usage"])
-def test_openai_streamed_tool_round_records_like_a_plain_one_and_replays(mode: str, tmp_path: Path, confdir: Path) -> None:
-    client = _scripts(tmp_path)["openai"]
-    _, _, live, live_run = record_both_ways(tmp_path, confdir, [*client, "plain", QUESTION], [*client, mode, QUESTION])
+def test_openai_streamed_tool_round_records_like_a_plain_one_and_replays(mode: str, recordings: Recordings, confdir: Path) -> None:
+    client = recordings.scripts["openai"]
+    _, _, live, live_run = record_both_ways(recordings, [*client, "plain", QUESTION], [*client, mode, QUESTION])
     assert 'tool get_weather({"city":"Paris"})\ntool get_weather({"city":"Lyon"})\n' in live_run.stdout
     assert "content: 'Paris: cloudy, 18C. Lyon: rain, 15C.'" in live_run.stdout
     assert f"usage chunks: {1 if mode == 'usage' else 0 if mode == 'create' else 'n/a'}" in live_run.stdout
@@ -270,9 +302,9 @@ def test_openai_streamed_tool_round_records_like_a_plain_one_and_replays(mode: s
     assert_replays(live, confdir, [*client, mode, QUESTION], live_run)
 
 
-def test_openai_weather_agent_streams_through_the_stream_helper(tmp_path: Path, confdir: Path) -> None:
+def test_openai_weather_agent_streams_through_the_stream_helper(recordings: Recordings, confdir: Path) -> None:
     agent = [sys.executable, str(EXAMPLES / "openai_weather_agent.py")]
-    _, _, live, live_run = record_both_ways(tmp_path, confdir, [*agent, QUESTION], [*agent, "--stream", QUESTION])
+    _, _, live, live_run = record_both_ways(recordings, [*agent, QUESTION], [*agent, "--stream", QUESTION])
     assert live_run.stdout.strip() == "Paris: cloudy, 18°C. Lyon: rain, 15°C."
     assert load_trace(live).steps[-1].payload == {"event": "run_completed", "status": "success", "result": live_run.stdout.strip()}
     rep = assert_replays(live, confdir, [*agent, "--stream", QUESTION], live_run)
@@ -280,9 +312,9 @@ def test_openai_weather_agent_streams_through_the_stream_helper(tmp_path: Path, 
 
 
 @pytest.mark.parametrize("mode", ["helper", "events"])
-def test_anthropic_streamed_tool_round_records_like_a_plain_one_and_replays(mode: str, tmp_path: Path, confdir: Path) -> None:
-    client = _scripts(tmp_path)["anthropic"]
-    _, _, live, live_run = record_both_ways(tmp_path, confdir, [*client, "plain", QUESTION], [*client, mode, QUESTION])
+def test_anthropic_streamed_tool_round_records_like_a_plain_one_and_replays(mode: str, recordings: Recordings, confdir: Path) -> None:
+    client = recordings.scripts["anthropic"]
+    _, _, live, live_run = record_both_ways(recordings, [*client, "plain", QUESTION], [*client, mode, QUESTION])
     assert 'tool get_weather({"city": "Paris"})\ntool get_weather({"city": "Lyon"})\n' in live_run.stdout
     assert "text: 'Paris: cloudy, 18C. Lyon: rain, 15C.'\nstop: end_turn\n" in live_run.stdout
     assert neutral(live)[1][1] == {
@@ -296,9 +328,9 @@ def test_anthropic_streamed_tool_round_records_like_a_plain_one_and_replays(mode
     assert_replays(live, confdir, [*client, mode, QUESTION], live_run)
 
 
-def test_anthropic_weather_agent_streams_through_messages_stream(tmp_path: Path, confdir: Path) -> None:
+def test_anthropic_weather_agent_streams_through_messages_stream(recordings: Recordings, confdir: Path) -> None:
     agent = [sys.executable, str(EXAMPLES / "anthropic_weather_agent.py")]
-    _, _, live, live_run = record_both_ways(tmp_path, confdir, [*agent, QUESTION], [*agent, "--stream", QUESTION])
+    _, _, live, live_run = record_both_ways(recordings, [*agent, QUESTION], [*agent, "--stream", QUESTION])
     assert live_run.stdout.strip() == "Paris: cloudy, 18°C. Lyon: rain, 15°C."
     assert_replays(live, confdir, [*agent, "--stream", QUESTION], live_run)
 
@@ -309,10 +341,10 @@ LENGTH_STOP = [{"text": "The weather in Paris is mostly cl", "stop": "length"}]
 @pytest.mark.parametrize(
     ("provider", "mode"), [("openai", "helper"), ("openai", "usage"), ("anthropic", "helper"), ("anthropic", "events")]
 )
-def test_streamed_length_stop(provider: str, mode: str, tmp_path: Path, confdir: Path) -> None:
-    client = _scripts(tmp_path)[provider]
+def test_streamed_length_stop(provider: str, mode: str, recordings: Recordings, confdir: Path) -> None:
+    client = recordings.scripts[provider]
     args = ["What's new?", "8"]
-    _, _, live, live_run = record_both_ways(tmp_path, confdir, [*client, "plain", *args], [*client, mode, *args], LENGTH_STOP)
+    _, _, live, live_run = record_both_ways(recordings, [*client, "plain", *args], [*client, mode, *args], LENGTH_STOP)
     stop = "finish: length" if provider == "openai" else "stop: max_tokens"
     assert stop in live_run.stdout and "The weather in Paris is mostly cl" in live_run.stdout
     assert neutral(live)[1] == ("model_output", {"type": "final_answer", "text": "The weather in Paris is mostly cl", "stop": "length"})
@@ -320,10 +352,10 @@ def test_streamed_length_stop(provider: str, mode: str, tmp_path: Path, confdir:
 
 
 @pytest.mark.parametrize("mode", ["helper", "create"])
-def test_openai_streamed_refusal(mode: str, tmp_path: Path, confdir: Path) -> None:
-    client = _scripts(tmp_path)["openai"]
+def test_openai_streamed_refusal(mode: str, recordings: Recordings, confdir: Path) -> None:
+    client = recordings.scripts["openai"]
     refusal = [{"text": "I'm sorry, I can't help with that.", "stop": "refusal"}]
-    _, _, live, live_run = record_both_ways(tmp_path, confdir, [*client, "plain", "Do it."], [*client, mode, "Do it."], refusal)
+    _, _, live, live_run = record_both_ways(recordings, [*client, "plain", "Do it."], [*client, mode, "Do it."], refusal)
     assert "content: None\nrefusal: \"I'm sorry, I can't help with that.\"\nfinish: stop\n" in live_run.stdout
     assert neutral(live)[1] == ("model_output", {"type": "final_answer", "text": "I'm sorry, I can't help with that.", "stop": "refusal"})
     assert_replays(live, confdir, [*client, mode, "Do it."], live_run)
@@ -385,9 +417,9 @@ def test_a_refused_streamed_answer_makes_the_sdk_raise(
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not on PATH")
-def test_node_sdk_streams_record_and_replay(tmp_path: Path, confdir: Path) -> None:
+def test_node_sdk_streams_record_and_replay(recordings: Recordings, confdir: Path) -> None:
     agent = ["node", str(EXAMPLES / "node" / "weather_agent.js")]
-    _, _, live, live_run = record_both_ways(tmp_path, confdir, [*agent, QUESTION], [*agent, "--stream", QUESTION])
+    _, _, live, live_run = record_both_ways(recordings, [*agent, QUESTION], [*agent, "--stream", QUESTION])
     assert live_run.stdout.strip() == "Paris: cloudy, 18°C. Lyon: rain, 15°C."
     assert_replays(live, confdir, [*agent, "--stream", QUESTION], live_run)
 
@@ -551,13 +583,13 @@ def test_upstream_error_event_is_not_recorded_and_the_log_says_why(provider: str
 
 
 @pytest.mark.parametrize("recorded_streaming", [False, True], ids=["plain-recording", "streamed-recording"])
-def test_stream_flag_is_part_of_the_input(recorded_streaming: bool, tmp_path: Path, confdir: Path) -> None:
+def test_stream_flag_is_part_of_the_input(recorded_streaming: bool, recordings: Recordings, tmp_path: Path, confdir: Path) -> None:
     agent = [sys.executable, str(EXAMPLES / "openai_weather_agent.py")]
     as_recorded = [*agent, *(["--stream"] if recorded_streaming else []), QUESTION]
     other_form = [*agent, *([] if recorded_streaming else ["--stream"]), QUESTION]
-    with FakeProvider() as fake:
-        cassette, rec = record(tmp_path, confdir, fake, as_recorded, "run.json")
-        assert rec.returncode == 0, rec.stderr
+    # The weather agent's two recordings the stream-helper test above compares (made once for both tests).
+    cassette, rec = (recordings.streamed if recorded_streaming else recordings.plain)(as_recorded)
+    assert rec.returncode == 0, rec.stderr
 
     # strict: the other form is a divergence at the first call, naming params.stream
     report = tmp_path / "report.json"
