@@ -21,90 +21,20 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import blackbox, remote_args
-from fake_provider import FakeProvider
+from anthropic_script import MODEL, answer, message, record_agent, replay_agent
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.cassette.media import load_media
 
 pytestmark = pytest.mark.e2e
 
-KEY = "sk-ant-test-not-a-real-key-0000"
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8ffff3f0005fe02fea7a69a0000000049454e44ae426082"
 )
-MODEL = "claude-sonnet-4-6"
-
-
-def _events(message: dict[str, Any]) -> list[dict[str, Any]]:
-    """A Message as the API streams it: blocks opened empty, text and citations as deltas, tool input as JSON pieces."""
-    head = {**message, "content": [], "stop_reason": None, "usage": {**message["usage"], "output_tokens": 0}}
-    events: list[dict[str, Any]] = [{"type": "message_start", "message": head}]
-    for i, block in enumerate(message["content"]):
-        if block["type"] == "text":
-            start: dict[str, Any] = {"type": "text", "text": ""}
-            if "citations" in block:
-                start["citations"] = []
-            events.append({"type": "content_block_start", "index": i, "content_block": start})
-            for citation in block.get("citations") or []:
-                events.append({"type": "content_block_delta", "index": i, "delta": {"type": "citations_delta", "citation": citation}})
-            events.append({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": block["text"]}})
-        elif block["type"] == "server_tool_use":
-            events.append({"type": "content_block_start", "index": i, "content_block": {**block, "input": {}}})
-            partial = json.dumps(block["input"])
-            for piece in (partial[:8], partial[8:]):
-                events.append({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": piece}})
-        else:
-            events.append({"type": "content_block_start", "index": i, "content_block": block})
-        events.append({"type": "content_block_stop", "index": i})
-    delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
-    events.append({"type": "message_delta", "delta": delta, "usage": {"output_tokens": message["usage"]["output_tokens"]}})
-    events.append({"type": "message_stop"})
-    return events
-
-
-def _answer(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
-    return {"raw_events": _events(message)} if body.get("stream") else {"raw": message}
-
-
-def _message(content: list[dict[str, Any]], stop_reason: str, message_id: str) -> dict[str, Any]:
-    usage = {"input_tokens": 1500, "output_tokens": 25}
-    return {"id": message_id, "type": "message", "role": "assistant", "model": MODEL, "content": content} | {
-        "stop_reason": stop_reason,
-        "stop_sequence": None,
-        "usage": usage,
-    }
-
-
-def _run(agent_source: str, tmp_path: Path, confdir: Path, respond: Any, stream: bool) -> tuple[Path, Any, list[dict[str, Any]]]:
-    agent = tmp_path / "agent.py"
-    agent.write_text(agent_source)
-    cassette = tmp_path / "run.json"
-    with FakeProvider(responder=respond) as provider:
-        rec = blackbox(
-            "record", "-o", str(cassette), "--confdir", str(confdir), *remote_args(provider.url), "--",
-            sys.executable, str(agent), "stream" if stream else "whole", env={"ANTHROPIC_API_KEY": KEY},
-        )  # fmt: skip
-        sent = [r["body"] for r in provider.requests if isinstance(r.get("body"), dict)]
-    assert rec.returncode == 0, rec.stderr
-    checked = blackbox("verify", str(cassette))
-    assert checked.returncode == 0, checked.stdout + checked.stderr
-    return cassette, rec, sent
-
-
-def _replay(cassette: Path, tmp_path: Path, confdir: Path, stream: bool) -> Any:
-    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
-    agent = tmp_path / "agent.py"
-    return blackbox(
-        "replay", str(cassette), "--confdir", str(confdir), "--", sys.executable, str(agent), "stream" if stream else "whole", env=env
-    )
 
 
 # --- documents with a content-list source, citations into them ---------------------------------
@@ -182,13 +112,15 @@ CITED: list[dict[str, Any]] = [
 
 def _documents_model(kind: str, body: dict[str, Any]) -> dict[str, Any]:
     if len(body["messages"]) > 1:
-        return _answer(body, _message([{"type": "text", "text": "You're welcome."}], "end_turn", "msg_01Welcome"))
-    return _answer(body, _message(CITED, "end_turn", "msg_01Cited"))
+        return answer(
+            body, message([{"type": "text", "text": "You're welcome."}], "end_turn", "msg_01Welcome", input_tokens=1500, output_tokens=25)
+        )
+    return answer(body, message(CITED, "end_turn", "msg_01Cited"))
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 def test_a_content_list_document_with_citations_records_and_replays_strictly(stream: bool, tmp_path: Path, confdir: Path) -> None:
-    cassette, rec, sent = _run(DOCUMENT_AGENT, tmp_path, confdir, _documents_model, stream)
+    cassette, rec, sent = record_agent(DOCUMENT_AGENT, tmp_path, confdir, _documents_model, stream)
     lines = rec.stdout.splitlines()
     assert lines[1] == "'the pipeline has three stages' ['content_block_location@0:The pipeline has three stages.']", rec.stdout
     assert lines[3] == "'the grass is green' ['char_location@1:The grass is green.']" and lines[-1] == "You're welcome."
@@ -216,7 +148,7 @@ def test_a_content_list_document_with_citations_records_and_replays_strictly(str
     assert document is not None and sorted(document["media"]) == sorted([digest, text_digest])  # each once, though sent twice
     assert b"msg_01" not in cassette.read_bytes()
 
-    rep = _replay(cassette, tmp_path, confdir, stream)
+    rep = replay_agent(cassette, tmp_path, confdir, stream)
     assert rep.returncode == 0, rep.stderr
     assert rep.stdout == rec.stdout
     assert "2 of 2 model calls served from the recording, no divergence" in rep.stderr
@@ -279,13 +211,13 @@ def _pausing_model(kind: str, body: dict[str, Any]) -> dict[str, Any]:
     last = body["messages"][-1]
     if last["role"] == "assistant":
         assert [b["type"] for b in last["content"]] == ["text", "server_tool_use"], last
-        return _answer(body, _message(RESUMED, "end_turn", "msg_01Resumed"))
-    return _answer(body, _message(PAUSED, "pause_turn", "msg_01Paused"))
+        return answer(body, message(RESUMED, "end_turn", "msg_01Resumed"))
+    return answer(body, message(PAUSED, "pause_turn", "msg_01Paused"))
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 def test_a_paused_server_tool_turn_records_and_replays_strictly(stream: bool, tmp_path: Path, confdir: Path) -> None:
-    cassette, rec, sent = _run(PAUSE_AGENT, tmp_path, confdir, _pausing_model, stream)
+    cassette, rec, sent = record_agent(PAUSE_AGENT, tmp_path, confdir, _pausing_model, stream)
     assert rec.stdout.splitlines() == [
         "pause_turn ['text', 'server_tool_use']",
         "end_turn ['web_search_tool_result', 'text']",
@@ -302,7 +234,7 @@ def test_a_paused_server_tool_turn_records_and_replays_strictly(stream: bool, tm
     assert continuation["messages"][-1] == {"role": "assistant", "content": paused["parts"]}
     assert b"srvtoolu_" not in cassette.read_bytes()
 
-    rep = _replay(cassette, tmp_path, confdir, stream)
+    rep = replay_agent(cassette, tmp_path, confdir, stream)
     assert rep.returncode == 0, rep.stderr
     assert rep.stdout == rec.stdout  # pause_turn again, and the continuation matched
     assert "2 of 2 model calls served from the recording, no divergence" in rep.stderr

@@ -16,82 +16,17 @@ Each whole and streamed (SSE events scripted like the API's, tool input as JSON 
 
 from __future__ import annotations
 
-import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import blackbox, remote_args
-from fake_provider import FakeProvider
+from anthropic_script import MODEL, answer, message, record_agent, replay_agent
 
 from blackbox_mitm.cassette import load_trace
 
 pytestmark = pytest.mark.e2e
 
-KEY = "sk-ant-test-not-a-real-key-0000"
-MODEL = "claude-sonnet-4-6"
 TOKEN = "mcp-oauth-token-Zx81Qw-do-not-record"
-
-
-def _events(message: dict[str, Any]) -> list[dict[str, Any]]:
-    """A Message as the API streams it: text (and its citations) as deltas, any block with an input opened empty and given as JSON pieces."""
-    head = {**message, "content": [], "stop_reason": None, "usage": {**message["usage"], "output_tokens": 0}}
-    events: list[dict[str, Any]] = [{"type": "message_start", "message": head}]
-    for i, block in enumerate(message["content"]):
-        if block["type"] == "text":
-            start: dict[str, Any] = {"type": "text", "text": ""} | ({"citations": []} if "citations" in block else {})
-            events.append({"type": "content_block_start", "index": i, "content_block": start})
-            for citation in block.get("citations") or []:
-                events.append({"type": "content_block_delta", "index": i, "delta": {"type": "citations_delta", "citation": citation}})
-            events.append({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": block["text"]}})
-        elif "input" in block:
-            events.append({"type": "content_block_start", "index": i, "content_block": {**block, "input": {}}})
-            partial = json.dumps(block["input"])
-            for piece in (partial[:6], partial[6:]):
-                events.append({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": piece}})
-        else:
-            events.append({"type": "content_block_start", "index": i, "content_block": block})
-        events.append({"type": "content_block_stop", "index": i})
-    delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
-    events.append({"type": "message_delta", "delta": delta, "usage": {"output_tokens": message["usage"]["output_tokens"]}})
-    events.append({"type": "message_stop"})
-    return events
-
-
-def _answer(body: dict[str, Any], content: list[dict[str, Any]], stop_reason: str, message_id: str, **extra: Any) -> dict[str, Any]:
-    message = {"id": message_id, "type": "message", "role": "assistant", "model": MODEL, "content": content} | {
-        "stop_reason": stop_reason,
-        "stop_sequence": None,
-        "usage": {"input_tokens": 900, "output_tokens": 20},
-        **extra,
-    }
-    return {"raw_events": _events(message)} if body.get("stream") else {"raw": message}
-
-
-def _run(agent_source: str, tmp_path: Path, confdir: Path, respond: Any, stream: bool) -> tuple[Path, Any, list[dict[str, Any]]]:
-    agent = tmp_path / "agent.py"
-    agent.write_text(agent_source)
-    cassette = tmp_path / "run.json"
-    with FakeProvider(responder=respond) as provider:
-        rec = blackbox(
-            "record", "-o", str(cassette), "--confdir", str(confdir), *remote_args(provider.url), "--",
-            sys.executable, str(agent), "stream" if stream else "whole", env={"ANTHROPIC_API_KEY": KEY, "MCP_TOKEN": TOKEN},
-        )  # fmt: skip
-        sent = [r["body"] for r in provider.requests if isinstance(r.get("body"), dict)]
-    assert rec.returncode == 0, rec.stderr
-    checked = blackbox("verify", str(cassette))
-    assert checked.returncode == 0, checked.stdout + checked.stderr
-    return cassette, rec, sent
-
-
-def _replay(cassette: Path, tmp_path: Path, stream: bool, confdir: Path) -> Any:
-    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"} | {"MCP_TOKEN": "another-token-at-replay"}
-    agent = tmp_path / "agent.py"
-    return blackbox(
-        "replay", str(cassette), "--confdir", str(confdir), "--", sys.executable, str(agent), "stream" if stream else "whole", env=env
-    )
 
 
 # --- the MCP connector -------------------------------------------------------------------------
@@ -141,13 +76,13 @@ def _mcp_model(kind: str, body: dict[str, Any]) -> dict[str, Any]:
     assert body["mcp_servers"][0]["authorization_token"] == TOKEN  # the provider gets the token, at record
     if len(body["messages"]) > 1:
         assert [b["type"] for b in body["messages"][1]["content"]] == [b["type"] for b in MCP_CONTENT]
-        return _answer(body, [{"type": "text", "text": "You're welcome."}], "end_turn", "msg_01Welcome")
-    return _answer(body, MCP_CONTENT, "end_turn", "msg_01Wiki")
+        return answer(body, message([{"type": "text", "text": "You're welcome."}], "end_turn", "msg_01Welcome"))
+    return answer(body, message(MCP_CONTENT, "end_turn", "msg_01Wiki"))
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 def test_the_mcp_connector_records_without_its_token_and_replays_strictly(stream: bool, tmp_path: Path, confdir: Path) -> None:
-    cassette, rec, sent = _run(MCP_AGENT, tmp_path, confdir, _mcp_model, stream)
+    cassette, rec, sent = record_agent(MCP_AGENT, tmp_path, confdir, _mcp_model, stream, {"MCP_TOKEN": TOKEN})
     assert rec.stdout.splitlines() == [
         "text 'Asking the wiki.'",
         "mcp_tool_use wiki ask {'question': 'capital of France'}",
@@ -166,7 +101,7 @@ def test_the_mcp_connector_records_without_its_token_and_replays_strictly(stream
     answer = next(s.payload for s in trace.steps if s.type == "model_output")
     assert answer["parts"][1]["serverName"] == "wiki" and answer["parts"][2]["kind"] == "mcp_tool_result"
 
-    rep = _replay(cassette, tmp_path, stream, confdir)
+    rep = replay_agent(cassette, tmp_path, confdir, stream, {"MCP_TOKEN": "another-token-at-replay"})
     assert rep.returncode == 0, rep.stderr
     assert rep.stdout == rec.stdout
     assert "2 of 2 model calls served from the recording, no divergence" in rep.stderr
@@ -231,13 +166,13 @@ def _calling_model(kind: str, body: dict[str, Any]) -> dict[str, Any]:
     if len(body["messages"]) > 1:
         assert body["messages"][-1]["content"][0]["tool_use_id"] == "toolu_01ReadReadRead01"
         assert body["messages"][1]["content"][1]["caller"]["tool_id"] == CODE_ID
-        return _answer(body, DONE_CONTENT, "end_turn", "msg_01Done", container=CONTAINER)
-    return _answer(body, CALL_CONTENT, "tool_use", "msg_01Call", container=CONTAINER)
+        return answer(body, message(DONE_CONTENT, "end_turn", "msg_01Done", container=CONTAINER))
+    return answer(body, message(CALL_CONTENT, "tool_use", "msg_01Call", container=CONTAINER))
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 def test_a_call_from_the_providers_code_records_with_its_caller_and_replays_strictly(stream: bool, tmp_path: Path, confdir: Path) -> None:
-    cassette, rec, sent = _run(CALLER_AGENT, tmp_path, confdir, _calling_model, stream)
+    cassette, rec, sent = record_agent(CALLER_AGENT, tmp_path, confdir, _calling_model, stream, {"MCP_TOKEN": TOKEN})
     assert rec.stdout.splitlines() == [
         "call read {'path': 'a.txt'} code_execution_20250825 server_tool_use",
         "end_turn The sum is 6.",
@@ -253,7 +188,7 @@ def test_a_call_from_the_providers_code_records_with_its_caller_and_replays_stri
     continuation = [s.payload for s in trace.steps if s.type == "model_input"][1]
     assert continuation["messages"][1]["content"][1]["caller"] == {"type": "code_execution_20250825", "toolCallId": code_call}
 
-    rep = _replay(cassette, tmp_path, stream, confdir)
+    rep = replay_agent(cassette, tmp_path, confdir, stream, {"MCP_TOKEN": "another-token-at-replay"})
     assert rep.returncode == 0, rep.stderr
     assert rep.stdout == rec.stdout  # the caller names the served code execution call again
     assert "2 of 2 model calls served from the recording, no divergence" in rep.stderr
@@ -317,14 +252,14 @@ def _rag_model(kind: str, body: dict[str, Any]) -> dict[str, Any]:
     assert body["messages"][0]["content"][1] == {"type": "container_upload", "file_id": "file_011CsvData"}
     if len(body["messages"]) > 1:
         assert body["messages"][2]["content"][0]["content"][0]["type"] == "search_result"
-        return _answer(body, RAG_CITED, "end_turn", "msg_01Cited")
+        return answer(body, message(RAG_CITED, "end_turn", "msg_01Cited"))
     call = {"type": "tool_use", "id": "toolu_01KbKbKbKb01", "name": "kb", "input": {"q": "paris population"}}
-    return _answer(body, [call], "tool_use", "msg_01Kb")
+    return answer(body, message([call], "tool_use", "msg_01Kb"))
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 def test_search_results_and_a_container_upload_record_and_replay_strictly(stream: bool, tmp_path: Path, confdir: Path) -> None:
-    cassette, rec, sent = _run(RAG_AGENT, tmp_path, confdir, _rag_model, stream)
+    cassette, rec, sent = record_agent(RAG_AGENT, tmp_path, confdir, _rag_model, stream, {"MCP_TOKEN": TOKEN})
     assert rec.stdout.splitlines() == [
         "text 'Paris has ' []",
         "text '2.1 million people' ['search_result_location:https://kb.example/paris:It has 2.1M people.']",
@@ -340,7 +275,7 @@ def test_search_results_and_a_container_upload_record_and_replay_strictly(stream
     answer = [s.payload for s in trace.steps if s.type == "model_output"][1]
     assert answer["parts"][1]["citations"][0]["type"] == "search_result_location"
 
-    rep = _replay(cassette, tmp_path, stream, confdir)
+    rep = replay_agent(cassette, tmp_path, confdir, stream, {"MCP_TOKEN": "another-token-at-replay"})
     assert rep.returncode == 0, rep.stderr
     assert rep.stdout == rec.stdout
     assert "2 of 2 model calls served from the recording, no divergence" in rep.stderr

@@ -186,16 +186,20 @@ def _document_content(content: str | list[Any], path: str) -> list[dict[str, Any
     for k, block in enumerate(content):
         kind = block_kind(block)
         if kind == "text":
-            text = text_of(block, f"{path}[{k}]")
-            if parts and parts[-1]["type"] == "text":
-                parts[-1]["text"] += text
-            elif text:
-                parts.append({"type": "text", "text": text})
+            _append_text(parts, text_of(block, f"{path}[{k}]"))
         elif kind == "image":
             parts.append(dict(media_of(block, kind, f"{path}[{k}]")))
         else:
             REFUSALS.refuse("anthropic.image_content", f"{path}[{k}]", kind)
     return parts
+
+
+def _append_text(parts: list[dict[str, Any]], text: str) -> None:
+    """A text block's text into ``parts``: joined to the text part before it, or dropped when empty."""
+    if parts and parts[-1]["type"] == "text":
+        parts[-1]["text"] += text
+    elif text:
+        parts.append({"type": "text", "text": text})
 
 
 def _result_content(content: Any, path: str) -> Any:
@@ -213,11 +217,7 @@ def _result_content(content: Any, path: str) -> Any:
     for k, block in enumerate(content):
         kind = block_kind(block)
         if kind == "text":
-            text = text_of(block, f"{path}[{k}]")
-            if parts and parts[-1]["type"] == "text":
-                parts[-1]["text"] += text
-            elif text:
-                parts.append({"type": "text", "text": text})
+            _append_text(parts, text_of(block, f"{path}[{k}]"))
         elif kind == "tool_reference" and isinstance(block.get("tool_name"), str):
             parts.append({"type": "tool_reference", "toolName": block["tool_name"]})
         elif kind in ("image", "document"):
