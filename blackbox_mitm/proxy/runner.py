@@ -15,11 +15,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mitmproxy import master, options
+from blackbox_mitm.proxy import lazy_addons
 
-from blackbox_mitm.errors import ProxyStartError
-from blackbox_mitm.proxy.addon import BlackboxAddon
-from blackbox_mitm.proxy.environment import default_confdir
+lazy_addons.install()  # before mitmproxy.master: only the addons the chain holds are imported (proxy/lazy_addons.py)
+
+from mitmproxy import master, options  # noqa: E402
+
+from blackbox_mitm.errors import ProxyStartError  # noqa: E402
+from blackbox_mitm.proxy.addon import BlackboxAddon  # noqa: E402
+from blackbox_mitm.proxy.environment import default_confdir  # noqa: E402
 
 __all__ = ["ProxyRunner", "ProxyStartError"]
 
@@ -131,14 +135,14 @@ class ProxyRunner:
     async def _main(self) -> None:
         opts = options.Options()
         m = master.Master(opts)
-        m.addons.add(*proxy_addons())
+        m.addons.add(*proxy_addons(map_remote=bool(self.map_remote) or "map_remote" in self.extra_options))
         m.addons.add(self.addon, _Ready(self))
         opts.update(**self._options())
         self._master = m
         await m.run()
 
 
-def proxy_addons() -> list[Any]:
+def proxy_addons(*, map_remote: bool = True) -> list[Any]:
     """mitmproxy's addons that a Blackbox proxy uses, in ``default_addons()`` order; the others are left out.
 
     Every addon in the chain is offered every event of every flow (mitmproxy's ``trigger_event`` walks the whole
@@ -152,7 +156,9 @@ def proxy_addons() -> list[Any]:
     * ``DisableH2C`` — answers an HTTP/2 cleartext upgrade instead of passing it on unparsed;
     * ``DnsResolver`` and ``UpstreamAuth`` — name resolution for DNS-mode clients, and ``upstream_auth`` when
       mitmproxy runs in upstream mode;
-    * ``MapRemote`` — ``map_remote``, which points a provider at a local server (``--map-remote``).
+    * ``MapRemote`` — ``map_remote``, which points a provider at a local server (``--map-remote``); with
+      ``map_remote=False`` (the runner's choice when it sets no ``map_remote``) it is left out, and with it the
+      import of mitmproxy's flow-filter grammar (pyparsing), which only it needs.
 
     Left out: what a user of ``mitmdump`` drives by options or commands that Blackbox never sets — playback
     (client and server), saving flows and HAR files, scripts, onboarding (mitm.it: ``blackbox certs`` hands out
@@ -160,8 +166,13 @@ def proxy_addons() -> list[Any]:
     command history, comments, cuts, exports, the browser, Alt-Svc rewriting, DNS HTTPS-record stripping.
     ``mitmdump -s blackbox_mitm/proxy/addon.py`` keeps mitmdump's own chain.
     """
-    from mitmproxy.addons import block, core, disable_h2c, dns_resolver, mapremote, next_layer, proxyserver, tlsconfig, upstream_auth
+    from mitmproxy.addons import block, core, disable_h2c, dns_resolver, next_layer, proxyserver, tlsconfig, upstream_auth
 
+    remote: list[Any] = []
+    if map_remote:
+        from mitmproxy.addons import mapremote
+
+        remote.append(mapremote.MapRemote())
     return [
         core.Core(),
         block.Block(),
@@ -169,7 +180,7 @@ def proxy_addons() -> list[Any]:
         proxyserver.Proxyserver(),
         dns_resolver.DnsResolver(),
         next_layer.NextLayer(),
-        mapremote.MapRemote(),
+        *remote,
         _tls_config(tlsconfig.TlsConfig),
         upstream_auth.UpstreamAuth(),
     ]
