@@ -43,7 +43,6 @@ def install() -> None:
             return  # not the package we know: let it import as it does
         module = importlib.util.module_from_spec(spec)  # __path__, __spec__, __file__ set; __init__ not run
         loader = spec.loader
-        done = threading.Event()
 
         def __getattr__(name: str) -> Any:  # the module's own (PEP 562)
             if name.startswith("__"):
@@ -51,8 +50,7 @@ def install() -> None:
             if importlib.util.find_spec(f"{_NAME}.{name}") is not None:
                 return importlib.import_module(f"{_NAME}.{name}")  # one addon module, on its own
             with _lock:
-                if not done.is_set():
-                    done.set()
+                if "__getattr__" in module.__dict__:  # the first thread here runs the real __init__; the rest wait for it
                     del module.__dict__["__getattr__"]
                     loader.exec_module(module)  # the package's own __init__: every default addon, default_addons()
             try:
@@ -60,6 +58,6 @@ def install() -> None:
             except KeyError:
                 raise AttributeError(f"module {_NAME!r} has no attribute {name!r}") from None
 
-        module.__getattr__ = __getattr__  # type: ignore[method-assign]
+        module.__dict__["__getattr__"] = __getattr__
         sys.modules[_NAME] = module
-        mitmproxy.addons = module  # type: ignore[attr-defined]  # as an import sets it
+        vars(mitmproxy)["addons"] = module  # as an import sets it
