@@ -253,6 +253,18 @@ def test_a_subagent_ends_only_after_the_turn_that_reported_the_one_before(
         assert_same_run(replay(cassette, prompt, cwd=workdir, confdir=confdir), rec, len(calls))
 
 
+def replay_once_more_on_a_split_turn(cassette: Path, prompt: str, *, cwd: Path, confdir: Path) -> subprocess.CompletedProcess[str]:
+    """A strict replay, and a second one only when the first missed in the one way docs/replay-and-divergence.md
+    says no release schedule rules out: Claude Code began its next turn between two subagent ends released an order
+    gap apart, so that turn names fewer task notifications than the recorded one (measured 19 to 20 of 20 identical
+    on a loaded machine). Any other difference fails at once; two misses in a row fail too."""
+    first = replay(cassette, prompt, cwd=cwd, confdir=confdir)
+    split = "</task-notification>" in first.stderr and "content differs" in first.stderr
+    if first.returncode == 0 or not split:
+        return first
+    return replay(cassette, prompt, cwd=cwd, confdir=confdir)
+
+
 # Two and three subagents (three: one record and one strict replay). By hand (docs/replay-and-divergence.md), at load
 # 7 to 10 on 2 cores, with the settle and the 1 s quoted-order window: 10 of 10 strict and 10 of 10 sequence each.
 @pytest.mark.parametrize("agents", [2, 3])
@@ -273,7 +285,7 @@ def test_background_subagents_answered_together_end_in_the_recorded_order(
     text = cassette.read_text()
     assert "toolu_" not in text
     assert text.count("<tool-use-id>call-") == agents
-    assert_same_run(replay(cassette, prompt, cwd=workdir, confdir=confdir), rec, len(calls))
+    assert_same_run(replay_once_more_on_a_split_turn(cassette, prompt, cwd=workdir, confdir=confdir), rec, len(calls))
     if agents == 2:  # three: one record and one strict replay (each Claude Code session costs seconds of CPU)
         assert_same_run(replay(cassette, prompt, "--match", "sequence", cwd=workdir, confdir=confdir), rec, len(calls))
 
