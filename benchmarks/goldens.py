@@ -1,8 +1,8 @@
-"""Section: a golden suite — 16 goldens (8 in --quick) of a small agent under ``blackbox test -j 2``, against the same agents bare.
+"""Section: a golden suite — 16 goldens (2 in --quick) of a small agent under ``blackbox test -j 2``, against the same agents bare.
 
 The agent is examples/openai_weather_agent.py (the real openai SDK, two model
-calls a run). Five runs (five cities) are recorded once with ``blackbox record``
-and copied into a suite of N goldens (200; ``--quick``: 8). Then, each as one
+calls a run). Five runs (five cities; ``--quick``: one) are recorded once with ``blackbox record``
+and copied into a suite of N goldens (16; ``--quick``: 2, a smoke run of every step). Then, each as one
 wall-clock time from start to exit:
 
 * **bare** — the same N agents, 2 at a time, straight to the fake provider on
@@ -64,18 +64,18 @@ def _blackbox(*args: str, ok: tuple[int, ...] = (0,)) -> tuple[float, subprocess
     return elapsed, proc
 
 
-def _suite(ctx: Context, count: int) -> Path:
-    """Five recorded runs copied into ``count`` goldens (golden-000.json ..., each its own run id)."""
+def _suite(ctx: Context, count: int, cities: tuple[str, ...]) -> Path:
+    """A recorded run a city copied into ``count`` goldens (golden-000.json ..., each its own run id)."""
     recorded = ctx.path("golden-recordings")
     recorded.mkdir(parents=True, exist_ok=True)
     with FakeProvider() as provider:
         remote = [a for h in ("openai", "anthropic") for a in ("--map-remote", rf"|https://api\.{h}\.com|{provider.url}")]
-        for city in CITIES:
+        for city in cities:
             question = f"What's the weather in {city}?"
             _blackbox("record", "-o", str(recorded / f"{city}.json"), "--confdir", str(ctx.confdir), *remote, "--", *AGENT, question)
     suite = ctx.path("goldens")
     suite.mkdir(parents=True, exist_ok=True)
-    runs = [load_trace(recorded / f"{city}.json") for city in CITIES]
+    runs = [load_trace(recorded / f"{city}.json") for city in cities]
     for i in range(count):
         # Each golden its own run id (the steps copied verbatim, hashes and all), as in a real suite: shards go by it.
         source = runs[i % len(runs)]
@@ -86,14 +86,14 @@ def _suite(ctx: Context, count: int) -> Path:
     return suite
 
 
-def _bare(count: int) -> tuple[float, list[float]]:
+def _bare(count: int, cities: tuple[str, ...]) -> tuple[float, list[float]]:
     """N agents, JOBS at a time, straight to the provider: (wall, each agent's own seconds)."""
     with FakeProvider() as provider:
         env = _env(OPENAI_BASE_URL=f"{provider.url}/v1")
 
         def one(i: int) -> float:
             t0 = time.perf_counter()
-            proc = subprocess.run([*AGENT, f"What's the weather in {CITIES[i % len(CITIES)]}?"], env=env, capture_output=True, text=True)
+            proc = subprocess.run([*AGENT, f"What's the weather in {cities[i % len(cities)]}?"], env=env, capture_output=True, text=True)
             if proc.returncode != 0:
                 raise RuntimeError(f"the bare agent exited {proc.returncode}:\n{proc.stderr[-2000:]}")
             return time.perf_counter() - t0
@@ -144,12 +144,12 @@ def _mean(values: list[float]) -> float:
 
 
 def measure(ctx: Context) -> Section:
-    count = 8 if ctx.quick else 16
+    count, cities = (2, CITIES[:1]) if ctx.quick else (16, CITIES)
     section = Section("goldens", f"A golden suite: {count} goldens under `blackbox test -j {JOBS}`")
-    ctx.log(f"[goldens] recording {len(CITIES)} runs, a suite of {count}")
-    suite = _suite(ctx, count)
+    ctx.log(f"[goldens] recording {len(cities)} runs, a suite of {count}")
+    suite = _suite(ctx, count, cities)
     ctx.log("[goldens] bare agents")
-    bare, bare_each = _bare(count)
+    bare, bare_each = _bare(count, cities)
     ctx.log("[goldens] blackbox test -j 2 (one proxy)")
     shared, shared_each = _test(ctx, suite, "shared")
     ctx.log("[goldens] blackbox test -j 2 --proxy-per-golden")

@@ -1,5 +1,8 @@
 """The benchmark runner cannot rot: a tiny-N run (``--quick``) must produce a complete, well-formed report.
 
+The run is the session's one quick run (``quick_run`` in tests/benchmarks/bench_run.py), shared with
+test_goldens_bench.py.
+
 Only the shape is checked — every section, every table, every target stated as met
 or missed, versions and machine named. The numbers themselves are never asserted:
 a benchmark on a shared 2-core machine is not a test of speed.
@@ -7,18 +10,14 @@ a benchmark on a shared 2-core machine is not a test of speed.
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
 pytestmark = [pytest.mark.e2e, pytest.mark.bench]
+pytest_plugins = ["bench_run"]  # its quick_run fixture: the session's one quick run
 
 SECTIONS = ("calls", "scaling", "verify", "startup")
 HEADINGS = (
@@ -31,21 +30,6 @@ HEADINGS = (
     "## 4. Start-up",
     "## Reproducing",
 )
-
-
-@pytest.fixture(scope="module")
-def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, Any], str]:
-    out = tmp_path_factory.mktemp("bench")
-    report, data = out / "benchmarks.md", out / "benchmarks.json"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--write", str(report), "--json", str(data)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert proc.returncode == 0, f"the quick benchmark run failed:\n{proc.stderr[-6000:]}"
-    return report.read_text(encoding="utf-8"), json.loads(data.read_text(encoding="utf-8")), proc.stderr
 
 
 def test_the_report_has_every_section_and_states_the_machine(quick_run: tuple[str, dict[str, Any], str]) -> None:
