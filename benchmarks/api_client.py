@@ -15,6 +15,9 @@ question and every answer is checked (the fake APIs answer ``Echo: <question>``)
 a wrong or failed call exits non-zero. Prints one JSON object: per phase, its
 wall time and call count.
 
+``--serve`` (the ``--quick`` run): one process answering client runs read from stdin
+(``benchmarks/served.py``), each with its own SDK clients.
+
     python benchmarks/api_client.py --api responses-sse --warmup 8 --n 300 --concurrency 8 [--base-url http://127.0.0.1:PORT]
 """
 
@@ -26,7 +29,12 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.served import serve_jobs
 
 API_KEY = "sk-bench-not-a-real-key-0000000000"
 APIS = ("responses", "responses-sse", "anthropic")
@@ -73,29 +81,41 @@ def caller(api: str, base_url: str | None) -> Callable[[int], None]:
     return call_stream
 
 
-def main(argv: list[str] | None = None) -> int:
+def run_phases(call: Callable[[int], None], first: int, warmup: int, n: int, concurrency: int) -> dict[str, dict[str, Any]]:
+    """Warm-up calls, then ``seq`` and ``conc``, over question numbers from ``first``: each phase's wall time and calls."""
+    with ThreadPoolExecutor(concurrency) as pool:
+        list(pool.map(call, range(first, first + warmup)))
+        first += warmup
+        phases = {}
+        t0 = time.perf_counter()
+        for i in range(first, first + n):
+            call(i)
+        phases["seq"] = {"wall_s": time.perf_counter() - t0, "calls": n}
+        first += n
+        t0 = time.perf_counter()
+        list(pool.map(call, range(first, first + n)))
+        phases["conc"] = {"wall_s": time.perf_counter() - t0, "calls": n}
+    return phases
+
+
+def run(argv: list[str]) -> dict[str, Any]:
+    """One client run: what the process started with ``argv`` prints."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--api", choices=APIS, default="responses")
+    parser.add_argument("--first", type=int, default=0, help="the first warm-up call's question number")
     parser.add_argument("--warmup", type=int, default=8)
     parser.add_argument("--n", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--base-url", default=None)
     args = parser.parse_args(argv)
-    call = caller(args.api, args.base_url)
-    first = 0
-    with ThreadPoolExecutor(args.concurrency) as pool:
-        list(pool.map(call, range(args.warmup)))
-        first += args.warmup
-        phases = {}
-        t0 = time.perf_counter()
-        for i in range(first, first + args.n):
-            call(i)
-        phases["seq"] = {"wall_s": time.perf_counter() - t0, "calls": args.n}
-        first += args.n
-        t0 = time.perf_counter()
-        list(pool.map(call, range(first, first + args.n)))
-        phases["conc"] = {"wall_s": time.perf_counter() - t0, "calls": args.n}
-    print(json.dumps({"phases": phases}))
+    return {"phases": run_phases(caller(args.api, args.base_url), args.first, args.warmup, args.n, args.concurrency)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--serve"]:
+        return serve_jobs(run)
+    print(json.dumps(run(argv)))
     return 0
 
 

@@ -17,6 +17,9 @@ Phases, in this order, over consecutive call numbers:
 Every answer is checked (the simple workload's answer is ``Echo: <question>``);
 a wrong or failed call exits non-zero — a benchmark of failing calls means nothing.
 
+``--serve`` (the ``--quick`` run): one process answering client runs read from stdin
+(``benchmarks/served.py``), each with its own SDK clients.
+
     python benchmarks/client.py --workload simple --warmup 8 --n 500 --concurrency 8 --phases seq,conc
 """
 
@@ -33,6 +36,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import proc_cpu_seconds
+from benchmarks.served import serve_jobs
 from benchmarks.workload import MODEL, TOOLS, agent_messages, simple_expected, simple_messages
 
 API_KEY = "sk-bench-not-a-real-key-0000000000"
@@ -86,7 +90,7 @@ async def _async_phase(client: Any, workload: str, numbers: range, concurrency: 
     return {"wall_s": time.perf_counter() - start, "calls": len(latencies), "latencies_s": latencies}
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     parser.add_argument("--workload", choices=("simple", "agent"), default="simple")
     parser.add_argument("--base-url", default=None, help="talk to this URL directly (the floor); default: the SDK's own")
@@ -96,8 +100,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--phases", default="seq,conc")
     parser.add_argument("--watch-pid", type=int, action="append", default=[], help="report this process's CPU time per phase")
-    args = parser.parse_args(argv)
-    out = asyncio.run(_main(args))
+    return parser
+
+
+def run(argv: list[str]) -> dict[str, Any]:
+    """One client run: what the process started with ``argv`` prints."""
+    return asyncio.run(_main(_parser().parse_args(argv)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--serve"]:
+        return serve_jobs(run)
+    out = run(argv)
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")
     return 0

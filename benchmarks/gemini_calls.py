@@ -11,6 +11,9 @@ its own process), three ways, interleaved round by round:
 
 The client (``benchmarks/gemini_client.py``) is its own process and sends the
 calls one after another; the per-call time is the phase's wall time over N.
+``--quick`` (one round, a smoke run) runs (e) first and replays its recording as (d)'s
+cassette instead of recording one beforehand, and makes every client run a job of one
+client process (``benchmarks/served.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 
 from benchmarks.common import PYTHON, ROOT, Context, Section, Service, Target, free_port, md_table, ratio_stats, summarize
 from benchmarks.proxy_calls import client_environment, mitmdump_argv
+from benchmarks.served import served, served_clients
 
 __all__ = ["measure"]
 
@@ -64,9 +68,12 @@ def _server_replay(ctx: Context, flows: Path, name: str) -> Service:
 
 
 def _client(ctx: Context, proxy_url: str | None, base_url: str | None, n: int, warmup: int) -> dict[str, Any]:
-    argv = [PYTHON, str(CLIENT), "--n", str(n), "--warmup", str(warmup), *(["--base-url", base_url] if base_url else [])]
+    argv = ["--n", str(n), "--warmup", str(warmup), *(["--base-url", base_url] if base_url else [])]
     env = {k: v for k, v in client_environment(proxy_url, ctx.confdir).items() if not k.startswith(("GEMINI_", "GOOGLE_"))}
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1200, cwd=ROOT)
+    client = served(ctx, "gemini_client", str(CLIENT))  # --quick: the section's one client process (benchmarks/served.py)
+    if client is not None:
+        return client.run(argv, env)
+    proc = subprocess.run([PYTHON, str(CLIENT), *argv], env=env, capture_output=True, text=True, timeout=1200, cwd=ROOT)
     if proc.returncode != 0:
         raise RuntimeError(f"the Gemini benchmark client failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     result: dict[str, Any] = json.loads(proc.stdout)
@@ -84,17 +91,21 @@ def _proxy(mode: str, cassette: Path, fake_url: str, ctx: Context, name: str) ->
 
 def measure(ctx: Context) -> Section:
     section = Section("gemini", "8. A Gemini call through Blackbox (google-genai)")
-    n, warmup = (10, 2) if ctx.quick else (100, 4)
+    n, warmup = (5, 1) if ctx.quick else (100, 4)
     per_call: dict[str, list[float]] = {k: [] for k in LABELS}
     fake_port = free_port()
-    with Service("fake-gemini", [PYTHON, str(FAKE), "--port", str(fake_port)], port=fake_port, log_dir=ctx.workdir) as fake:
+    fake_service = Service("fake-gemini", [PYTHON, str(FAKE), "--port", str(fake_port)], port=fake_port, log_dir=ctx.workdir)
+    with served_clients(ctx), fake_service as fake:
         cassette = ctx.path("gemini.json")
-        with _proxy("record", cassette, fake.url, ctx, "gemini-prep-record") as proxy:
-            _client(ctx, proxy.url, None, n, warmup)
+        # --quick, one round: (e) goes first and records (d)'s cassette (the same command as this preparing record).
+        first_e = ctx.quick and ctx.rounds == 1
+        if not first_e:
+            with _proxy("record", cassette, fake.url, ctx, "gemini-prep-record") as proxy:
+                _client(ctx, proxy.url, None, n, warmup)
         flows = _flows(ctx, fake.url, n, warmup)
         variants = list(LABELS)
         for r in range(ctx.rounds):
-            order = variants[r % 4 :] + variants[: r % 4]
+            order = ["e", "a", "c", "d"] if first_e else variants[r % 4 :] + variants[: r % 4]
             for variant in order:
                 if variant == "a":
                     result = _client(ctx, None, fake.url, n, warmup)
@@ -103,7 +114,7 @@ def measure(ctx: Context) -> Section:
                         result = _client(ctx, proxy.url, None, n, warmup)
                 else:
                     mode = "replay" if variant == "d" else "record"
-                    target = cassette if variant == "d" else ctx.path(f"gemini-record-{r}.json")
+                    target = cassette if variant == "d" or first_e else ctx.path(f"gemini-record-{r}.json")
                     with _proxy(mode, target, fake.url, ctx, f"gemini-{variant}-{r}") as proxy:
                         result = _client(ctx, proxy.url, None, n, warmup)
                 per_call[variant].append(result["wall_s"] / n)

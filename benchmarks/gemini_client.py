@@ -7,6 +7,9 @@ Gemini API answers ``You said: <question>``), and a wrong or failed call exits
 non-zero. Prints one JSON object: the phase's wall time and each call's latency.
 
     python benchmarks/gemini_client.py --warmup 4 --n 200 [--base-url http://127.0.0.1:PORT]
+
+``--serve`` (the ``--quick`` run): one process answering client runs read from stdin
+(``benchmarks/served.py``), each with its own SDK client.
 """
 
 from __future__ import annotations
@@ -15,9 +18,15 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
+from typing import Any
 
 from google import genai
 from google.genai import types
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.served import serve_jobs
 
 MODEL = "gemini-2.5-flash"
 
@@ -26,7 +35,8 @@ def question(i: int) -> str:
     return f"Question {i}: what is {i} + {i}?"
 
 
-def main(argv: list[str] | None = None) -> int:
+def run(argv: list[str]) -> dict[str, Any]:
+    """One client run: what the process started with ``argv`` prints; a wrong answer raises."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warmup", type=int, default=4)
     parser.add_argument("--n", type=int, default=100)
@@ -44,9 +54,15 @@ def main(argv: list[str] | None = None) -> int:
         if i >= args.warmup:
             latencies.append(time.perf_counter() - t0)
         if text != f"You said: {question(i)}":
-            print(f"call {i}: unexpected answer {text!r}", file=sys.stderr)
-            return 1
-    print(json.dumps({"wall_s": time.perf_counter() - started, "latencies_s": latencies}))
+            raise SystemExit(f"call {i}: unexpected answer {text!r}")
+    return {"wall_s": time.perf_counter() - started, "latencies_s": latencies}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--serve"]:
+        return serve_jobs(run)
+    print(json.dumps(run(argv)))
     return 0
 
 

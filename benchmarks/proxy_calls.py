@@ -22,6 +22,10 @@ workers sharing one client (``conc``). The per-call time of a phase is its wall
 time over N (for ``conc``, the inverse of throughput). The proxy's CPU time per
 call is read from ``/proc`` around each phase: unlike wall time it barely moves
 when other work shares the machine.
+
+``--quick`` (one round, a smoke run) runs (e) first and replays its recording as (d)'s
+cassette instead of recording one beforehand, and makes every client run a job of one
+client process (``benchmarks/served.py``).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from benchmarks.common import (
 from benchmarks.hooks import component_costs, hook_costs
 from benchmarks.profiles import PySpy, SpySummary, pyspy_path
 from benchmarks.record_costs import overlapping_record, record_step_costs
+from benchmarks.served import served, served_clients
 
 __all__ = ["measure"]
 
@@ -88,11 +93,15 @@ def client_environment(proxy_url: str | None, confdir: Path) -> dict[str, str]:
 def run_client(
     ctx: Context, *, proxy_url: str | None, base_url: str | None, args: list[str], watch: list[int], timeout: float = 1200
 ) -> dict[str, Any]:
-    argv = [PYTHON, str(CLIENT), *args]
+    argv = list(args)
     if base_url:
         argv += ["--base-url", base_url]
     for pid in watch:
         argv += ["--watch-pid", str(pid)]
+    client = served(ctx, "client", str(CLIENT))  # --quick: the section's one client process (benchmarks/served.py)
+    if client is not None:
+        return client.run(argv, client_environment(proxy_url, ctx.confdir))
+    argv = [PYTHON, str(CLIENT), *argv]
     proc = subprocess.run(argv, env=client_environment(proxy_url, ctx.confdir), capture_output=True, text=True, timeout=timeout, cwd=ROOT)
     if proc.returncode != 0:
         raise RuntimeError(f"the benchmark client failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
@@ -163,7 +172,7 @@ def rewrite_flows(raw: Path, out: Path, host: str = "api.openai.com") -> int:
 
 class _Plan:
     def __init__(self, ctx: Context) -> None:
-        self.n = 20 if ctx.quick else 200
+        self.n = 10 if ctx.quick else 200
         self.warmup = 2 if ctx.quick else 8
         self.total = 2 * self.warmup + 2 * self.n  # warm-up for each client, then seq and conc
 
@@ -180,8 +189,10 @@ def _count_calls(cassette: Path) -> int:
     return sum(1 for s in load_trace(cassette).steps if s.type == "model_output")
 
 
-def _prepare(ctx: Context, plan: _Plan, provider: Service) -> tuple[Path, Path]:
-    """Record the flow file for (c) and the cassette for (d), once, through the same request sequence."""
+def _prepare(ctx: Context, plan: _Plan, provider: Service, *, record: bool = True) -> tuple[Path, Path]:
+    """Record the flow file for (c) and the cassette for (d), once, through the same request sequence.
+
+    ``record=False`` (``--quick``): the cassette is (e)'s recording, made first in the run's one round."""
     raw, flows = ctx.path("flows-raw.mitm"), ctx.path("flows.mitm")
     port = free_port()
     argv = mitmdump_argv(port, ctx.confdir, *map_remote_args(provider.url), "-w", str(raw))
@@ -191,6 +202,8 @@ def _prepare(ctx: Context, plan: _Plan, provider: Service) -> tuple[Path, Path]:
     if count != plan.total:
         raise RuntimeError(f"the flow file holds {count} flows, expected {plan.total}")
     cassette = ctx.path("calls.json")
+    if not record:
+        return flows, cassette
     port = free_port()
     argv = blackbox_argv("record", cassette, port, ctx.confdir, "--overwrite", *map_remote_args(provider.url))
     with Service("prep-blackbox-record", argv, port=port, log_dir=ctx.workdir) as proxy:
@@ -229,7 +242,10 @@ def _service_for(ctx: Context, variant: str, provider: Service, flows: Path, cas
     return Service(f"{variant}-round{round_no}", argv, port=port, log_dir=ctx.workdir)
 
 
-def _run_variant(ctx: Context, plan: _Plan, variant: str, provider: Service, flows: Path, cassette: Path, round_no: int) -> dict[str, Any]:
+def _run_variant(
+    ctx: Context, plan: _Plan, variant: str, provider: Service, flows: Path, cassette: Path, round_no: int, keep: bool = False
+) -> dict[str, Any]:
+    """One client run through ``variant``'s fresh proxy; (e)'s recording is checked, then deleted (``keep``: it becomes ``cassette``)."""
     service = _service_for(ctx, variant, provider, flows, cassette, round_no)
     if service is None:
         raw = run_client(ctx, proxy_url=None, base_url=provider.url, args=plan.client_args(), watch=[provider.pid])
@@ -243,7 +259,10 @@ def _run_variant(ctx: Context, plan: _Plan, variant: str, provider: Service, flo
         calls = _count_calls(recorded)
         if calls != plan.total:
             raise RuntimeError(f"(e) recorded {calls} model calls, expected {plan.total}")
-        recorded.unlink()
+        if keep:
+            recorded.replace(cassette)
+        else:
+            recorded.unlink()
     out: dict[str, Any] = {}
     for phase in PHASES:
         p = raw["phases"][phase]
@@ -303,14 +322,18 @@ def measure(ctx: Context) -> Section:
     results: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
     port = free_port()
     profiles: dict[str, SpySummary | str] = {}
-    with Service("provider", [PYTHON, str(PROVIDER), "--port", str(port)], port=port, log_dir=ctx.workdir) as provider:
+    with served_clients(ctx), Service("provider", [PYTHON, str(PROVIDER), "--port", str(port)], port=port, log_dir=ctx.workdir) as provider:
         t0 = time.perf_counter()
-        flows, cassette = _prepare(ctx, plan, provider)
+        # --quick, one round: (e) goes first and its recording is (d)'s cassette (the same `blackbox proxy --mode record`
+        # command _prepare runs), so that the smoke run does not record it twice.
+        first_e = ctx.quick and ctx.rounds == 1
+        flows, cassette = _prepare(ctx, plan, provider, record=not first_e)
         ctx.log(f"  prepared the flow file and the cassette ({plan.total} calls each) in {time.perf_counter() - t0:.1f}s")
         for r in range(ctx.rounds):
             order = VARIANTS[r % len(VARIANTS) :] + VARIANTS[: r % len(VARIANTS)]
+            order = ("e", *(v for v in order if v != "e")) if first_e else order
             for variant in order:
-                results[variant].append(_run_variant(ctx, plan, variant, provider, flows, cassette, r))
+                results[variant].append(_run_variant(ctx, plan, variant, provider, flows, cassette, r, keep=first_e and variant == "e"))
             seq = {v: results[v][-1]["seq"]["per_call_s"] * 1e3 for v in VARIANTS}
             ctx.log(f"  round {r + 1}/{ctx.rounds}: " + ", ".join(f"{v} {seq[v]:.2f}" for v in VARIANTS) + " ms/call (seq)")
         if ctx.profile and pyspy_path():

@@ -11,7 +11,8 @@ own process, as section 5 does for chat completions:
 * (e) ``blackbox proxy --mode record``: the streaming tee recording the events while passing them on.
 
 The figure is (e)/(s), the ratio of median first-event times in the same round,
-against the target of 1.10 that chat streams have.
+against the target of 1.10 that chat streams have. ``--quick`` makes every client run a job of
+the section's one client process (``benchmarks/served.py``) instead of a process of its own.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import subprocess
 from typing import Any
 
 from benchmarks.common import PYTHON, ROOT, Context, Section, Service, Target, free_port, md_table, ratio_stats, summarize
+from benchmarks.served import served, served_clients
 from benchmarks.ttfb import EVENT_GAP_MS, QUESTION, TARGET, _proxy
 
 __all__ = ["measure"]
@@ -34,23 +36,33 @@ CLIENT = r"""
 import json, sys, time
 import openai
 
-n, warmup, base_url, question = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
-client = openai.OpenAI(max_retries=0, **({"base_url": base_url} if base_url else {}))
-first, whole = [], []
-for i in range(warmup + n):
-    t0 = time.perf_counter()
-    t_first, text = None, ""
-    for event in client.responses.create(model="gpt-4.1-mini", stream=True, input=question):
-        if t_first is None:
-            t_first = time.perf_counter() - t0
-        if event.type == "response.output_text.delta":
-            text += event.delta
-    if text != "Echo: " + question:
-        raise SystemExit(f"unexpected answer {text[:80]!r}")
-    if i >= warmup:
-        first.append(t_first)
-        whole.append(time.perf_counter() - t0)
-print(json.dumps({"first_s": first, "whole_s": whole}))
+
+def run(argv):
+    n, warmup, base_url, question = int(argv[0]), int(argv[1]), argv[2], argv[3]
+    client = openai.OpenAI(max_retries=0, **({"base_url": base_url} if base_url else {}))
+    first, whole = [], []
+    for i in range(warmup + n):
+        t0 = time.perf_counter()
+        t_first, text = None, ""
+        for event in client.responses.create(model="gpt-4.1-mini", stream=True, input=question):
+            if t_first is None:
+                t_first = time.perf_counter() - t0
+            if event.type == "response.output_text.delta":
+                text += event.delta
+        if text != "Echo: " + question:
+            raise SystemExit(f"unexpected answer {text[:80]!r}")
+        if i >= warmup:
+            first.append(t_first)
+            whole.append(time.perf_counter() - t0)
+    return {"first_s": first, "whole_s": whole}
+
+
+if sys.argv[1:] == ["--serve"]:  # the --quick run's one client process (benchmarks/served.py)
+    from benchmarks.served import serve_jobs
+
+    serve_jobs(run)
+else:
+    print(json.dumps(run(sys.argv[1:])))
 """
 
 
@@ -59,8 +71,11 @@ def _client(ctx: Context, proxy_url: str | None, base_url: str | None, n: int, w
 
     env = client_environment(proxy_url, ctx.confdir)
     env["OPENAI_API_KEY"] = "sk-bench-not-a-real-key-000"
-    argv = [PYTHON, "-c", CLIENT, str(n), str(warmup), base_url + "/v1" if base_url else "", QUESTION]
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900, cwd=ROOT)
+    argv = [str(n), str(warmup), base_url + "/v1" if base_url else "", QUESTION]
+    client = served(ctx, "responses_ttfb_client", "-c", CLIENT)  # --quick: the section's one client process (benchmarks/served.py)
+    if client is not None:
+        return client.run(argv, env)
+    proc = subprocess.run([PYTHON, "-c", CLIENT, *argv], env=env, capture_output=True, text=True, timeout=900, cwd=ROOT)
     if proc.returncode != 0:
         raise RuntimeError(f"the Responses TTFB client failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     result: dict[str, list[float]] = json.loads(proc.stdout)
@@ -73,7 +88,7 @@ def measure(ctx: Context) -> Section:
     rounds: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
     port = free_port()
     argv = [PYTHON, str(FAKE), "--port", str(port), "--stream-delay-ms", str(EVENT_GAP_MS)]
-    with Service("responses-ttfb-fake", argv, port=port, log_dir=ctx.workdir) as fake:
+    with served_clients(ctx), Service("responses-ttfb-fake", argv, port=port, log_dir=ctx.workdir) as fake:
         for r in range(ctx.rounds):
             for variant in VARIANTS[r % 3 :] + VARIANTS[: r % 3]:
                 if variant == "a":

@@ -22,6 +22,12 @@ Sections (``--only`` keys), each a module with ``measure(ctx: Context) -> Sectio
 * ``agent`` — ``agent_calls``: a Claude Code-shaped session of 60–120 KB requests replayed in-process, hooks against
   ``server_replay``'s and the cost split by step (issue #28).
 
+``--quick`` is the test suite's smoke run (tests/benchmarks/): every section, variant, API, table and
+target once, at a tiny N — and, where a section's method allows it, without the process starts a
+full run repeats: each section's client runs as jobs of one client process (``benchmarks/served.py``),
+a recording variant's run doubling as the replay's cassette, one proxy a variant for several APIs.
+The full run's measurements are not touched by any of this.
+
 Every figure is a median over rounds with its min and max; every comparison is a
 ratio of figures measured in the same round. The numbers are never pass/fail:
 the report states each target as met or missed, and the run fails only when a
@@ -95,6 +101,14 @@ def _compile_package() -> str:
     return "blackbox_mitm compiled to bytecode before the run (as `pip install` compiles an installed package)" + (
         "" if ok else " — some modules failed to compile"
     )
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU of this process and of every child it has waited for (the section's proxies, fakes, clients)."""
+    import os
+
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def _drop_mitmproxy_log_handlers() -> None:
@@ -246,12 +260,14 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             _log(f"[{key}] ...")
             section_ctx = dataclasses.replace(ctx, rounds=min(ctx.rounds, ROUND_CAPS.get(key, ctx.rounds)))
+            cpu_before = _cpu_seconds()
             section = _section_from(key, module_name, section_ctx)
             if section is None:
                 continue
             sections.append(section)
             _drop_mitmproxy_log_handlers()
-            _log(f"[{key}] {'FAILED' if section.error else 'done'} in {section.seconds:.1f}s")
+            cpu = _cpu_seconds() - cpu_before
+            _log(f"[{key}] {'FAILED' if section.error else 'done'} in {section.seconds:.1f}s ({cpu:.1f}s CPU with its processes)")
             if section.error:
                 _log(section.error)
     finally:

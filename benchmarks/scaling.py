@@ -47,7 +47,7 @@ HEADERS = {
 
 
 def sizes(ctx: Context) -> tuple[int, ...]:
-    return (10, 100, 400) if ctx.quick else (10, 1_000, 10_000)
+    return (10, 100, 200) if ctx.quick else (10, 1_000, 10_000)
 
 
 def agent_cassette(ctx: Context, calls: int) -> Path:

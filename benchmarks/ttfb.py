@@ -22,6 +22,9 @@ in the same round: how much recording adds before the first token. It is reporte
 against a target of 1.10.
 
     python benchmarks/ttfb.py            # a quick stand-alone run: prints the ratio
+
+``--quick`` makes every client run a job of the section's one client process
+(``benchmarks/served.py``) instead of a process of its own.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import PYTHON, ROOT, Context, Section, Service, Stats, Target, free_port, md_table, ratio_stats, summarize
+from benchmarks.served import served, served_clients
 
 __all__ = ["measure", "ttfb_ratio"]
 
@@ -62,23 +66,33 @@ CLIENT = r"""
 import json, sys, time
 import openai
 
-n, warmup, base_url, question = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
-client = openai.OpenAI(max_retries=0, **({"base_url": base_url} if base_url else {}))
-first, whole = [], []
-for i in range(warmup + n):
-    t0 = time.perf_counter()
-    t_first, text = None, ""
-    for chunk in client.chat.completions.create(model="gpt-4.1-mini", stream=True, messages=[{"role": "user", "content": question}]):
-        if t_first is None:
-            t_first = time.perf_counter() - t0
-        for choice in chunk.choices:
-            text += choice.delta.content or ""
-    if not text.startswith("Echo: "):
-        raise SystemExit(f"unexpected answer {text[:80]!r}")
-    if i >= warmup:
-        first.append(t_first)
-        whole.append(time.perf_counter() - t0)
-print(json.dumps({"first_s": first, "whole_s": whole}))
+
+def run(argv):
+    n, warmup, base_url, question = int(argv[0]), int(argv[1]), argv[2], argv[3]
+    client = openai.OpenAI(max_retries=0, **({"base_url": base_url} if base_url else {}))
+    first, whole = [], []
+    for i in range(warmup + n):
+        t0 = time.perf_counter()
+        t_first, text = None, ""
+        for chunk in client.chat.completions.create(model="gpt-4.1-mini", stream=True, messages=[{"role": "user", "content": question}]):
+            if t_first is None:
+                t_first = time.perf_counter() - t0
+            for choice in chunk.choices:
+                text += choice.delta.content or ""
+        if not text.startswith("Echo: "):
+            raise SystemExit(f"unexpected answer {text[:80]!r}")
+        if i >= warmup:
+            first.append(t_first)
+            whole.append(time.perf_counter() - t0)
+    return {"first_s": first, "whole_s": whole}
+
+
+if sys.argv[1:] == ["--serve"]:  # the --quick run's one client process (benchmarks/served.py)
+    from benchmarks.served import serve_jobs
+
+    serve_jobs(run)
+else:
+    print(json.dumps(run(sys.argv[1:])))
 """
 
 
@@ -87,8 +101,11 @@ def _client(ctx: Context, proxy_url: str | None, base_url: str | None, n: int, w
 
     env = client_environment(proxy_url, ctx.confdir)
     env["OPENAI_API_KEY"] = "sk-bench-not-a-real-key-000"
-    argv = [PYTHON, "-c", CLIENT, str(n), str(warmup), base_url + "/v1" if base_url else "", QUESTION]
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900, cwd=ROOT)
+    argv = [str(n), str(warmup), base_url + "/v1" if base_url else "", QUESTION]
+    client = served(ctx, "ttfb_client", "-c", CLIENT)  # --quick: the section's one client process (benchmarks/served.py)
+    if client is not None:
+        return client.run(argv, env)
+    proc = subprocess.run([PYTHON, "-c", CLIENT, *argv], env=env, capture_output=True, text=True, timeout=900, cwd=ROOT)
     if proc.returncode != 0:
         raise RuntimeError(f"the TTFB client failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     result: dict[str, list[float]] = json.loads(proc.stdout)
@@ -122,7 +139,7 @@ def run_rounds(ctx: Context) -> dict[str, Any]:
     results: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
     port = free_port()
     argv = [PYTHON, str(PROVIDER), "--port", str(port), "--stream-delay-ms", str(EVENT_GAP_MS)]
-    with Service("ttfb-provider", argv, port=port, log_dir=ctx.workdir) as provider:
+    with served_clients(ctx), Service("ttfb-provider", argv, port=port, log_dir=ctx.workdir) as provider:
         for round_no in range(ctx.rounds):
             order = VARIANTS[round_no % len(VARIANTS) :] + VARIANTS[: round_no % len(VARIANTS)]
             for variant in order:
