@@ -177,10 +177,12 @@ def cost_split(bodies: list[bytes], repeat: int) -> list[tuple[str, float]]:
     digester.digest(previous)
     after_previous = dict(digester._memo)  # the memo as the previous call left it
     prefix_after_previous = digester._prefix  # and the hash states of its history
+    last_after_previous = dict(digester._last)  # and its pieces in order
 
     def warm() -> str:
         digester._memo = dict(after_previous)  # (a copy of a few dozen entries: negligible)
         digester._prefix = prefix_after_previous
+        digester._last = dict(last_after_previous)
         return digester.digest(model_input)
 
     output = {"type": "final_answer", "text": "step_3_1 doubles its input; no other step does."}

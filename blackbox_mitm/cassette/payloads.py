@@ -340,15 +340,18 @@ def json_kind(v: Any) -> str:
 # is already in call order is returned as the same object.
 
 
+# ``(dict, Mapping)``: a dict passes the first, exact check; the ABC check alone costs several times more, on every part.
+
+
 def _content_parts(message: Any) -> list[Any] | None:
-    if not isinstance(message, Mapping):
+    if not isinstance(message, (dict, Mapping)):
         return None
     content = message.get("content")
     return content if isinstance(content, list) else None
 
 
 def _is_part(part: Any, kind: str) -> bool:
-    return isinstance(part, Mapping) and part.get("type") == kind
+    return isinstance(part, (dict, Mapping)) and part.get("type") == kind
 
 
 def _call_id(part: Mapping[str, Any]) -> str | None:
@@ -384,7 +387,7 @@ def order_tool_results(model_input: Mapping[str, Any]) -> Mapping[str, Any]:
         if parts is None:
             continue
         uses = [_call_id(p) for p in parts if _is_part(p, "tool_use")]
-        if uses and isinstance(message, Mapping) and message.get("role") == "assistant":
+        if uses and message.get("role") == "assistant":  # a message with parts is a Mapping (_content_parts)
             calls = {call_id: n for n, call_id in reversed(list(enumerate(uses))) if call_id is not None}
             continue
         ordered = _in_call_order(parts, calls)

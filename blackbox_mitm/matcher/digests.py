@@ -75,6 +75,8 @@ class PieceDigester:
         self._mask_text: Callable[[str], str] = masks.mask_text if masks is not None else _same
         # The previous request's message pieces and the hash state after each prefix of them (``_messages_hash``).
         self._prefix: tuple[list[bytes], list[HASH]] = ([], [hashlib.sha256(b'{"messages":[')])
+        # Per kind of piece, the previous request's pieces in order: (their exact JSON, their canonical bytes).
+        self._last: dict[str, tuple[list[bytes | None], list[bytes]]] = {}
 
     def digest(self, model_input: Mapping[str, Any]) -> str:
         """The hex SHA-256 ``normalize.request_digest(model_input, self.rules)`` gives."""
@@ -103,7 +105,7 @@ class PieceDigester:
     def _message_pieces(self, model_input: Mapping[str, Any]) -> list[bytes]:
         """Each compared message's canonical bytes (adjacent messages of a one-turn role folded first: ``matcher.turns``)."""
         messages = fold_turns(_as_list(model_input.get("messages")), self.rules.one_turn)
-        return [self._piece("m", m, self._message_bytes) for m in messages]
+        return self._pieces("m", messages, self._message_bytes)
 
     def _messages_hash(self, pieces: list[bytes]) -> HASH:
         """SHA-256 of ``{"messages":[`` + the pieces joined + ``]``, resumed after the previous request's longest same prefix.
@@ -145,16 +147,45 @@ class PieceDigester:
         if system is not None:
             members.append(b'"systemPrompt":' + self._piece("s", system, self._system_bytes))
         tools = _as_list(model_input.get("tools"))
-        members.append(b'"tools":[' + b",".join([self._piece("t", t, self._tool_bytes) for t in tools]) + b"]")
+        members.append(b'"tools":[' + b",".join(self._pieces("t", tools, self._tool_bytes)) + b"]")
         return members
 
     # -- pieces ------------------------------------------------------------------------
+
+    def _pieces(self, kind: str, values: list[Any], make: Callable[[Any], bytes]) -> list[bytes]:
+        """Each value's canonical bytes; one whose exact JSON is the previous request's at the same place reuses its piece.
+
+        An agent's next request repeats its history in the same places: comparing a piece's JSON with the one there
+        before is a memcmp, where the memo look-up hashes the whole key first (SipHash over every byte, on a new
+        bytes object every call). The memo still answers everything else. Safe across threads: the previous pieces
+        are replaced as one tuple, and a piece depends on its JSON alone, whichever request left it there.
+        """
+        last_keys, last_pieces = self._last.get(kind, ((), ()))
+        keys: list[bytes | None] = []
+        pieces: list[bytes] = []
+        for i, value in enumerate(values):
+            try:
+                key: bytes | None = orjson.dumps(value)
+            except (TypeError, orjson.JSONEncodeError):
+                key = None  # not memoizable (lone surrogate, huge integer): made the slow, exact way
+            if key is not None and i < len(last_keys) and last_keys[i] == key:
+                self.hits += 1
+                piece = last_pieces[i]
+            else:
+                piece = make(value) if key is None else self._keyed_piece((kind, key), value, make)
+            keys.append(key)
+            pieces.append(piece)
+        self._last[kind] = (keys, pieces)
+        return pieces
 
     def _piece(self, kind: str, value: Any, make: Callable[[Any], bytes]) -> bytes:
         try:
             key = (kind, orjson.dumps(value))
         except (TypeError, orjson.JSONEncodeError):
             return make(value)  # not memoizable (lone surrogate, huge integer): made the slow, exact way
+        return self._keyed_piece(key, value, make)
+
+    def _keyed_piece(self, key: tuple[str, bytes], value: Any, make: Callable[[Any], bytes]) -> bytes:
         found = self._memo.get(key)
         if found is not None:
             self.hits += 1

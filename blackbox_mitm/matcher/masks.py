@@ -24,14 +24,12 @@ earlier rule), so one mask never matches inside another's placeholder. A
 pattern that can match the empty string is refused (``MaskError``): it would
 mask nothing and put placeholders everywhere.
 
-Patterns are RE2 syntax, matched by Google's RE2 (``google-re2``) in time linear
-in the text: masks and redaction rules run on every call's untrusted text, and a
-pattern such as ``(a+)+$`` must not hang a replay. RE2 has no lookarounds and no
-backreferences; to mask only part of what a pattern matches (what a lookbehind
-did), put that part in a group named ``mask`` — ``Today's date is
-(?P<mask>\\d{4}-\\d{2}-\\d{2})`` — or ``mask2``, ``mask3``, … in other branches: the
-first such group that took part in a match is masked, a match with none is
-masked whole. ``rule_spans`` is that rule, shared with redaction.
+Patterns are RE2 syntax, matched by Google's RE2 (``google-re2``) in time linear in the text: masks and
+redaction rules run on every call's untrusted text, and a pattern such as ``(a+)+$`` must not hang a replay.
+RE2 has no lookarounds and no backreferences; to mask only part of what a pattern matches (what a lookbehind
+did), put that part in a group named ``mask`` — ``Today's date is (?P<mask>\\d{4}-\\d{2}-\\d{2})`` — or
+``mask2``, ``mask3``, … in other branches: the first such group that took part in a match is masked, a match
+with none is masked whole. ``rule_spans`` is that rule, shared with redaction. ``_gate``: the needs, in one pass.
 
 ``BUILT_IN_MASKS`` are on by default (``CompareRules.build(defaults=False)``
 turns them off); ``blackbox masks`` lists them.
@@ -232,7 +230,30 @@ BUILT_IN_MASKS: tuple[Mask, ...] = (
 )
 
 
+_GATES: dict[int, tuple[Sequence[Mask], Any]] = {}  # id(masks) -> (masks, their gate)
+
+
+def _gate(masks: Sequence[Mask]) -> Any:
+    """One RE2 alternation of every mask's ``needs`` (None if a mask has none): a text it misses no mask can match."""
+    entry = _GATES.get(id(masks))
+    if entry is None or entry[0] is not masks:
+        literals = [re.escape(n) for m in masks for n in m.needs] if all(m.needs for m in masks) else None
+        try:
+            entry = (masks, None if literals is None else re2.compile("|".join(literals), _RE2_OPTIONS))
+        except (re2.error, UnicodeEncodeError):
+            entry = (masks, None)
+        if len(_GATES) < 64:
+            _GATES[id(masks)] = entry
+    return entry[1]
+
+
 def _spans(text: str, masks: Sequence[Mask]) -> list[tuple[int, int, Mask]]:
+    try:  # one linear pass over the text, not a search per literal and mask: most texts hold none
+        gate = _gate(masks)
+        if gate is not None and gate.search(text) is None:
+            return []
+    except UnicodeEncodeError:  # a lone surrogate: each mask's own check decides
+        pass
     found: list[tuple[int, int, int, Mask]] = []
     for order, mask in enumerate(masks):
         if mask.needs and not any(literal in text for literal in mask.needs):

@@ -152,6 +152,18 @@ def test_values_that_need_rewriting_take_the_slow_path(monkeypatch: pytest.Monke
     assert calls
 
 
+def test_the_one_pass_gate_lets_through_everything_the_exact_checks_catch() -> None:
+    # _needs_rewrite runs the exact number and index-key checks only where the one RE2 pass matched: that pass must
+    # match every text they would flag (else a value needing the slow path would skip it).
+    rng = random.Random(28)
+    alphabet = b'0123456789.e+-":,}]{[a'
+    texts = [bytes(rng.choice(alphabet) for _ in range(rng.randint(1, 24))) for _ in range(30000)]
+    texts += [b"[1.0]", b"1.0", b"[1e+16]", b"[1e-7]", b'{"10":1}', b'{"0":1}', b"[12345678901234567]", b"[-1234567890123456]"]
+    flagged = [t for t in texts if canonical_module._number_or_index_key(t)]
+    assert len(flagged) > 500
+    assert [t for t in flagged if canonical_module._ANY_CANDIDATE.search(t) is None] == []
+
+
 # -- live cross-check with Node: random values, built in Python, serialized on both sides ---------
 
 _KEYS = [

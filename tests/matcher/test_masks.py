@@ -346,3 +346,16 @@ def test_gemini_cli_shell_results_compare_equal_across_runs() -> None:
     for mask in BUILT_IN_MASKS:
         if mask.name.startswith("gemini-cli."):
             assert "(?<" not in mask.pattern and "(?=" not in mask.pattern and "(?!" not in mask.pattern  # RE2 syntax
+
+
+def test_the_needs_gate_finds_every_literal_of_the_built_in_masks() -> None:
+    from blackbox_mitm.matcher.masks import _gate, _spans
+
+    gate = _gate(BUILT_IN_MASKS)
+    assert gate is not None
+    for mask in BUILT_IN_MASKS:
+        for literal in mask.needs:
+            assert gate.search("x " + literal + " y") is not None, literal
+    assert gate.search("nothing that any built-in mask needs") is None
+    text = "Today's date is 2026-01-02 \ud800 and cch=abc; cc_prompt_id=12-3"  # a lone surrogate: the masks' own checks
+    assert [m.name for _, _, m in _spans(text, BUILT_IN_MASKS)] == ["claude-code.date", "claude-code.billing"]

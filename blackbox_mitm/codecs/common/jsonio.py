@@ -25,17 +25,28 @@ __all__ = ["dumps", "dumps_bytes", "hand_over", "load_object", "loads", "loads_o
 _KINDS: dict[type, str] = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean", type(None): "null"}
 
 
+def _encoder(*, ascii: bool, allow_nan: bool, spaced: bool) -> json.JSONEncoder:
+    separators = (", ", ": ") if spaced else (",", ":")
+    return json.JSONEncoder(ensure_ascii=ascii, separators=separators, allow_nan=allow_nan)
+
+
+# What ``json.dumps(value, ensure_ascii=..., separators=..., allow_nan=...)`` builds on every call, built once
+# (its encoder holds only these settings): keyed by (ensure_ascii, allow_nan, spaced).
+_ENCODERS: dict[tuple[bool, bool, bool], json.JSONEncoder] = {
+    (a, n, s): _encoder(ascii=a, allow_nan=n, spaced=s) for a in (False, True) for n in (False, True) for s in (False, True)
+}
+
+
 def dumps(value: Any, *, allow_nan: bool = True, spaced: bool = False) -> str:
     """Compact JSON text, raw UTF-8 unless a lone surrogate forces ``\\u`` escapes.
 
     ``spaced``: with ``", "`` and ``": "`` between items, as Google's API writes its errors.
     """
-    separators = (", ", ": ") if spaced else (",", ":")
-    text = json.dumps(value, ensure_ascii=False, separators=separators, allow_nan=allow_nan)
+    text = _ENCODERS[False, allow_nan, spaced].encode(value)
     try:
         text.encode()
     except UnicodeEncodeError:
-        return json.dumps(value, separators=separators, allow_nan=allow_nan)
+        return _ENCODERS[True, allow_nan, spaced].encode(value)
     return text
 
 

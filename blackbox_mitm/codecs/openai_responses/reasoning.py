@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from blackbox_mitm.cassette.payloads import ReasoningPart, reasoning_of
-from blackbox_mitm.codecs.common.ids import digest
+from blackbox_mitm.codecs.common.ids import SORTED_JSON_STR, digest
 
 __all__ = ["reasoning_items", "reasoning_part"]
 
@@ -56,4 +55,4 @@ def reasoning_items(output: Any, response_id: str) -> list[dict[str, Any]]:
 
 def _digest(*parts: Any) -> str:
     """The served-id digest of ``parts`` (the same key as response.py's)."""
-    return digest(json.dumps(parts, sort_keys=True, default=str))
+    return digest(SORTED_JSON_STR.encode(parts))

@@ -26,7 +26,7 @@ from blackbox_mitm.cassette.payloads import (
 )
 from blackbox_mitm.codecs import openai_chat
 from blackbox_mitm.codecs.base import STOP_LENGTH, STOP_REFUSAL, CallIds, DecodedRequest, ErrorResponse
-from blackbox_mitm.codecs.common.ids import digest
+from blackbox_mitm.codecs.common.ids import SORTED_JSON_STR, digest
 from blackbox_mitm.codecs.common.jsonio import dumps, loads
 from blackbox_mitm.codecs.openai_responses import PROVIDER, REFUSALS, compaction, computer, hosted_tools, mcp
 from blackbox_mitm.codecs.openai_responses.fields import (
@@ -218,7 +218,7 @@ def _usage_of(output: Mapping[str, Any]) -> dict[str, Any]:
 
 def _digest(*parts: Any) -> str:
     """The served-id digest of ``parts`` (their JSON, keys sorted: the key these ids were always made from)."""
-    return digest(json.dumps(parts, sort_keys=True, default=str))
+    return digest(SORTED_JSON_STR.encode(parts))
 
 
 def _call_item(call: dict[str, Any], kinds: dict[str, bool], ids: CallIds) -> dict[str, Any]:
