@@ -60,11 +60,11 @@ class RoundTrip:
 
 
 def _round_trip(folder: Path, confdir: Path, fake: Any, remotes: list[str], script: Path, runs: list[list[str]], env: dict[str, str], *,
-                secret: str, replay_env: dict[str, str], banned: tuple[str, ...]) -> RoundTrip:  # fmt: skip
+                secret: str, replay_env: dict[str, str], banned: tuple[str, ...], changed_at: tuple[int, ...] = (0,)) -> RoundTrip:  # fmt: skip
     """Record ``runs`` of ``script`` in one session against ``fake``; check the cassette; replay it, then with a changed prompt.
 
-    The changed prompt is every run's; the replay fails at the first run (the divergence is read from the neutral input,
-    whichever variant sent it)."""
+    A changed replay for each run in ``changed_at``: the runs before it as recorded, then it with the changed prompt, which
+    fails (the divergence is read from the neutral input, the same whole or streamed: once a capability)."""
     cassette = folder / "run.json"
     rec = _record(cassette, confdir, remotes, several(script, runs), {**env, **replay_env})
     assert rec.returncode == 0, rec.stderr
@@ -78,9 +78,10 @@ def _round_trip(folder: Path, confdir: Path, fake: Any, remotes: list[str], scri
     assert rep.returncode == 0, rep.stderr
     assert rep.stdout == rec.stdout
     assert len(outputs(rep.stdout)) == len(runs)
-    bad = _replay(cassette, confdir, several(script, [[CHANGED if w == QUESTION else w for w in run] for run in runs]), replay_env)
-    assert bad.returncode != 0
-    assert "differs" in bad.stderr
+    for at in changed_at:
+        bad = _replay(cassette, confdir, several(script, [*runs[:at], [CHANGED if w == QUESTION else w for w in runs[at]]]), replay_env)
+        assert bad.returncode != 0
+        assert "differs" in bad.stderr
     counts = calls_per_run(trace)
     assert len(counts) == len(runs), counts
     return RoundTrip(rec, trace, per_run(requests, counts))
@@ -102,11 +103,15 @@ STREAMS = [False, True]
 
 @pytest.fixture(scope="module")
 def azure_chat(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> RoundTrip:
+    """The chat deployments' runs, whole and streamed (AzureOpenAI), then a run on the /openai/v1 paths (a plain OpenAI
+    client at OPENAI_BASE_URL): one session; the changed prompt fails the first run and, on its own path, the last."""
     runs = [["--cloud", "azure", *(["--stream"] if stream else []), QUESTION] for stream in STREAMS]
+    runs.append([f"OPENAI_BASE_URL={RESOURCE}/openai/v1", QUESTION])
     with FakeProvider() as fake:
         return _round_trip(
             tmp_path_factory.mktemp("azure-chat"), confdir, fake, [AZURE_REMOTE + fake.url], OPENAI_AGENT, runs,
-            {"AZURE_OPENAI_API_KEY": AZURE_KEY}, secret=AZURE_KEY, replay_env=AZURE, banned=AZURE_BANNED,
+            {"AZURE_OPENAI_API_KEY": AZURE_KEY, "OPENAI_API_KEY": AZURE_KEY}, secret=AZURE_KEY, replay_env=AZURE,
+            banned=AZURE_BANNED, changed_at=(0, len(STREAMS)),
         )  # fmt: skip
 
 
@@ -121,14 +126,11 @@ def test_azure_openai_chat_deployments_record_and_replay(stream: bool, azure_cha
     assert _first_input(azure_chat, run)["model"] == "gpt-4.1"  # the deployment, as the agent asked for it
 
 
-def test_azure_openai_v1_paths_record_and_replay(tmp_path: Path, confdir: Path) -> None:
-    env = {"OPENAI_BASE_URL": RESOURCE + "/openai/v1"}
-    with FakeProvider() as fake:
-        trip = _round_trip(
-            tmp_path, confdir, fake, [AZURE_REMOTE + fake.url], OPENAI_AGENT, [[QUESTION]], {"OPENAI_API_KEY": AZURE_KEY},
-            secret=AZURE_KEY, replay_env=env, banned=AZURE_BANNED,
-        )  # fmt: skip
-    assert {r["path"] for r in trip.requests[0]} == {"/openai/v1/chat/completions"}
+def test_azure_openai_v1_paths_record_and_replay(azure_chat: RoundTrip) -> None:
+    run = len(STREAMS)  # the last run
+    assert {r["path"] for r in azure_chat.requests[run]} == {"/openai/v1/chat/completions"}
+    assert all(r["headers"].get("authorization") == f"Bearer {AZURE_KEY}" for r in azure_chat.requests[run])  # this run's requests
+    assert outputs(azure_chat.rec.stdout)[run].strip() == ANSWER
 
 
 RESPONSES_AGENT = ROOT / "tests" / "e2e" / "agents" / "responses_agent.py"

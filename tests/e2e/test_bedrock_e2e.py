@@ -22,7 +22,7 @@ import pytest
 from conftest import EXAMPLES, blackbox, remote_args
 from fake_clouds import FakeClouds
 from fake_provider import FakeProvider
-from several_runs import outputs, several
+from several_runs import calls_per_run, outputs, several
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.codecs.verified import verify_trace
@@ -100,6 +100,7 @@ def test_anthropic_bedrock_records_replays_offline_and_a_changed_prompt_fails(st
     run = VARIANTS.index((model, stream))
     cassette = invoked.cassette
     assert len(invoked.calls) == 2 * len(VARIANTS)
+    assert calls_per_run(load_trace(invoked.cassette)) == [2] * len(VARIANTS)  # two calls a run
     calls = invoked.calls[2 * run : 2 * run + 2]  # this variant's two calls
     version = calls[0]["body"]["anthropic_version"]
     assert outputs(invoked.rec.stdout)[run].strip() == ANSWER
@@ -189,6 +190,7 @@ def test_boto3_converse_with_a_tool_round_records_and_replays_offline(stream: bo
     run = STREAMS.index(stream)
     cassette, rec = conversed.cassette, conversed.rec
     assert len(conversed.calls) == 2 * len(STREAMS)
+    assert calls_per_run(load_trace(cassette)) == [2] * len(STREAMS)  # two calls a run
     calls = conversed.calls[2 * run : 2 * run + 2]
     assert outputs(rec.stdout)[run].strip() == ANSWER
     assert all(r["path"].endswith("/converse-stream" if stream else "/converse") for r in calls)

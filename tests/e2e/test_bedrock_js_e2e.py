@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from conftest import ROOT, blackbox
 from fake_clouds import FakeClouds
-from several_runs import outputs
+from several_runs import calls_per_run, outputs
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.codecs.verified import verify_trace
@@ -77,6 +77,7 @@ def test_the_js_bedrock_sdk_records_and_parses_a_strict_offline_replay(stream: b
     run = STREAMS.index(stream)
     cassette, rec = invoked.cassette, invoked.rec
     assert len(invoked.calls) == 2 * len(STREAMS)
+    assert calls_per_run(load_trace(cassette)) == [2] * len(STREAMS)  # two calls a run
     calls = invoked.calls[2 * run : 2 * run + 2]  # this run's two calls
     assert outputs(rec.stdout)[run].strip() == ANSWER
     op = "/invoke-with-response-stream" if stream else "/invoke"

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from conftest import EXAMPLES, blackbox
 from fake_clouds import FakeClouds
-from several_runs import outputs, several
+from several_runs import calls_per_run, outputs, several
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.codecs.verified import verify_trace
@@ -77,6 +77,7 @@ def test_langchain_chat_bedrock_converse_with_a_tool_round_records_and_replays_o
     run = STREAMS.index(stream)
     cassette, rec = conversed.cassette, conversed.rec
     assert len(conversed.calls) == 2 * len(STREAMS)
+    assert calls_per_run(load_trace(cassette)) == [2] * len(STREAMS)  # two calls a run
     calls = conversed.calls[2 * run : 2 * run + 2]  # this run's two calls
     assert outputs(rec.stdout)[run].strip() == ANSWER
     assert all(r["path"].endswith("/converse-stream" if stream else "/converse") for r in calls)
