@@ -6,13 +6,15 @@ The agents use their SDKs' default hosts (``{resource}.openai.azure.com``,
 matched by Blackbox's host patterns; ``--map-remote`` sends them to the fakes.
 Each case: record -> nothing of the cloud (key, token, resource, project, region,
 api-version) is in the cassette -> strict offline replay with no credential gives
-the same answer -> a changed prompt fails.
+the same answer -> a changed prompt fails. A capability's variants (whole or streamed, two regions, two
+modes) are runs of one agent session (tests/e2e/several_runs.py), recorded once for the module; each variant's
+test checks its own run.
 """
 
 from __future__ import annotations
 
 import json
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +23,10 @@ from conftest import EXAMPLES, ROOT, blackbox
 from fake_clouds import FakeClouds
 from fake_provider import FakeProvider
 from fake_responses import FakeResponses
+from several_runs import calls_per_run, outputs, per_run, several
 
 from blackbox_mitm.cassette import load_trace
+from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.codecs.verified import verify_trace
 
 pytestmark = pytest.mark.e2e
@@ -37,126 +41,184 @@ TOKEN = "ya29.a0AfB_byC3kQ9xLm2Np7Rt4Vw8Yz1Bc5Df0Gh6Jk3Lm9Np2Qr"  # the shape of
 VERTEX = {"ANTHROPIC_VERTEX_PROJECT_ID": "acme-prod-417203"}
 
 
-def _record(cassette: Path, confdir: Path, remote: str, command: list[str], env: dict[str, str]) -> Any:
-    return blackbox("record", "-o", str(cassette), "--confdir", str(confdir), "--map-remote", remote, "--", *command, env=env)
+def _record(cassette: Path, confdir: Path, remotes: list[str], command: list[str], env: dict[str, str]) -> Any:
+    mapped = [arg for remote in remotes for arg in ("--map-remote", remote)]
+    return blackbox("record", "-o", str(cassette), "--confdir", str(confdir), *mapped, "--", *command, env=env)
 
 
 def _replay(cassette: Path, confdir: Path, command: list[str], env: dict[str, str]) -> Any:
     return blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *command, env=env)
 
 
-def _round_trip(tmp_path: Path, confdir: Path, remote: str, command: list[str], changed: list[str], env: dict[str, str], *,
-                secret: str, replay_env: dict[str, str], banned: tuple[str, ...]) -> tuple[Any, Any]:  # fmt: skip
-    cassette = tmp_path / "run.json"
-    rec = _record(cassette, confdir, remote, command, {**env, **replay_env})
+@dataclass
+class RoundTrip:
+    """One agent session of several runs (one a variant), recorded, replayed and replayed with a changed prompt."""
+
+    rec: Any
+    trace: Trace
+    requests: list[list[dict[str, Any]]]  # what the fake was sent, run by run (one request a model call)
+
+
+def _round_trip(folder: Path, confdir: Path, fake: Any, remotes: list[str], script: Path, runs: list[list[str]], env: dict[str, str], *,
+                secret: str, replay_env: dict[str, str], banned: tuple[str, ...], changed_at: tuple[int, ...] = (0,)) -> RoundTrip:  # fmt: skip
+    """Record ``runs`` of ``script`` in one session against ``fake``; check the cassette; replay it, then with a changed prompt.
+
+    A changed replay for each run in ``changed_at``: the runs before it as recorded, then it with the changed prompt, which
+    fails (the divergence is read from the neutral input, the same whole or streamed: once a capability)."""
+    cassette = folder / "run.json"
+    rec = _record(cassette, confdir, remotes, several(script, runs), {**env, **replay_env})
     assert rec.returncode == 0, rec.stderr
+    requests = list(fake.requests)
     raw = cassette.read_bytes()
-    assert verify_trace(load_trace(cassette)) == []
+    trace = load_trace(cassette)
+    assert verify_trace(trace) == []
     for word in (secret, *banned):
         assert word.encode() not in raw, word
-    rep = _replay(cassette, confdir, command, replay_env)  # the fake is gone, and no credential is given
+    rep = _replay(cassette, confdir, several(script, runs), replay_env)  # the fake is gone, and no credential is given
     assert rep.returncode == 0, rep.stderr
     assert rep.stdout == rec.stdout
-    bad = _replay(cassette, confdir, changed, replay_env)
-    assert bad.returncode != 0
-    assert "differs" in bad.stderr
-    return rec, load_trace(cassette)
+    assert len(outputs(rep.stdout)) == len(runs)
+    for at in changed_at:
+        bad = _replay(cassette, confdir, several(script, [*runs[:at], [CHANGED if w == QUESTION else w for w in runs[at]]]), replay_env)
+        assert bad.returncode != 0
+        assert "differs" in bad.stderr
+    counts = calls_per_run(trace)
+    assert len(counts) == len(runs), counts
+    return RoundTrip(rec, trace, per_run(requests, counts))
+
+
+def _first_input(trip: RoundTrip, run: int) -> dict[str, Any]:
+    """The first model input of run ``run``."""
+    inputs: list[dict[str, Any]] = [s.payload for s in trip.trace.steps if s.type == "model_input"]
+    return inputs[sum(len(r) for r in trip.requests[:run])]
 
 
 # --- Azure OpenAI -------------------------------------------------------------------------
 
 AZURE_REMOTE = r"|https://contoso-eastus\.openai\.azure\.com|"
 AZURE_BANNED = ("contoso", "azure", "api-version", "2024-10-21", "prompt_filter", "content_filter")
+OPENAI_AGENT = EXAMPLES / "openai_weather_agent.py"
+STREAMS = [False, True]
 
 
-@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
-def test_azure_openai_chat_deployments_record_and_replay(stream: bool, tmp_path: Path, confdir: Path) -> None:
-    agent = [sys.executable, str(EXAMPLES / "openai_weather_agent.py"), "--cloud", "azure", *(["--stream"] if stream else [])]
+@pytest.fixture(scope="module")
+def azure_chat(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> RoundTrip:
+    """The chat deployments' runs, whole and streamed (AzureOpenAI), then a run on the /openai/v1 paths (a plain OpenAI
+    client at OPENAI_BASE_URL): one session; the changed prompt fails the first run and, on its own path, the last."""
+    runs = [["--cloud", "azure", *(["--stream"] if stream else []), QUESTION] for stream in STREAMS]
+    runs.append([f"OPENAI_BASE_URL={RESOURCE}/openai/v1", QUESTION])
     with FakeProvider() as fake:
-        rec, trace = _round_trip(
-            tmp_path, confdir, AZURE_REMOTE + fake.url, [*agent, QUESTION], [*agent, CHANGED], {"AZURE_OPENAI_API_KEY": AZURE_KEY},
-            secret=AZURE_KEY, replay_env=AZURE, banned=AZURE_BANNED,
+        return _round_trip(
+            tmp_path_factory.mktemp("azure-chat"), confdir, fake, [AZURE_REMOTE + fake.url], OPENAI_AGENT, runs,
+            {"AZURE_OPENAI_API_KEY": AZURE_KEY, "OPENAI_API_KEY": AZURE_KEY}, secret=AZURE_KEY, replay_env=AZURE,
+            banned=AZURE_BANNED, changed_at=(0, len(STREAMS)),
         )  # fmt: skip
-        paths = [r["path"] for r in fake.requests]
-        assert all(r["headers"].get("api-key") == AZURE_KEY for r in fake.requests)  # the key went to the resource only
-    assert rec.stdout.strip() == ANSWER
-    assert all(p.startswith("/openai/deployments/gpt-4.1/chat/completions?api-version=") for p in paths)
-    assert trace.steps[0].payload["model"] == "gpt-4.1"  # the deployment, as the agent asked for it
 
 
-def test_azure_openai_v1_paths_record_and_replay(tmp_path: Path, confdir: Path) -> None:
-    agent = [sys.executable, str(EXAMPLES / "openai_weather_agent.py")]
-    env = {"OPENAI_BASE_URL": RESOURCE + "/openai/v1"}
-    with FakeProvider() as fake:
-        _round_trip(
-            tmp_path, confdir, AZURE_REMOTE + fake.url, [*agent, QUESTION], [*agent, CHANGED], {"OPENAI_API_KEY": AZURE_KEY},
-            secret=AZURE_KEY, replay_env=env, banned=AZURE_BANNED,
-        )  # fmt: skip
-        assert {r["path"] for r in fake.requests} == {"/openai/v1/chat/completions"}
+@pytest.mark.parametrize("stream", STREAMS, ids=["whole", "stream"])
+def test_azure_openai_chat_deployments_record_and_replay(stream: bool, azure_chat: RoundTrip) -> None:
+    run = STREAMS.index(stream)
+    requests = azure_chat.requests[run]
+    assert all(r["headers"].get("api-key") == AZURE_KEY for r in requests)  # the key went to the resource only
+    assert all(bool(r["body"].get("stream")) is stream for r in requests)  # this run's requests
+    assert outputs(azure_chat.rec.stdout)[run].strip() == ANSWER
+    assert all(r["path"].startswith("/openai/deployments/gpt-4.1/chat/completions?api-version=") for r in requests)
+    assert _first_input(azure_chat, run)["model"] == "gpt-4.1"  # the deployment, as the agent asked for it
 
 
-@pytest.mark.parametrize("mode", ["create", "stream"])
-def test_azure_openai_responses_record_and_replay(mode: str, tmp_path: Path, confdir: Path) -> None:
-    agent = [sys.executable, str(ROOT / "tests" / "e2e" / "agents" / "responses_agent.py"), mode]
+def test_azure_openai_v1_paths_record_and_replay(azure_chat: RoundTrip) -> None:
+    run = len(STREAMS)  # the last run
+    assert {r["path"] for r in azure_chat.requests[run]} == {"/openai/v1/chat/completions"}
+    assert all(r["headers"].get("authorization") == f"Bearer {AZURE_KEY}" for r in azure_chat.requests[run])  # this run's requests
+    assert outputs(azure_chat.rec.stdout)[run].strip() == ANSWER
+
+
+RESPONSES_AGENT = ROOT / "tests" / "e2e" / "agents" / "responses_agent.py"
+RESPONSES_MODES = ["create", "stream"]
+
+
+@pytest.fixture(scope="module")
+def azure_responses(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> RoundTrip:
     with FakeResponses() as fake:
-        rec, _ = _round_trip(
-            tmp_path, confdir, AZURE_REMOTE + fake.url, [*agent, QUESTION], [*agent, CHANGED], {"AZURE_OPENAI_API_KEY": AZURE_KEY},
+        return _round_trip(
+            tmp_path_factory.mktemp("azure-responses"), confdir, fake, [AZURE_REMOTE + fake.url], RESPONSES_AGENT,
+            [[mode, QUESTION] for mode in RESPONSES_MODES], {"AZURE_OPENAI_API_KEY": AZURE_KEY},
             secret=AZURE_KEY, replay_env=AZURE, banned=AZURE_BANNED,
         )  # fmt: skip
-        assert {r["path"].split("?")[0] for r in fake.requests} == {"/openai/responses"}
-    assert rec.stdout.startswith("answer: " + ANSWER)
+
+
+@pytest.mark.parametrize("mode", RESPONSES_MODES)
+def test_azure_openai_responses_record_and_replay(mode: str, azure_responses: RoundTrip) -> None:
+    run = RESPONSES_MODES.index(mode)
+    requests = azure_responses.requests[run]
+    assert all(bool(r["body"].get("stream")) is (mode == "stream") for r in requests)  # this run's requests
+    assert {r["path"].split("?")[0] for r in requests} == {"/openai/responses"}
+    assert outputs(azure_responses.rec.stdout)[run].startswith("answer: " + ANSWER)
 
 
 # --- Vertex AI, Anthropic models ------------------------------------------------------------
 
+VERTEX_AGENT = EXAMPLES / "anthropic_weather_agent.py"
+VERTEX_MODEL = "claude-sonnet-4-6@20260101"
+REGIONS = {"us-east5": r"us-east5-aiplatform\.googleapis\.com", "global": r"aiplatform\.googleapis\.com"}
+VERTEX_RUNS = [(region, stream) for region in REGIONS for stream in STREAMS]
 
-@pytest.mark.parametrize("stream", [False, True], ids=["rawPredict", "streamRawPredict"])
-@pytest.mark.parametrize(
-    ("region", "host"), [("us-east5", r"us-east5-aiplatform\.googleapis\.com"), ("global", r"aiplatform\.googleapis\.com")]
-)
-def test_anthropic_vertex_records_and_replays(stream: bool, region: str, host: str, tmp_path: Path, confdir: Path) -> None:
-    agent = [sys.executable, str(EXAMPLES / "anthropic_weather_agent.py"), "--cloud", "vertex", "--model", "claude-sonnet-4-6@20260101"]
-    agent += ["--stream"] if stream else []
-    env = {**VERTEX, "CLOUD_ML_REGION": region}
+
+@pytest.fixture(scope="module")
+def anthropic_vertex(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> RoundTrip:
+    runs = [[f"CLOUD_ML_REGION={region}", "--cloud", "vertex", "--model", VERTEX_MODEL, *(["--stream"] if stream else []), QUESTION]
+            for region, stream in VERTEX_RUNS]  # fmt: skip
     with FakeClouds() as fake:
-        rec, trace = _round_trip(
-            tmp_path, confdir, f"|https://{host}|{fake.url}", [*agent, QUESTION], [*agent, CHANGED], {"CLOUDSDK_AUTH_ACCESS_TOKEN": TOKEN},
-            secret=TOKEN, replay_env=env, banned=("acme-prod", "417203", region, "projects/", "vertex-2023", "googleapis", "toolu_"),
+        return _round_trip(
+            tmp_path_factory.mktemp("anthropic-vertex"), confdir, fake, [f"|https://{host}|{fake.url}" for host in REGIONS.values()],
+            VERTEX_AGENT, runs, {"CLOUDSDK_AUTH_ACCESS_TOKEN": TOKEN}, secret=TOKEN, replay_env=VERTEX,
+            banned=("acme-prod", "417203", *REGIONS, "projects/", "vertex-2023", "googleapis", "toolu_"),
         )  # fmt: skip
-        calls = fake.requests
-    assert rec.stdout.strip() == ANSWER
+
+
+@pytest.mark.parametrize("stream", STREAMS, ids=["rawPredict", "streamRawPredict"])
+@pytest.mark.parametrize("region", list(REGIONS))
+def test_anthropic_vertex_records_and_replays(stream: bool, region: str, anthropic_vertex: RoundTrip) -> None:
+    run = VERTEX_RUNS.index((region, stream))
+    calls = anthropic_vertex.requests[run]
+    assert outputs(anthropic_vertex.rec.stdout)[run].strip() == ANSWER
     assert all(c["headers"]["authorization"] == f"Bearer {TOKEN}" for c in calls)
     op = ":streamRawPredict" if stream else ":rawPredict"
     assert all(
-        c["path"] == f"/v1/projects/acme-prod-417203/locations/{region}/publishers/anthropic/models/claude-sonnet-4-6@20260101{op}"
-        for c in calls
+        c["path"] == f"/v1/projects/acme-prod-417203/locations/{region}/publishers/anthropic/models/{VERTEX_MODEL}{op}" for c in calls
     )
-    assert trace.steps[0].payload["model"] == "claude-sonnet-4-6@20260101"
+    assert _first_input(anthropic_vertex, run)["model"] == VERTEX_MODEL
 
 
 # --- Vertex AI, Gemini models (google-genai with vertexai) ------------------------------------
 
 GEMINI_KEY = "AIzaSyBx9Q2mZ7kL4pW1cV8nR3tY6uH0jF5dG2a"  # the shape of a Google API key; never a real one
+GEMINI_AGENT = EXAMPLES / "gemini_weather_agent.py"
+GEMINI_MODES = ["stream", "manual"]  # a streamed call; a manual function-calling round
 
 
-@pytest.mark.parametrize("mode", ["stream", "manual"])  # a streamed call; a manual function-calling round
-def test_google_genai_on_vertex_records_and_replays(mode: str, tmp_path: Path, confdir: Path) -> None:
-    """A default ``genai.Client()`` with ``GOOGLE_GENAI_USE_VERTEXAI=true`` (Vertex express mode: an API key, the global host)."""
+@pytest.fixture(scope="module")
+def gemini_express(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> RoundTrip:
     from fake_gemini import FakeGemini
 
-    agent = [sys.executable, str(EXAMPLES / "gemini_weather_agent.py"), "--mode", mode]
     with FakeGemini() as fake:
-        rec, trace = _round_trip(
-            tmp_path, confdir, rf"|https://aiplatform\.googleapis\.com|{fake.url}", [*agent, QUESTION], [*agent, CHANGED],
-            {"GOOGLE_API_KEY": GEMINI_KEY}, secret=GEMINI_KEY, replay_env={"GOOGLE_GENAI_USE_VERTEXAI": "true"},
-            banned=("aiplatform", "v1beta1", "publishers", "usageMetadata", "responseId"),
+        return _round_trip(
+            tmp_path_factory.mktemp("gemini-express"), confdir, fake, [rf"|https://aiplatform\.googleapis\.com|{fake.url}"], GEMINI_AGENT,
+            [["--mode", mode, QUESTION] for mode in GEMINI_MODES], {"GOOGLE_API_KEY": GEMINI_KEY}, secret=GEMINI_KEY,
+            replay_env={"GOOGLE_GENAI_USE_VERTEXAI": "true"}, banned=("aiplatform", "v1beta1", "publishers", "usageMetadata", "responseId"),
         )  # fmt: skip
-        paths = {r["path"] for r in fake.requests}
-    assert rec.stdout.strip() == (ANSWER if mode == "manual" else f"You said: {QUESTION}")
+
+
+@pytest.mark.parametrize("mode", GEMINI_MODES)
+def test_google_genai_on_vertex_records_and_replays(mode: str, gemini_express: RoundTrip) -> None:
+    """A default ``genai.Client()`` with ``GOOGLE_GENAI_USE_VERTEXAI=true`` (Vertex express mode: an API key, the global host)."""
+    run = GEMINI_MODES.index(mode)
+    paths = {r["path"] for r in gemini_express.requests[run]}
+    assert outputs(gemini_express.rec.stdout)[run].strip() == (ANSWER if mode == "manual" else f"You said: {QUESTION}")
     assert paths == {
         f"/v1beta1/publishers/google/models/gemini-2.5-flash:{'streamGenerateContent' if mode == 'stream' else 'generateContent'}"
     }
-    assert trace.steps[0].payload["model"] == "gemini-2.5-flash"
+    assert _first_input(gemini_express, run)["model"] == "gemini-2.5-flash"
 
 
 # --- Vertex AI, Gemini models with a project and OAuth -----------------------------------------
@@ -205,8 +267,46 @@ class FakeTokenEndpoint:
         self.server.server_close()
 
 
-@pytest.mark.parametrize("mode", ["stream", "manual"])
-def test_google_genai_on_vertex_with_a_project_and_oauth_records_and_replays(mode: str, tmp_path: Path, confdir: Path) -> None:
+@dataclass
+class OAuthSession:
+    rec: Any
+    requests: list[list[dict[str, Any]]]  # run by run
+    grants: list[dict[str, list[str]]]
+    cassette: Path
+    replays: list[Any]
+    bad: Any
+
+
+@pytest.fixture(scope="module")
+def gemini_oauth(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> OAuthSession:
+    """Both modes' runs in one agent session: recorded (each run's client refreshing its token), replayed three times
+    with no credentials, and replayed with a changed prompt."""
+    from fake_gemini import FakeGemini
+
+    folder = tmp_path_factory.mktemp("gemini-oauth")
+    credentials = folder / "adc.json"
+    credentials.write_text(json.dumps({"type": "authorized_user", "client_id": "764086051850-fake.apps.googleusercontent.com",
+                                       "client_secret": CLIENT_SECRET, "refresh_token": REFRESH_TOKEN}))  # fmt: skip
+    cassette = folder / "run.json"
+
+    def agent(question: str) -> list[str]:
+        return several(GEMINI_AGENT, [["--mode", mode, question] for mode in GEMINI_MODES])
+
+    with FakeGemini() as fake, FakeTokenEndpoint() as tokens:
+        rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir),
+                       "--map-remote", rf"|https://us-central1-aiplatform\.googleapis\.com|{fake.url}",
+                       "--map-remote", rf"|https://oauth2\.googleapis\.com|{tokens.url}",
+                       "--", *agent(QUESTION), env={**GOOGLE_PROJECT, "GOOGLE_APPLICATION_CREDENTIALS": str(credentials)})  # fmt: skip
+        assert rec.returncode == 0, rec.stderr
+        requests, grants = list(fake.requests), list(tokens.grants)
+    # no credentials file, the fakes gone: the placeholder token, nothing contacted
+    replays = [blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *agent(QUESTION), env=GOOGLE_PROJECT) for _ in range(3)]
+    bad = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *agent(CHANGED), env=GOOGLE_PROJECT)
+    return OAuthSession(rec, per_run(requests, calls_per_run(load_trace(cassette))), grants, cassette, replays, bad)
+
+
+@pytest.mark.parametrize("mode", GEMINI_MODES)
+def test_google_genai_on_vertex_with_a_project_and_oauth_records_and_replays(mode: str, gemini_oauth: OAuthSession) -> None:
     """``genai.Client()`` on Vertex with a project and location, authenticated by an OAuth credentials file.
 
     The recording refreshes the token for real (google-auth posts the refresh token
@@ -215,39 +315,29 @@ def test_google_genai_on_vertex_with_a_project_and_oauth_records_and_replays(mod
     The replay has no credentials file: gcloud's token variable gets the replay's
     placeholder, and nothing is contacted.
     """
-    from fake_gemini import FakeGemini
-
-    credentials = tmp_path / "adc.json"
-    credentials.write_text(json.dumps({"type": "authorized_user", "client_id": "764086051850-fake.apps.googleusercontent.com",
-                                       "client_secret": CLIENT_SECRET, "refresh_token": REFRESH_TOKEN}))  # fmt: skip
-    agent = [sys.executable, str(EXAMPLES / "gemini_weather_agent.py"), "--mode", mode]
-    cassette = tmp_path / "run.json"
-    with FakeGemini() as fake, FakeTokenEndpoint() as tokens:
-        rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir),
-                       "--map-remote", rf"|https://us-central1-aiplatform\.googleapis\.com|{fake.url}",
-                       "--map-remote", rf"|https://oauth2\.googleapis\.com|{tokens.url}",
-                       "--", *agent, QUESTION, env={**GOOGLE_PROJECT, "GOOGLE_APPLICATION_CREDENTIALS": str(credentials)})  # fmt: skip
-        assert rec.returncode == 0, rec.stderr
-        paths = {r["path"] for r in fake.requests}
-        bearers = {r["headers"].get("authorization") for r in fake.requests}
-    assert rec.stdout.strip() == (ANSWER if mode == "manual" else f"You said: {QUESTION}")
-    assert [g["grant_type"] for g in tokens.grants] == [["refresh_token"]]  # the OAuth refresh went through the proxy
+    run = GEMINI_MODES.index(mode)
+    rec, cassette = gemini_oauth.rec, gemini_oauth.cassette
+    paths = {r["path"] for r in gemini_oauth.requests[run]}
+    bearers = {r["headers"].get("authorization") for r in gemini_oauth.requests[run]}
+    assert outputs(rec.stdout)[run].strip() == (ANSWER if mode == "manual" else f"You said: {QUESTION}")
+    # the OAuth refresh went through the proxy, once for each run's client
+    assert [g["grant_type"] for g in gemini_oauth.grants] == [["refresh_token"]] * len(GEMINI_MODES)
     assert bearers == {f"Bearer {OAUTH_TOKEN}"}
     op = "streamGenerateContent" if mode == "stream" else "generateContent"
     assert paths == {f"/v1beta1/projects/acme-prod-417203/locations/us-central1/publishers/google/models/gemini-2.5-flash:{op}"}
     trace = load_trace(cassette)
     assert verify_trace(trace) == []
-    assert trace.steps[0].payload["model"] == "gemini-2.5-flash"
+    assert [s.payload for s in trace.steps if s.type == "model_input"][sum(len(r) for r in gemini_oauth.requests[:run])]["model"] == (
+        "gemini-2.5-flash"
+    )
     raw = cassette.read_bytes()
     for word in (OAUTH_TOKEN, "ya29.", REFRESH_TOKEN, CLIENT_SECRET, "oauth2", "/token", "acme-prod", "417203", "us-central1",
                  "projects/", "aiplatform", "googleapis"):  # fmt: skip
         assert word.encode() not in raw, word
 
-    for _ in range(3):  # no credentials file, the fakes gone: the placeholder token, nothing contacted
-        rep = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *agent, QUESTION, env=GOOGLE_PROJECT)
+    for rep in gemini_oauth.replays:
         assert rep.returncode == 0, rep.stderr
         assert rep.stdout == rec.stdout
         assert "no divergence" in rep.stderr
-    bad = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *agent, CHANGED, env=GOOGLE_PROJECT)
-    assert bad.returncode != 0
-    assert "differs" in bad.stderr
+    assert gemini_oauth.bad.returncode != 0
+    assert "differs" in gemini_oauth.bad.stderr

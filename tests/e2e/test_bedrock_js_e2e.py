@@ -6,16 +6,21 @@ AWS keys and calling ``bedrock-runtime.us-east-1.amazonaws.com`` (``--map-remote
 sends it to the fake cloud on 127.0.0.1). Recorded, then replayed strictly offline
 with no AWS keys: the SDK parses the replayed JSON answers and, streamed, the AWS
 event-stream framing Blackbox writes, and prints the same answer. A changed prompt fails.
+Whole and streamed are two runs of one agent session (``--runs whole,stream``), recorded once for the
+module; each variant's test checks its own run.
 """
 
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT, blackbox
 from fake_clouds import FakeClouds
+from several_runs import calls_per_run, outputs
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.codecs.verified import verify_trace
@@ -36,30 +41,56 @@ if shutil.which("node") is None or not (CLIENT / "node_modules" / "@anthropic-ai
     pytest.fail("the pinned @anthropic-ai/bedrock-sdk is not installed: run scripts/setup-bedrock-sdk", pytrace=False)
 
 
-@pytest.mark.parametrize("stream", [False, True], ids=["invoke", "invoke-with-response-stream"])
-def test_the_js_bedrock_sdk_records_and_parses_a_strict_offline_replay(stream: bool, tmp_path: Path, confdir: Path) -> None:
-    cassette = tmp_path / "run.json"
-    flags = ["--stream"] if stream else []
+STREAMS = [False, True]
+RUNS = ["--runs", ",".join("stream" if stream else "whole" for stream in STREAMS)]  # both variants, one agent session
+
+
+@dataclass
+class Session:
+    """Both variants' runs in one session: recorded, replayed three times, replayed with a changed prompt (its first
+    run diverges: divergence is read from the neutral input, whole or streamed)."""
+
+    cassette: Path
+    rec: Any
+    calls: list[dict[str, Any]]
+    replays: list[Any]
+    changed: Any
+
+
+@pytest.fixture(scope="module")
+def invoked(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
+    cassette = tmp_path_factory.mktemp("bedrock-js") / "run.json"
     with FakeClouds() as fake:
         rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), "--map-remote", REMOTE + fake.url,
-                       "--", *AGENT, QUESTION, *flags, env=AWS)  # fmt: skip
+                       "--", *AGENT, QUESTION, *RUNS, env=AWS)  # fmt: skip
         assert rec.returncode == 0, rec.stderr
         calls = [r for r in fake.requests if "/model/" in r["path"]]
-    assert rec.stdout.strip() == ANSWER
+    # no AWS keys (the replay's placeholder Bedrock API key), the fake gone
+    replays = [blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *AGENT, QUESTION, *RUNS, env=REGION) for _ in range(3)]
+    changed = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *AGENT, "What's the weather in Paris and Oslo?", *RUNS,
+                       env=REGION)  # fmt: skip
+    return Session(cassette, rec, calls, replays, changed)
+
+
+@pytest.mark.parametrize("stream", STREAMS, ids=["invoke", "invoke-with-response-stream"])
+def test_the_js_bedrock_sdk_records_and_parses_a_strict_offline_replay(stream: bool, invoked: Session) -> None:
+    run = STREAMS.index(stream)
+    cassette, rec = invoked.cassette, invoked.rec
+    assert len(invoked.calls) == 2 * len(STREAMS)
+    assert calls_per_run(load_trace(cassette)) == [2] * len(STREAMS)  # two calls a run
+    calls = invoked.calls[2 * run : 2 * run + 2]  # this run's two calls
+    assert outputs(rec.stdout)[run].strip() == ANSWER
     op = "/invoke-with-response-stream" if stream else "/invoke"
-    assert len(calls) == 2 and all(r["path"].endswith(op) for r in calls)
+    assert all(r["path"].endswith(op) for r in calls)
     assert all(r["headers"]["authorization"].startswith("AWS4-HMAC-SHA256") for r in calls)  # the SDK signed for real
     raw = cassette.read_bytes()
     assert verify_trace(load_trace(cassette)) == []
     for banned in (ACCESS_KEY, SECRET_KEY, "AWS4-HMAC", "Signature", "x-amz", "us-east-1", "amazonaws", "bedrock-2023-05-31", "toolu_"):
         assert banned.encode() not in raw, banned
 
-    for _ in range(3):  # no AWS keys (the replay's placeholder Bedrock API key), the fake gone
-        rep = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *AGENT, QUESTION, *flags, env=REGION)
+    for rep in invoked.replays:
         assert rep.returncode == 0, rep.stderr
         assert rep.stdout == rec.stdout
-        assert "2 of 2 model calls served from the recording, no divergence" in rep.stderr
-    changed = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *AGENT, "What's the weather in Paris and Oslo?", *flags,
-                       env=REGION)  # fmt: skip
-    assert changed.returncode != 0
-    assert "differs" in changed.stderr
+        assert f"{2 * len(STREAMS)} of {2 * len(STREAMS)} model calls served from the recording, no divergence" in rep.stderr
+    assert invoked.changed.returncode != 0
+    assert "differs" in invoked.changed.stderr

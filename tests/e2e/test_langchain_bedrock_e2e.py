@@ -6,23 +6,27 @@ sending Converse / ConverseStream to ``bedrock-runtime.us-east-1.amazonaws.com``
 ``--map-remote`` sends that host to the fake cloud on 127.0.0.1. Record -> the
 cassette holds no key, signature, region or tool-use id -> three strict offline
 replays (the fake gone, no AWS keys) print the same answer -> a changed prompt fails.
+Converse and ConverseStream are two runs of one agent session (tests/e2e/several_runs.py), recorded once
+for the module; each variant's test checks its own run.
 """
 
 from __future__ import annotations
 
-import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import EXAMPLES, blackbox
 from fake_clouds import FakeClouds
+from several_runs import calls_per_run, outputs, several
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.codecs.verified import verify_trace
 
 pytestmark = pytest.mark.e2e
 
-AGENT = [sys.executable, str(EXAMPLES / "langchain_converse_agent.py")]
+AGENT = EXAMPLES / "langchain_converse_agent.py"
 QUESTION = "What's the weather in Paris and Lyon?"
 ANSWER = "Paris: cloudy, 18°C. Lyon: rain, 15°C."
 MODEL = "us.anthropic.claude-sonnet-4-6-v1:0"
@@ -33,17 +37,50 @@ AWS = {**REGION, "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRE
 REMOTE = r"|https://bedrock-runtime\.us-east-1\.amazonaws\.com|"
 
 
-@pytest.mark.parametrize("stream", [False, True], ids=["converse", "converse-stream"])
-def test_langchain_chat_bedrock_converse_with_a_tool_round_records_and_replays_offline(stream: bool, tmp_path: Path, confdir: Path) -> None:
-    cassette = tmp_path / "run.json"
-    flags = ["--model", MODEL, *(["--stream"] if stream else [])]
+STREAMS = [False, True]
+
+
+@dataclass
+class Session:
+    """Both variants' runs in one agent session: recorded, replayed three times, replayed with a changed prompt (its
+    first run diverges: divergence is read from the neutral input, whole or streamed)."""
+
+    cassette: Path
+    rec: Any
+    calls: list[dict[str, Any]]
+    replays: list[Any]
+    changed: Any
+
+
+@pytest.fixture(scope="module")
+def conversed(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
+    cassette = tmp_path_factory.mktemp("langchain-converse") / "run.json"
+
+    def agent(question: str) -> list[str]:
+        return several(AGENT, [[question, "--model", MODEL, *(["--stream"] if stream else [])] for stream in STREAMS])
+
     with FakeClouds() as fake:
         rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), "--map-remote", REMOTE + fake.url,
-                       "--", *AGENT, QUESTION, *flags, env=AWS)  # fmt: skip
+                       "--", *agent(QUESTION), env=AWS)  # fmt: skip
         assert rec.returncode == 0, rec.stderr
         calls = [r for r in fake.requests if "/model/" in r["path"]]
-    assert rec.stdout.strip() == ANSWER
-    assert len(calls) == 2 and all(r["path"].endswith("/converse-stream" if stream else "/converse") for r in calls)
+    # no AWS keys: boto3 uses the placeholder Bedrock API key, and the fake is gone
+    replays = [blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *agent(QUESTION), env=REGION) for _ in range(3)]
+    changed = blackbox(
+        "replay", str(cassette), "--confdir", str(confdir), "--", *agent("What's the weather in Paris and Oslo?"), env=REGION
+    )
+    return Session(cassette, rec, calls, replays, changed)
+
+
+@pytest.mark.parametrize("stream", STREAMS, ids=["converse", "converse-stream"])
+def test_langchain_chat_bedrock_converse_with_a_tool_round_records_and_replays_offline(stream: bool, conversed: Session) -> None:
+    run = STREAMS.index(stream)
+    cassette, rec = conversed.cassette, conversed.rec
+    assert len(conversed.calls) == 2 * len(STREAMS)
+    assert calls_per_run(load_trace(cassette)) == [2] * len(STREAMS)  # two calls a run
+    calls = conversed.calls[2 * run : 2 * run + 2]  # this run's two calls
+    assert outputs(rec.stdout)[run].strip() == ANSWER
+    assert all(r["path"].endswith("/converse-stream" if stream else "/converse") for r in calls)
     assert all(r["headers"]["authorization"].startswith("AWS4-HMAC-SHA256") for r in calls)  # signed for real
     assert "toolConfig" in calls[0]["body"] and "toolResult" in str(calls[1]["body"]["messages"])  # LangChain's own tool round
     raw = cassette.read_bytes()
@@ -52,15 +89,13 @@ def test_langchain_chat_bedrock_converse_with_a_tool_round_records_and_replays_o
     for banned in (ACCESS_KEY, SECRET_KEY, "AWS4-HMAC", "Signature", "x-amz", "us-east-1", "amazonaws", "tooluse_"):
         assert banned.encode() not in raw, banned
     types = [s.type for s in trace.steps]
-    assert types[:6] == ["model_input", "model_output", "tool_call", "tool_result", "tool_call", "tool_result"]
-    assert trace.steps[0].payload["model"] == MODEL
+    first = [i for i, t in enumerate(types) if t == "model_input"][2 * run]  # this run's first call
+    assert types[first : first + 6] == ["model_input", "model_output", "tool_call", "tool_result", "tool_call", "tool_result"]
+    assert trace.steps[first].payload["model"] == MODEL
 
-    for _ in range(3):  # no AWS keys: boto3 uses the placeholder Bedrock API key, and the fake is gone
-        rep = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *AGENT, QUESTION, *flags, env=REGION)
+    for rep in conversed.replays:
         assert rep.returncode == 0, rep.stderr
         assert rep.stdout == rec.stdout
-        assert "2 of 2 model calls served from the recording, no divergence" in rep.stderr
-    changed = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *AGENT, "What's the weather in Paris and Oslo?", *flags,
-                       env=REGION)  # fmt: skip
-    assert changed.returncode != 0
-    assert "differs" in changed.stderr
+        assert f"{2 * len(STREAMS)} of {2 * len(STREAMS)} model calls served from the recording, no divergence" in rep.stderr
+    assert conversed.changed.returncode != 0
+    assert "differs" in conversed.changed.stderr

@@ -1,11 +1,14 @@
 // A small real Node agent on Amazon Bedrock: the official @anthropic-ai/bedrock-sdk with a local get_weather tool.
 //
 //   node tests/e2e/clients/bedrock-sdk/bedrock_agent.js "What's the weather in Paris and Lyon?" [--stream] [--model M]
+//   node tests/e2e/clients/bedrock-sdk/bedrock_agent.js "What's the weather in Paris and Lyon?" --runs whole,stream [--model M]
 //
 // Unadapted to recording: a default `new AnthropicBedrock()` (AWS_REGION, AWS credentials
 // signed with SigV4, or a Bedrock API key in AWS_BEARER_TOKEN_BEDROCK; the default host
 // https://bedrock-runtime.{region}.amazonaws.com). `--stream` asks invoke-with-response-stream,
 // whose AWS event-stream framing the SDK parses itself. Only the final answer goes to stdout.
+// `--runs whole,stream` runs the agent once for each mode, one after another in this process (a new
+// client each), each answer after a `--- run N ---` line, stopping at the first run that fails.
 // Exit status: 0 on a final answer, 1 on an API error, 2 when the model never finishes.
 'use strict';
 
@@ -52,12 +55,7 @@ async function run(question, stream, model) {
   return null;
 }
 
-async function main() {
-  const args = process.argv.slice(2);
-  const stream = args.includes('--stream');
-  const at = args.indexOf('--model');
-  const model = at >= 0 ? args[at + 1] : MODEL;
-  const question = args.filter((a, i) => !a.startsWith('--') && (at < 0 || i !== at + 1))[0];
+async function runOnce(question, stream, model) {
   try {
     const answer = await run(question, stream, model);
     if (answer === null) {
@@ -70,6 +68,21 @@ async function main() {
     process.stderr.write(`bedrock_agent: API error: ${err && err.message ? err.message : err}\n`);
     return 1;
   }
+}
+
+async function main() {
+  const args = process.argv.slice(2);
+  const valued = ['--model', '--runs'].map((flag) => args.indexOf(flag)).filter((at) => at >= 0);
+  const value = (flag, fallback) => (args.includes(flag) ? args[args.indexOf(flag) + 1] : fallback);
+  const model = value('--model', MODEL);
+  const question = args.filter((a, i) => !a.startsWith('--') && !valued.includes(i - 1))[0];
+  const runs = args.includes('--runs') ? value('--runs').split(',') : [args.includes('--stream') ? 'stream' : 'whole'];
+  for (const [i, mode] of runs.entries()) {
+    if (args.includes('--runs')) process.stdout.write(`--- run ${i + 1} ---\n`);
+    const code = await runOnce(question, mode === 'stream', model);
+    if (code !== 0) return code;
+  }
+  return 0;
 }
 
 main().then((code) => process.exit(code));
