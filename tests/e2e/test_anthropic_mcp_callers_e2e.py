@@ -11,15 +11,14 @@
   verified, replayed strictly offline: the SDK gets the caller again, naming the
   served code execution call.
 
-Each whole and streamed (SSE events scripted like the API's, tool input as JSON pieces): one agent run holds both
-conversations (whole, then streamed, each under a ``== MODE`` line), recorded and replayed once per module; each
-variant's test checks its own conversation, its requests and its steps.
+Each whole and streamed (SSE events scripted like the API's, tool input as JSON pieces). One process runs the three
+agents (``COMBINED_AGENT``: each under a ``# PART`` line, each conversation under a ``== MODE`` line), recorded and
+replayed once per module; each test checks its own conversation, its requests and its steps.
 """
 
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,47 +31,42 @@ from blackbox_mitm.cassette import load_trace
 pytestmark = pytest.mark.e2e
 
 TOKEN = "mcp-oauth-token-Zx81Qw-do-not-record"
-MODES = ["whole", "stream"]  # the agent's arguments: one conversation each, in this order
+MODES = ["whole", "stream"]  # each part's arguments: one conversation each, in this order
+PARTS = ["mcp", "caller", "rag"]  # the agents below, run one after the other in one process (COMBINED_AGENT)
 
 
 @dataclass
 class Session:
-    """One agent run with a whole and a streamed conversation: recorded (verified), then replayed strictly offline."""
+    """One run of the three agents, each with a whole and a streamed conversation: recorded (verified), then replayed strictly offline."""
 
     cassette: Path
     rec: subprocess.CompletedProcess[str]
     sent: list[dict[str, Any]]
     rep: subprocess.CompletedProcess[str]
 
-    def lines(self, proc: subprocess.CompletedProcess[str], stream: bool) -> list[str]:
-        """What ``proc`` printed for the one conversation (after its ``== MODE`` line, before the next)."""
+    def lines(self, proc: subprocess.CompletedProcess[str], part: str, stream: bool) -> list[str]:
+        """What ``proc`` printed for one conversation (after its part's ``# PART`` line, its ``== MODE`` line, before the next)."""
         out = proc.stdout.splitlines()
-        start = out.index("== " + MODES[stream]) + 1
-        rest = [i for i, line in enumerate(out) if line.startswith("== ") and i >= start]
+        start = out.index("== " + MODES[stream], out.index("# " + part)) + 1
+        rest = [i for i in range(start, len(out)) if out[i].startswith(("== ", "# "))]
         return out[start : rest[0] if rest else len(out)]
 
-    def requests(self, stream: bool) -> list[dict[str, Any]]:
-        return [body for body in self.sent if bool(body.get("stream")) == stream]
+    def requests(self, part: str, stream: bool) -> list[dict[str, Any]]:
+        return [body for body in self.sent if _part_of(body) == part and bool(body.get("stream")) == stream]
 
-    def payloads(self, kind: str, stream: bool) -> list[dict[str, Any]]:
-        """The conversation's steps of ``kind`` (each conversation makes 2 model calls, the whole one first)."""
+    def payloads(self, kind: str, part: str, stream: bool) -> list[dict[str, Any]]:
+        """One conversation's steps of ``kind`` (each conversation makes 2 model calls; the parts in order, whole first)."""
         steps = [s.payload for s in load_trace(self.cassette).steps if s.type == kind]
-        assert len(steps) == 4, steps
-        return steps[2:] if stream else steps[:2]
+        assert len(steps) == 2 * len(MODES) * len(PARTS), steps
+        first = 2 * (len(MODES) * PARTS.index(part) + stream)
+        return steps[first : first + 2]
 
 
-def _session(agent: str, respond: Callable[[str, dict[str, Any]], dict[str, Any]], tmp: pytest.TempPathFactory, confdir: Path) -> Session:
-    folder = tmp.mktemp("run")
-    cassette, rec, sent = record_agent(agent, folder, confdir, respond, False, {"MCP_TOKEN": TOKEN}, args=MODES)
-    rep = replay_agent(cassette, folder, confdir, False, {"MCP_TOKEN": "another-token-at-replay"}, args=MODES)
-    return Session(cassette, rec, sent, rep)
-
-
-def _assert_replayed(session: Session, stream: bool) -> None:
+def _assert_replayed(session: Session, part: str, stream: bool) -> None:
     assert session.rep.returncode == 0, session.rep.stderr
-    assert session.lines(session.rep, stream) == session.lines(session.rec, stream)
+    assert session.lines(session.rep, part, stream) == session.lines(session.rec, part, stream)
     assert session.rep.stdout == session.rec.stdout
-    assert "4 of 4 model calls served from the recording, no divergence" in session.rep.stderr  # the 2 of each conversation
+    assert "12 of 12 model calls served from the recording, no divergence" in session.rep.stderr  # the 2 of each conversation
 
 
 # --- the MCP connector -------------------------------------------------------------------------
@@ -128,15 +122,10 @@ def _mcp_model(kind: str, body: dict[str, Any]) -> dict[str, Any]:
     return answer(body, message(MCP_CONTENT, "end_turn", "msg_01Wiki"))
 
 
-@pytest.fixture(scope="module")
-def mcp_session(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
-    return _session(MCP_AGENT, _mcp_model, tmp_path_factory, confdir)
-
-
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
-def test_the_mcp_connector_records_without_its_token_and_replays_strictly(stream: bool, mcp_session: Session) -> None:
-    cassette, rec, sent = mcp_session.cassette, mcp_session.rec, mcp_session.requests(stream)
-    assert mcp_session.lines(rec, stream) == [
+def test_the_mcp_connector_records_without_its_token_and_replays_strictly(stream: bool, session: Session) -> None:
+    cassette, rec, sent = session.cassette, session.rec, session.requests("mcp", stream)
+    assert session.lines(rec, "mcp", stream) == [
         "text 'Asking the wiki.'",
         "mcp_tool_use wiki ask {'question': 'capital of France'}",
         "mcp_tool_result False ['Paris']",
@@ -147,13 +136,13 @@ def test_the_mcp_connector_records_without_its_token_and_replays_strictly(stream
 
     raw = cassette.read_bytes()
     assert TOKEN.encode() not in raw and b"authorization_token" not in raw and b"mcptoolu_" not in raw and b"msg_01" not in raw
-    first_input = mcp_session.payloads("model_input", stream)[0]
+    first_input = session.payloads("model_input", "mcp", stream)[0]
     assert [t["name"] for t in first_input["tools"]] == ["mcp_toolset:wiki", "mcp_server:wiki"]
     assert first_input["tools"][1]["builtin"] == {"type": "url", "url": "https://mcp.example.com/sse"}
-    answer = mcp_session.payloads("model_output", stream)[0]
+    answer = session.payloads("model_output", "mcp", stream)[0]
     assert answer["parts"][1]["serverName"] == "wiki" and answer["parts"][2]["kind"] == "mcp_tool_result"
 
-    _assert_replayed(mcp_session, stream)
+    _assert_replayed(session, "mcp", stream)
 
 
 # --- programmatic tool calling -----------------------------------------------------------------
@@ -221,15 +210,10 @@ def _calling_model(kind: str, body: dict[str, Any]) -> dict[str, Any]:
     return answer(body, message(CALL_CONTENT, "tool_use", "msg_01Call", container=CONTAINER))
 
 
-@pytest.fixture(scope="module")
-def caller_session(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
-    return _session(CALLER_AGENT, _calling_model, tmp_path_factory, confdir)
-
-
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
-def test_a_call_from_the_providers_code_records_with_its_caller_and_replays_strictly(stream: bool, caller_session: Session) -> None:
-    cassette, rec, sent = caller_session.cassette, caller_session.rec, caller_session.requests(stream)
-    assert caller_session.lines(rec, stream) == [
+def test_a_call_from_the_providers_code_records_with_its_caller_and_replays_strictly(stream: bool, session: Session) -> None:
+    cassette, rec, sent = session.cassette, session.rec, session.requests("caller", stream)
+    assert session.lines(rec, "caller", stream) == [
         "call read {'path': 'a.txt'} code_execution_20250825 server_tool_use",
         "end_turn The sum is 6.",
     ], rec.stdout
@@ -237,13 +221,13 @@ def test_a_call_from_the_providers_code_records_with_its_caller_and_replays_stri
 
     raw = cassette.read_bytes()
     assert b"srvtoolu_" not in raw and b"toolu_01" not in raw and b"container_01" not in raw
-    outputs = caller_session.payloads("model_output", stream)
+    outputs = session.payloads("model_output", "caller", stream)
     code_call = outputs[0]["parts"][0]["toolCallId"]
     assert outputs[0]["calls"][0]["caller"] == {"type": "code_execution_20250825", "toolCallId": code_call}
-    continuation = caller_session.payloads("model_input", stream)[1]
+    continuation = session.payloads("model_input", "caller", stream)[1]
     assert continuation["messages"][1]["content"][1]["caller"] == {"type": "code_execution_20250825", "toolCallId": code_call}
 
-    _assert_replayed(caller_session, stream)  # the caller names the served code execution call again
+    _assert_replayed(session, "caller", stream)  # the caller names the served code execution call again
 
 
 # --- search results and container uploads -------------------------------------------------------
@@ -311,26 +295,51 @@ def _rag_model(kind: str, body: dict[str, Any]) -> dict[str, Any]:
     return answer(body, message([call], "tool_use", "msg_01Kb"))
 
 
-@pytest.fixture(scope="module")
-def rag_session(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
-    return _session(RAG_AGENT, _rag_model, tmp_path_factory, confdir)
-
-
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
-def test_search_results_and_a_container_upload_record_and_replay_strictly(stream: bool, rag_session: Session) -> None:
-    rec, sent = rag_session.rec, rag_session.requests(stream)
-    assert rag_session.lines(rec, stream) == [
+def test_search_results_and_a_container_upload_record_and_replay_strictly(stream: bool, session: Session) -> None:
+    rec, sent = session.rec, session.requests("rag", stream)
+    assert session.lines(rec, "rag", stream) == [
         "text 'Paris has ' []",
         "text '2.1 million people' ['search_result_location:https://kb.example/paris:It has 2.1M people.']",
         "text '.' []",
     ], rec.stdout
     assert len(sent) == 2
 
-    inputs = rag_session.payloads("model_input", stream)
+    inputs = session.payloads("model_input", "rag", stream)
     assert inputs[0]["messages"][0]["content"][1] == {"type": "container_upload", "file": "file_011CsvData"}
     found = inputs[1]["messages"][2]["content"][0]["result"][0]
     assert found["type"] == "search_result" and found["citations"] is True and len(found["content"]) == 2
-    answer = rag_session.payloads("model_output", stream)[1]
+    answer = session.payloads("model_output", "rag", stream)[1]
     assert answer["parts"][1]["citations"][0]["type"] == "search_result_location"
 
-    _assert_replayed(rag_session, stream)
+    _assert_replayed(session, "rag", stream)
+
+
+# --- the three in one run ------------------------------------------------------------------------
+
+COMBINED_AGENT = f"""
+import sys
+for part, source in {list(zip(PARTS, [MCP_AGENT, CALLER_AGENT, RAG_AGENT], strict=True))!r}:
+    print("#", part, flush=True)
+    exec(compile(source, part, "exec"), {{"__name__": "__main__"}})
+    sys.stdout.flush()
+"""
+
+
+def _part_of(body: dict[str, Any]) -> str:
+    """Which agent sent a request: the MCP connector's carries mcp_servers, the caller's a tool with allowed_callers."""
+    if "mcp_servers" in body:
+        return "mcp"
+    return "caller" if any("allowed_callers" in t for t in body.get("tools") or []) else "rag"
+
+
+def _model(kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    return {"mcp": _mcp_model, "caller": _calling_model, "rag": _rag_model}[_part_of(body)](kind, body)
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
+    folder = tmp_path_factory.mktemp("run")
+    cassette, rec, sent = record_agent(COMBINED_AGENT, folder, confdir, _model, False, {"MCP_TOKEN": TOKEN}, args=MODES)
+    rep = replay_agent(cassette, folder, confdir, False, {"MCP_TOKEN": "another-token-at-replay"}, args=MODES)
+    return Session(cassette, rec, sent, rep)
