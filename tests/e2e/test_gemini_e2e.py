@@ -47,8 +47,11 @@ CLIENTS: dict[str, tuple[list[str], int]] = {
     "node-generateContentStream": ([*NODE_AGENT, "--stream"], 2),
 }
 # The four python clients are one process (tests/e2e/agents/gemini_modes.py: the agent's main once per mode, in this
-# order), recorded, replayed and replayed with a changed prompt once per module; each client's test checks its part.
+# order), and the two node clients one shell running the agent twice: each group recorded, replayed and replayed with a
+# changed prompt once per module; each client's test checks its part (the answer after its ``== MODE`` line).
 PYTHON_MODES = [CLIENTS[name][0][-1] for name in CLIENTS if name.startswith("python-")]
+NODE_MODES = ["whole", "stream"]
+NODE_BOTH = 'echo "== whole" && node "$0" "$1" && echo "== stream" && node "$0" "$1" --stream'  # $0: the agent, $1: the question
 MODES_AGENT = [sys.executable, str(ROOT / "tests" / "e2e" / "agents" / "gemini_modes.py")]
 
 
@@ -107,10 +110,14 @@ def python_clients(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> S
     return _session(tmp_path_factory.mktemp("python-clients"), confdir, [*MODES_AGENT, *PYTHON_MODES], len(MODES_AGENT))
 
 
-def _answer(proc: Any, mode: str | None) -> str:
-    """The answer ``proc`` printed: all of stdout, or the python clients' ``mode`` part (after its ``== MODE`` line)."""
-    if mode is None:
-        return str(proc.stdout).strip()
+@pytest.fixture(scope="module")
+def node_clients(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
+    command = ["sh", "-c", NODE_BOTH, NODE_AGENT[-1]]
+    return _session(tmp_path_factory.mktemp("node-clients"), confdir, command, len(command))
+
+
+def _answer(proc: Any, mode: str) -> str:
+    """The answer ``proc`` printed for ``mode`` (after its ``== MODE`` line, before the next)."""
     lines = str(proc.stdout).splitlines()
     start = lines.index("== " + mode) + 1
     ends = [i for i in range(start, len(lines)) if lines[i].startswith("== ")]
@@ -118,21 +125,16 @@ def _answer(proc: Any, mode: str | None) -> str:
 
 
 @pytest.mark.parametrize("client", list(CLIENTS))
-def test_record_verify_replay_offline_and_a_changed_prompt_fails(
-    client: str, tmp_path: Path, confdir: Path, request: pytest.FixtureRequest
-) -> None:
+def test_record_verify_replay_offline_and_a_changed_prompt_fails(client: str, request: pytest.FixtureRequest) -> None:
     command, calls = CLIENTS[client]
     if command[0] == "node" and shutil.which("node") is None:
         pytest.skip("node is not on PATH")
-    mode: str | None = None
-    if client.startswith("python-"):
-        session: Session = request.getfixturevalue("python_clients")
-        mode = command[-1]
-        counts = [CLIENTS[name][1] for name in CLIENTS if name.startswith("python-")]
-        first, total = sum(counts[: PYTHON_MODES.index(mode)]), sum(counts)  # this client's model calls in the run
-    else:
-        session = _session(tmp_path, confdir, command, len(command))
-        first, total = 0, calls
+    group = client.split("-")[0]
+    session: Session = request.getfixturevalue(f"{group}_clients")
+    modes = PYTHON_MODES if group == "python" else NODE_MODES
+    mode = command[-1] if group == "python" else NODE_MODES["--stream" in command]
+    counts = [CLIENTS[name][1] for name in CLIENTS if name.startswith(group + "-")]
+    first, total = sum(counts[: modes.index(mode)]), sum(counts)  # this client's model calls in its group's run
     cassette, rec = session.cassette, session.rec
     assert rec.returncode == 0, rec.stderr
     assert len(session.requests) == total
@@ -149,7 +151,7 @@ def test_record_verify_replay_offline_and_a_changed_prompt_fails(
         called = [s.type for s in trace.steps[:start]].count("tool_call")  # the run numbers its tool calls
         assert [c["toolCallId"] for c in steps[1].payload["calls"]] == [f"call-{called}", f"call-{called + 1}"]
     assert steps[-1].payload["type"] == "final_answer" and steps[-1].payload["text"] == answer
-    last = rec.stdout.strip().splitlines()[-1]  # the run's last answer: this client's, or the last python client's
+    last = rec.stdout.strip().splitlines()[-1]  # the run's last answer: its group's last client's
     assert trace.steps[-1].payload == {"event": "run_completed", "status": "success", "result": last}
 
     rep = session.rep
