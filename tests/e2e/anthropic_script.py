@@ -2,8 +2,8 @@
 
 ``message`` builds a Message; ``answer`` gives it to ``FakeProvider`` whole, or as the API streams it (``message_events``:
 blocks opened empty, text and its citations as deltas, any block with an ``input`` given as JSON pieces). ``record_agent``
-runs an agent script under ``blackbox record`` against a responder and verifies the cassette; ``replay_agent`` runs the
-same script under ``blackbox replay`` with no API key.
+runs an agent script (``agent.py stream|whole``, or the ``args`` given) under ``blackbox record`` against a responder and
+verifies the cassette; ``replay_agent`` runs the same script under ``blackbox replay`` with no API key.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,15 +75,19 @@ def record_agent(
     respond: Callable[[str, Json], Json],
     stream: bool,
     env: Mapping[str, str] | None = None,
+    args: Sequence[str] | None = None,
 ) -> tuple[Path, subprocess.CompletedProcess[str], list[Json]]:
-    """Record ``agent_source`` (run as ``agent.py stream|whole``) against ``respond``; verified. (cassette, the run, the bodies sent)."""
+    """Record ``agent_source`` (run as ``agent.py stream|whole``, or ``agent.py *args``) against ``respond``; verified.
+
+    (cassette, the run, the bodies sent)
+    """
     agent = tmp_path / "agent.py"
     agent.write_text(agent_source)
     cassette = tmp_path / "run.json"
     with FakeProvider(responder=respond) as provider:
         rec = blackbox(
             "record", "-o", str(cassette), "--confdir", str(confdir), *remote_args(provider.url), "--",
-            sys.executable, str(agent), "stream" if stream else "whole", env={"ANTHROPIC_API_KEY": KEY, **(env or {})},
+            sys.executable, str(agent), *_args(stream, args), env={"ANTHROPIC_API_KEY": KEY, **(env or {})},
         )  # fmt: skip
         sent = [r["body"] for r in provider.requests if isinstance(r.get("body"), dict)]
     assert rec.returncode == 0, rec.stderr
@@ -93,11 +97,18 @@ def record_agent(
 
 
 def replay_agent(
-    cassette: Path, tmp_path: Path, confdir: Path, stream: bool, env: Mapping[str, str] | None = None
+    cassette: Path,
+    tmp_path: Path,
+    confdir: Path,
+    stream: bool,
+    env: Mapping[str, str] | None = None,
+    args: Sequence[str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Replay the agent ``record_agent`` wrote, strictly and offline, without the API key (``env``: what else it sees)."""
     environ = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"} | dict(env or {})
     agent = tmp_path / "agent.py"
-    return blackbox(
-        "replay", str(cassette), "--confdir", str(confdir), "--", sys.executable, str(agent), "stream" if stream else "whole", env=environ
-    )
+    return blackbox("replay", str(cassette), "--confdir", str(confdir), "--", sys.executable, str(agent), *_args(stream, args), env=environ)
+
+
+def _args(stream: bool, args: Sequence[str] | None) -> list[str]:
+    return list(args) if args is not None else ["stream" if stream else "whole"]

@@ -149,7 +149,17 @@ def test_gemini_cli_at_a_pdf_records_the_document_by_digest_and_replays_strictly
     cli = ["env", "-C", str(work), "node", str(gm.GEMINI_CLI), "--yolo", "--skip-trust", "-p", "@doc.pdf what is this document?"]
     cassette = tmp_path / "pdf.json"
     with FakeGemini(responder=_pdf_model) as fake:
-        rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), *gm._remote(fake), "--", *cli, env=gm._env(HOME=str(home)))
+        rec = blackbox(
+            "record",
+            "-o",
+            str(cassette),
+            "--confdir",
+            str(confdir),
+            *gm._remote(fake),
+            "--",
+            *cli,
+            env=gm._env(HOME=str(home), **gm.CLI_ENV),
+        )
         calls = len(fake.model_requests())
     assert rec.returncode == 0, rec.stderr
     assert rec.stdout.strip() == f"The prompt carried: application/pdf of {len(PDF)} bytes.", rec.stdout
@@ -166,7 +176,7 @@ def test_gemini_cli_at_a_pdf_records_the_document_by_digest_and_replays_strictly
     assert base64.b64decode(document["media"][digest]["data"]) == PDF
     checked = blackbox("verify", str(cassette))
     assert checked.returncode == 0 and checked.stdout.startswith("OK"), checked.stdout
-    rep = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *cli, env={"HOME": str(home)})
+    rep = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *cli, env={"HOME": str(home), **gm.CLI_ENV})
     assert rep.returncode == 0, rep.stderr
     assert rep.stdout == rec.stdout
     assert f"{calls} of {calls} model calls served from the recording, no divergence" in rep.stderr

@@ -322,7 +322,7 @@ def _gemini_curl_model(body: dict[str, object]) -> dict[str, object]:
 
 def test_gemini_cli_shell_curl_replays_offline_three_times_with_the_web_stopped(tmp_path: Path, confdir: Path) -> None:
     from fake_gemini import FakeGemini
-    from test_gemini_e2e import CLI_SETTINGS, GEMINI_CLI, _env, _remote
+    from test_gemini_e2e import CLI_ENV, CLI_SETTINGS, GEMINI_CLI, _env, _remote
 
     if not GEMINI_CLI.exists():
         pytest.fail(f"Gemini CLI is not installed at {GEMINI_CLI}; scripts/setup-test-clients installs it")
@@ -344,13 +344,13 @@ def test_gemini_cli_shell_curl_replays_offline_three_times_with_the_web_stopped(
     cassette = tmp_path / "gemini-curl.json"
     with WebStandIn() as web, FakeGemini(responder=_gemini_curl_model) as fake:
         args = ["record", "-o", str(cassette), "--confdir", str(confdir), *web.map_remote(), *_remote(fake), "--", *cli]
-        rec = blackbox(args, cwd=tmp_path, env={"HOME": str(home), **_env()})
+        rec = blackbox(args, cwd=tmp_path, env={"HOME": str(home), **CLI_ENV, **_env()})
     assert rec.returncode == 0, rec.stderr
     assert rec.stdout.strip() == "The page says 42."
     assert ("GET", "/page.html") in web.requests
     seen = len(web.requests)
     for _ in range(3):
-        rep = blackbox(["replay", str(cassette), "--confdir", str(confdir), "--", *cli], cwd=tmp_path, env={"HOME": str(home)})
+        rep = blackbox(["replay", str(cassette), "--confdir", str(confdir), "--", *cli], cwd=tmp_path, env={"HOME": str(home), **CLI_ENV})
         assert rep.returncode == 0, rep.stderr
         assert rep.stdout == rec.stdout
     assert len(web.requests) == seen
@@ -426,7 +426,7 @@ def _gemini_mcp_model(body: dict[str, Any]) -> dict[str, Any]:
 def test_gemini_cli_with_an_mcp_server_over_streamable_http_replays_with_the_server_stopped(tmp_path: Path, confdir: Path) -> None:
     from conftest import free_port, wait_for_port
     from fake_gemini import FakeGemini
-    from test_gemini_e2e import CLI_SETTINGS, GEMINI_CLI, _env, _remote
+    from test_gemini_e2e import CLI_ENV, CLI_SETTINGS, GEMINI_CLI, _env, _remote
 
     if not GEMINI_CLI.exists():
         pytest.fail(f"Gemini CLI is not installed at {GEMINI_CLI}; scripts/setup-test-clients installs it")
@@ -447,7 +447,7 @@ def test_gemini_cli_with_an_mcp_server_over_streamable_http_replays_with_the_ser
             rec = blackbox(
                 ["record", "-o", str(cassette), "--confdir", str(confdir), *maps, "--", *cli],
                 cwd=tmp_path,
-                env={"HOME": str(home), **_env()},
+                env={"HOME": str(home), **CLI_ENV, **_env()},
             )
     finally:
         server.terminate()
@@ -455,7 +455,7 @@ def test_gemini_cli_with_an_mcp_server_over_streamable_http_replays_with_the_ser
     assert rec.returncode == 0, rec.stderr
     assert "alpha is the first letter of the Greek alphabet" in rec.stdout
     for _ in range(3):
-        rep = blackbox(["replay", str(cassette), "--confdir", str(confdir), "--", *cli], cwd=tmp_path, env={"HOME": str(home)})
+        rep = blackbox(["replay", str(cassette), "--confdir", str(confdir), "--", *cli], cwd=tmp_path, env={"HOME": str(home), **CLI_ENV})
         assert rep.returncode == 0, rep.stderr
         assert rep.stdout == rec.stdout
 

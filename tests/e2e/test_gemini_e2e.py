@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ AGENT = [sys.executable, str(EXAMPLES / "gemini_weather_agent.py")]
 NODE_AGENT = ["node", str(EXAMPLES / "node" / "gemini_agent.js")]
 GEMINI_CLI = ROOT / "tests" / "e2e" / "clients" / "gemini-cli" / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
 
-# name: (command before the question, model calls the fake answers)
+# name: (command before the question, model calls the fake answers); the python ones by their --mode
 CLIENTS: dict[str, tuple[list[str], int]] = {
     "python-generate_content": ([*AGENT, "--mode", "generate"], 1),
     "python-generate_content_stream": ([*AGENT, "--mode", "stream"], 1),
@@ -45,6 +46,13 @@ CLIENTS: dict[str, tuple[list[str], int]] = {
     "node-generateContent": ([*NODE_AGENT], 2),
     "node-generateContentStream": ([*NODE_AGENT, "--stream"], 2),
 }
+# The four python clients are one process (tests/e2e/agents/gemini_modes.py: the agent's main once per mode, in this
+# order), and the two node clients one shell running the agent twice: each group recorded, replayed and replayed with a
+# changed prompt once per module; each client's test checks its part (the answer after its ``== MODE`` line).
+PYTHON_MODES = [CLIENTS[name][0][-1] for name in CLIENTS if name.startswith("python-")]
+NODE_MODES = ["whole", "stream"]
+NODE_BOTH = 'echo "== whole" && node "$0" "$1" && echo "== stream" && node "$0" "$1" --stream'  # $0: the agent, $1: the question
+MODES_AGENT = [sys.executable, str(ROOT / "tests" / "e2e" / "agents" / "gemini_modes.py")]
 
 
 def _remote(fake: FakeGemini) -> list[str]:
@@ -71,39 +79,105 @@ def _assert_clean(cassette: Path) -> None:
         assert secret not in raw, secret
 
 
+@dataclass
+class Session:
+    """One recording of a client command, its replay, and its replay with a changed prompt; the requests the fake got."""
+
+    cassette: Path
+    rec: Any
+    requests: list[dict[str, Any]]
+    rep: Any
+    changed: Any
+
+
+def _session(folder: Path, confdir: Path, command: list[str], question_at: int) -> Session:
+    """``command`` with the question inserted at ``question_at``, recorded in ``folder``; then replayed twice."""
+
+    def asking(question: str) -> list[str]:
+        return [*command[:question_at], question, *command[question_at:]]
+
+    cassette = folder / "run.json"
+    with FakeGemini() as fake:
+        rec = _record(cassette, confdir, fake, asking(QUESTION))
+        requests = fake.model_requests()
+    rep = _replay(cassette, confdir, asking(QUESTION))  # the fake is gone
+    changed = _replay(cassette, confdir, asking("What's the weather in Paris and Oslo?"))
+    return Session(cassette, rec, requests, rep, changed)
+
+
+@pytest.fixture(scope="module")
+def python_clients(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
+    return _session(tmp_path_factory.mktemp("python-clients"), confdir, [*MODES_AGENT, *PYTHON_MODES], len(MODES_AGENT))
+
+
+@pytest.fixture(scope="module")
+def node_clients(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
+    command = ["sh", "-c", NODE_BOTH, NODE_AGENT[-1]]
+    return _session(tmp_path_factory.mktemp("node-clients"), confdir, command, len(command))
+
+
+def _answer(proc: Any, mode: str) -> str:
+    """The answer ``proc`` printed for ``mode`` (after its ``== MODE`` line, before the next)."""
+    lines = str(proc.stdout).splitlines()
+    start = lines.index("== " + mode) + 1
+    ends = [i for i in range(start, len(lines)) if lines[i].startswith("== ")]
+    return "\n".join(lines[start : ends[0] if ends else len(lines)]).strip()
+
+
 @pytest.mark.parametrize("client", list(CLIENTS))
-def test_record_verify_replay_offline_and_a_changed_prompt_fails(client: str, tmp_path: Path, confdir: Path) -> None:
+def test_record_verify_replay_offline_and_a_changed_prompt_fails(client: str, request: pytest.FixtureRequest) -> None:
     command, calls = CLIENTS[client]
     if command[0] == "node" and shutil.which("node") is None:
         pytest.skip("node is not on PATH")
-    cassette = tmp_path / "run.json"
-    with FakeGemini() as fake:
-        rec = _record(cassette, confdir, fake, [*command, QUESTION])
-        assert rec.returncode == 0, rec.stderr
-        assert len(fake.model_requests()) == calls
-        assert all(r["headers"].get("x-goog-api-key") == KEY for r in fake.model_requests())  # the key went to the provider...
-    answer = rec.stdout.strip()
+    group = client.split("-")[0]
+    session: Session = request.getfixturevalue(f"{group}_clients")
+    modes = PYTHON_MODES if group == "python" else NODE_MODES
+    mode = command[-1] if group == "python" else NODE_MODES["--stream" in command]
+    counts = [CLIENTS[name][1] for name in CLIENTS if name.startswith(group + "-")]
+    first, total = sum(counts[: modes.index(mode)]), sum(counts)  # this client's model calls in its group's run
+    cassette, rec = session.cassette, session.rec
+    assert rec.returncode == 0, rec.stderr
+    assert len(session.requests) == total
+    assert all(r["headers"].get("x-goog-api-key") == KEY for r in session.requests)  # the key went to the provider...
+    answer = _answer(rec, mode)
     assert answer == ("Paris: cloudy, 18°C. Lyon: rain, 15°C." if calls == 2 else f"You said: {QUESTION}")
     _assert_clean(cassette)  # ...and nowhere into the cassette
     trace = load_trace(cassette)
-    assert [s.type for s in trace.steps].count("model_input") == calls
-    assert trace.steps[0].payload["model"] == "gemini-2.5-flash"
+    start, steps = _conversation(trace.steps, first)
+    assert [s.type for s in steps].count("model_input") == calls
+    assert steps[0].payload["model"] == "gemini-2.5-flash"
     if calls == 2:
-        assert [s.type for s in trace.steps[1:6]] == ["model_output", "tool_call", "tool_result", "tool_call", "tool_result"]
-        assert [c["toolCallId"] for c in trace.steps[1].payload["calls"]] == ["call-0", "call-1"]
-    assert trace.steps[-1].payload == {"event": "run_completed", "status": "success", "result": answer}
+        assert [s.type for s in steps[1:6]] == ["model_output", "tool_call", "tool_result", "tool_call", "tool_result"]
+        called = [s.type for s in trace.steps[:start]].count("tool_call")  # the run numbers its tool calls
+        assert [c["toolCallId"] for c in steps[1].payload["calls"]] == [f"call-{called}", f"call-{called + 1}"]
+    assert steps[-1].payload["type"] == "final_answer" and steps[-1].payload["text"] == answer
+    last = rec.stdout.strip().splitlines()[-1]  # the run's last answer: its group's last client's
+    assert trace.steps[-1].payload == {"event": "run_completed", "status": "success", "result": last}
 
-    rep = _replay(cassette, confdir, [*command, QUESTION])  # the fake is gone
+    rep = session.rep
     assert rep.returncode == 0, rep.stderr
-    assert rep.stdout.strip() == answer
-    assert f"{calls} of {calls} model calls served" in rep.stderr
+    assert _answer(rep, mode) == answer
+    assert f"{total} of {total} model calls served" in rep.stderr
 
-    changed = _replay(cassette, confdir, [*command, "What's the weather in Paris and Oslo?"])
+    changed = session.changed
     assert changed.returncode != 0
     assert "content differs at character 32" in changed.stderr
     assert 'recorded: "What\'s the weather in Paris and Lyon?"' in changed.stderr
 
 
+def _conversation(steps: list[Any], first_call: int) -> tuple[int, list[Any]]:
+    """Where the conversation whose first model call is the run's ``first_call``-th (a fresh history) starts, and its steps."""
+    inputs = [i for i, s in enumerate(steps) if s.type == "model_input"]
+    fresh = [i for i in inputs if len(steps[i].payload["messages"]) == 1]
+    start = inputs[first_call]
+    assert start in fresh, steps[start].payload
+    ends = [i for i in fresh if i > start] + [len(steps) - 1]  # the next conversation, or the terminal event
+    return start, steps[start : ends[0]]
+
+
+# Gemini CLI starts a second node with a bigger heap and runs in that, unless told not to (its own switch): one node,
+# the same run, ~0.6 s CPU less per start.
+CLI_ENV = {"GEMINI_CLI_NO_RELAUNCH": "true"}
 CLI_SETTINGS = {
     "privacy": {"usageStatisticsEnabled": False},  # no Clearcut telemetry: nothing may leave the machine
     "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
@@ -144,7 +218,7 @@ def test_gemini_cli_uses_a_tool_once_and_replays_offline(tmp_path: Path, confdir
     notes = work / "notes.txt"
     notes.write_text("The launch code is 4242.\n")
     cli = ["env", "-C", str(work), "node", str(GEMINI_CLI), "--yolo", "--skip-trust", "-p"]  # run in the folder it reads
-    env = {"HOME": str(home)}
+    env = {"HOME": str(home), **CLI_ENV}
     cassette = tmp_path / "cli.json"
     with FakeGemini(responder=_cli_model(notes)) as fake:
         rec = blackbox(
@@ -439,7 +513,9 @@ def test_gemini_cli_at_an_image_and_a_shell_command_replay_strictly_with_no_flag
     cli = ["env", "-C", str(work), "node", str(GEMINI_CLI), "--yolo", "--skip-trust", "-p", "@img.png what is this? Then run echo hi."]
     cassette = tmp_path / "image.json"
     with FakeGemini(responder=_image_and_shell_model()) as fake:
-        rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), *_remote(fake), "--", *cli, env=_env(HOME=str(home)))
+        rec = blackbox(
+            "record", "-o", str(cassette), "--confdir", str(confdir), *_remote(fake), "--", *cli, env=_env(HOME=str(home), **CLI_ENV)
+        )
         assert rec.returncode == 0, rec.stderr
         model_calls = len(fake.model_requests())
     assert rec.stdout.strip() == "image: True; shell said hi: True; pgid: True"
@@ -465,12 +541,14 @@ def test_gemini_cli_at_an_image_and_a_shell_command_replay_strictly_with_no_flag
     assert checked.returncode == 0 and checked.stdout.startswith("OK"), checked.stdout
     results = [s.payload for s in trace.steps if s.type == "tool_result"]
     assert "Process Group PGID: " in json.dumps(results)
-    rep = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *cli, env={"HOME": str(home)})
+    rep = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *cli, env={"HOME": str(home), **CLI_ENV})
     assert rep.returncode == 0, rep.stderr
     assert rep.stdout == rec.stdout
     assert f"{model_calls} of {model_calls} model calls served" in rep.stderr
     # The built-in mask is what makes it pass: without it, the new process group diverges.
-    bare = blackbox("replay", str(cassette), "--confdir", str(confdir), "--no-default-masks", "--", *cli, env={"HOME": str(home)})
+    bare = blackbox(
+        "replay", str(cassette), "--confdir", str(confdir), "--no-default-masks", "--", *cli, env={"HOME": str(home), **CLI_ENV}
+    )
     assert bare.returncode != 0 and "Process Group PGID" in bare.stderr
 
 

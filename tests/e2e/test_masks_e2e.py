@@ -3,7 +3,8 @@
 The agent is ``examples/volatile_agent.py`` over the official anthropic SDK: its
 system prompt carries the current time and a fresh uuid, its tool result a
 random trace id. Each ``blackbox`` runs as a user runs it, in the project's
-folder, where it finds ``blackbox.toml`` by itself.
+folder, where it finds ``blackbox.toml`` by itself. The plain session (``SCRIPT``,
+no config) is recorded once per module and replayed by each test that needs it.
 """
 
 from __future__ import annotations
@@ -54,14 +55,24 @@ def project(tmp_path: Path) -> Path:
     return folder
 
 
-def test_masks_make_a_volatile_agent_replay_strictly_from_flags_and_from_blackbox_toml(project: Path, confdir: Path) -> None:
-    cassette = project / "run.json"
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The volatile agent's session, recorded in a folder with no blackbox.toml: (its cassette, the recording run)."""
+    folder = tmp_path_factory.mktemp("recorded")
+    cassette = folder / "run.json"
     with FakeProvider(SCRIPT) as provider:
         rec = run(
-            ["record", "-o", str(cassette), "--confdir", str(confdir), *remote_args(provider.url), "--", *AGENT, QUESTION], cwd=project
+            ["record", "-o", str(cassette), "--confdir", str(confdir), *remote_args(provider.url), "--", *AGENT, QUESTION], cwd=folder
         )
     assert rec.returncode == 0, rec.stderr
     assert rec.stdout.strip() == "Order 1234 has shipped."
+    return cassette, rec
+
+
+def test_masks_make_a_volatile_agent_replay_strictly_from_flags_and_from_blackbox_toml(
+    recorded: tuple[Path, subprocess.CompletedProcess[str]], project: Path, confdir: Path
+) -> None:
+    cassette, rec = recorded
 
     bare = run(["replay", str(cassette), "--confdir", str(confdir), "--", *AGENT, QUESTION], cwd=project)
     assert bare.returncode == 1
@@ -141,12 +152,10 @@ def test_an_email_redacted_at_record_is_in_no_payload_and_the_run_replays_strict
     assert "this replay redacts nothing" in unredacted.stderr and "(email)" in unredacted.stderr
 
 
-def test_the_pytest_marker_takes_masks(project: Path, confdir: Path, pytester: pytest.Pytester) -> None:
-    cassette = project / "run.json"
-    with FakeProvider(SCRIPT) as provider:
-        rec = run(
-            ["record", "-o", str(cassette), "--confdir", str(confdir), *remote_args(provider.url), "--", *AGENT, QUESTION], cwd=project
-        )
+def test_the_pytest_marker_takes_masks(
+    recorded: tuple[Path, subprocess.CompletedProcess[str]], confdir: Path, pytester: pytest.Pytester
+) -> None:
+    cassette, rec = recorded
     assert rec.returncode == 0, rec.stderr
     pytester.makepyfile(
         f"""
@@ -183,12 +192,10 @@ def test_the_pytest_marker_takes_masks(project: Path, confdir: Path, pytester: p
     result.stdout.fnmatch_lines(["*TapeMismatch*", "*system prompt differs at character*"])
 
 
-def test_a_golden_keeps_its_masks_and_blackbox_test_uses_them(project: Path, confdir: Path) -> None:
-    cassette = project / "run.json"
-    with FakeProvider(SCRIPT) as provider:
-        rec = run(
-            ["record", "-o", str(cassette), "--confdir", str(confdir), *remote_args(provider.url), "--", *AGENT, QUESTION], cwd=project
-        )
+def test_a_golden_keeps_its_masks_and_blackbox_test_uses_them(
+    recorded: tuple[Path, subprocess.CompletedProcess[str]], project: Path, confdir: Path
+) -> None:
+    cassette, rec = recorded
     assert rec.returncode == 0, rec.stderr
     goldens = project / "goldens"
     test = ["test", "--goldens", str(goldens), "--confdir", str(confdir), "--", *AGENT, "{input}"]
