@@ -59,6 +59,20 @@ def check_round_trip(tmp: Path, confdir: Path, argv: list[str], changed: list[st
     """record -> verify -> offline strict replay (same stdout, exit 0) -> a changed prompt fails naming the message."""
     cassette = tmp / "run.json"
     rec, calls = record(cassette, confdir, argv, None, **env)
+    return check_recorded(cassette, rec, calls, confdir, argv, changed, steps=steps, **env), rec
+
+
+def check_recorded(
+    cassette: Path, rec: Any, calls: list[Any], confdir: Path, argv: list[str], changed: list[str], *, steps: list[str] = ROUND, **env: str
+) -> Any:
+    """verify -> offline strict replay (same stdout, exit 0) -> a changed prompt fails naming the message; the trace."""
+    trace = check_replays(cassette, rec, calls, confdir, argv, steps=steps, **env)
+    check_changed_prompt_fails(cassette, confdir, changed, **env)
+    return trace
+
+
+def check_replays(cassette: Path, rec: Any, calls: list[Any], confdir: Path, argv: list[str], *, steps: list[str], **env: str) -> Any:
+    """The recording verifies, has ``steps`` and no native id or key, and replays offline (same stdout, exit 0)."""
     assert rec.returncode == 0, rec.stderr
     assert len(calls) == steps.count("model_input")
     verified = blackbox("verify", str(cassette))
@@ -74,11 +88,57 @@ def check_round_trip(tmp: Path, confdir: Path, argv: list[str], changed: list[st
     assert rep.stdout == rec.stdout
     n = steps.count("model_input")
     assert f"{n} of {n} model calls served" in rep.stderr and "offline: refused" not in rep.stderr
+    return trace
 
+
+def check_changed_prompt_fails(cassette: Path, confdir: Path, changed: list[str], **env: str) -> None:
     bad = replay(cassette, confdir, changed, **env)
     assert bad.returncode != 0
     assert "message 0 (user): content differs" in bad.stderr and "Tokyo" in bad.stderr
-    return trace, rec
+
+
+class Session:
+    """Several variants of one agent, each a ``MODE QUESTION`` pair its program runs in order in one process (one
+    import of the SDK, one record, verify and replay for all): made once per module (per xdist worker).
+
+    Each variant's test asserts on its own part: its model calls, its steps, its line of output, and a replay whose
+    prompt changed for that variant alone (the variants before it are served, it diverges at its own first call).
+    """
+
+    def __init__(self, folder: Path, confdir: Path, program: list[str], variants: dict[str, tuple[str, list[str]]]) -> None:
+        self.folder, self.confdir, self.program, self.variants = folder, confdir, program, variants
+        self._made: tuple[Any, Any, list[Any]] | None = None
+
+    def argv(self, changed: str | None = None) -> list[str]:
+        """The program with every variant's pair; the ``changed`` variant asks CHANGED instead of its question."""
+        return [*self.program, *(w for mode, (q, _) in self.variants.items() for w in (mode, CHANGED if mode == changed else q))]
+
+    def made(self) -> tuple[Any, Any, list[Any]]:
+        """(the trace, the recording run, the bodies the provider got), recorded, verified and replayed once."""
+        if self._made is None:
+            cassette = self.folder / "session.json"
+            steps = [t for _, kinds in self.variants.values() for t in kinds[:-1]] + ["metadata"]
+            rec, calls = record(cassette, self.confdir, self.argv())
+            trace = check_replays(cassette, rec, calls, self.confdir, self.argv(), steps=steps)
+            self._made = (trace, rec, calls)
+        return self._made
+
+    def part(self, mode: str) -> tuple[list[Any], str, list[Any]]:
+        """``mode``'s steps (its ``metadata`` is the session's last step), its line of stdout and its model calls."""
+        trace, rec, calls = self.made()
+        names = list(self.variants)
+        before = [self.variants[m][1][:-1] for m in names[: names.index(mode)]]
+        first_step, first_call = sum(map(len, before)), sum(k.count("model_input") for k in before)
+        kinds = self.variants[mode][1]
+        assert trace.steps[-1].type == kinds[-1] == "metadata"
+        lines = rec.stdout.splitlines(keepends=True)
+        assert len(lines) == len(names), rec.stdout
+        steps = [*trace.steps[first_step : first_step + len(kinds) - 1], trace.steps[-1]]
+        return steps, lines[names.index(mode)], calls[first_call : first_call + kinds.count("model_input")]
+
+    def check_changed_prompt_fails(self, mode: str) -> None:
+        self.made()
+        check_changed_prompt_fails(self.folder / "session.json", self.confdir, self.argv(changed=mode))
 
 
 def neutral(trace: Any) -> list[tuple[str, Any]]:
@@ -110,9 +170,33 @@ def py_agent(mode: str, question: str = QUESTION) -> list[str]:
     return [sys.executable, str(AGENTS / "responses_agent.py"), mode, question]
 
 
+class PyRuns:
+    """The Python SDK agent recorded once per mode (per xdist worker), for the round-trip test of that mode and the
+    test that replays each mode's recording for another mode. Read only: replay does not write to a cassette."""
+
+    def __init__(self, folder: Path, confdir: Path) -> None:
+        self.folder, self.confdir = folder, confdir
+        self._made: dict[str, tuple[Path, Any, list[Any]]] = {}
+
+    def __call__(self, mode: str) -> tuple[Path, Any, list[Any]]:
+        """(the cassette, the recording run, the bodies the provider got) for ``py_agent(mode)``."""
+        if mode not in self._made:
+            cassette = self.folder / f"{mode}.json"
+            rec, calls = record(cassette, self.confdir, py_agent(mode))
+            assert rec.returncode == 0, rec.stderr
+            self._made[mode] = (cassette, rec, calls)
+        return self._made[mode]
+
+
+@pytest.fixture(scope="module")
+def py_runs(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> PyRuns:
+    return PyRuns(tmp_path_factory.mktemp("responses-python-sdk"), confdir)
+
+
 @pytest.mark.parametrize("mode", PY_MODES)
-def test_python_sdk_records_and_replays_offline(mode: str, tmp_path: Path, confdir: Path) -> None:
-    trace, rec = check_round_trip(tmp_path, confdir, py_agent(mode), py_agent(mode, CHANGED))
+def test_python_sdk_records_and_replays_offline(mode: str, py_runs: PyRuns, confdir: Path) -> None:
+    cassette, rec, calls = py_runs(mode)
+    trace = check_recorded(cassette, rec, calls, confdir, py_agent(mode), py_agent(mode, CHANGED))
     assert rec.stdout == "answer: Paris: cloudy, 18°C. Lyon: rain, 15°C.\nmodel calls: 2\n"
     calls = trace.steps[1].payload
     assert calls["text"] == "Let me check the weather."  # text beside parallel calls is kept
@@ -120,19 +204,19 @@ def test_python_sdk_records_and_replays_offline(mode: str, tmp_path: Path, confd
     assert trace.steps[0].payload["systemPrompt"] == "You are a weather agent."
 
 
-def test_every_way_of_calling_records_the_same_conversation_and_replays_the_others(tmp_path: Path, confdir: Path) -> None:
+def test_every_way_of_calling_records_the_same_conversation_and_replays_the_others(py_runs: PyRuns, confdir: Path) -> None:
     """Whole history or previous_response_id, whole body or stream: the same steps, so each replays for the others."""
     traces = {}
     for mode in PY_MODES:
-        rec, calls = record(tmp_path / f"{mode}.json", confdir, py_agent(mode))
+        cassette, rec, calls = py_runs(mode)
         assert rec.returncode == 0, rec.stderr
-        traces[mode] = load_trace(tmp_path / f"{mode}.json")
+        traces[mode] = load_trace(cassette)
         if mode in ("chain", "events"):  # only the tool outputs travel: the history is the provider's
             assert [i["type"] for i in calls[1]["input"]] == ["function_call_output", "function_call_output"]
             assert calls[1]["previous_response_id"].startswith("resp_")
     assert all(neutral(t) == neutral(traces["create"]) for t in traces.values())
     for recorded, client in (("chain", "create"), ("create", "chain"), ("events", "stream")):
-        rep = replay(tmp_path / f"{recorded}.json", confdir, py_agent(client))
+        rep = replay(py_runs(recorded)[0], confdir, py_agent(client))
         assert rep.returncode == 0, f"{recorded} replayed for {client}: {rep.stderr}"
         assert "2 of 2 model calls served" in rep.stderr
 
@@ -172,12 +256,12 @@ def test_a_cut_off_stream_records_nothing_for_that_call_and_says_why(tmp_path: P
     assert [s.type for s in load_trace(cassette).steps if s.type.startswith("model")] == []
 
 
-def test_a_fork_rewrites_the_tool_output_and_sends_a_served_chain_upstream_in_full(tmp_path: Path, confdir: Path) -> None:
+def test_a_fork_rewrites_the_tool_output_and_sends_a_served_chain_upstream_in_full(py_runs: PyRuns, tmp_path: Path, confdir: Path) -> None:
     """fork --tool-result on a previous_response_id run: the model sees the edit, and the live call past the cut
     carries the whole history (the provider never saw the ids a replay served)."""
-    parent = tmp_path / "parent.json"
-    rec, _ = record(parent, confdir, py_agent("chain"))
+    parent, rec, _ = py_runs("chain")  # fork reads the parent and writes the child: the shared recording is left as it was
     assert rec.returncode == 0, rec.stderr
+    before = parent.read_bytes()
     child = tmp_path / "sunny.json"
     sunny = '{"city": "Paris", "forecast": "sun", "celsius": 24}'
     with FakeResponses() as fake:
@@ -187,6 +271,7 @@ def test_a_fork_rewrites_the_tool_output_and_sends_a_served_chain_upstream_in_fu
         )  # fmt: skip
         upstream = fake.calls()
     assert fork.returncode == 0, fork.stderr
+    assert parent.read_bytes() == before
     assert fork.stdout.startswith("answer: Paris: sun, 24°C. Lyon: rain, 15°C.")
     [live] = upstream  # the first call was answered from the parent; the second went to the provider
     assert "previous_response_id" not in live
@@ -219,28 +304,43 @@ def test_node_sdk_records_and_replays_offline(flags: list[str], tmp_path: Path, 
 # --------------------------------------------------------------------------- openai-agents
 
 
+@pytest.fixture(scope="module")
+def openai_agents(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
+    program = [sys.executable, str(AGENTS / "openai_agents_weather.py")]
+    return Session(tmp_path_factory.mktemp("openai-agents"), confdir, program, {"run": (QUESTION, ROUND), "streamed": (QUESTION, ROUND)})
+
+
 @pytest.mark.parametrize("mode", ["run", "streamed"])
-def test_openai_agents_default_runner_records_and_replays_offline(mode: str, tmp_path: Path, confdir: Path) -> None:
-    agent = str(AGENTS / "openai_agents_weather.py")
-    trace, rec = check_round_trip(tmp_path, confdir, [sys.executable, agent, mode, QUESTION], [sys.executable, agent, mode, CHANGED])
-    assert rec.stdout == "Paris: cloudy, 18°C. Lyon: rain, 15°C.\n"
-    first = trace.steps[0].payload
+def test_openai_agents_default_runner_records_and_replays_offline(mode: str, openai_agents: Session) -> None:
+    steps, output, calls = openai_agents.part(mode)
+    assert [s.type for s in steps] == ROUND and len(calls) == ROUND.count("model_input")
+    assert output == "Paris: cloudy, 18°C. Lyon: rain, 15°C.\n"
+    first = steps[0].payload
     assert first["model"]  # the SDK's default model, whatever this version picks
     assert first["tools"][0]["name"] == "get_weather"  # sent with strict: true, recorded like leaving it out
+    openai_agents.check_changed_prompt_fails(mode)
 
 
 # --------------------------------------------------------------------------- pydantic-ai
 
+ONE_CALL_ROUND = ["model_input", "model_output", "tool_call", "tool_result", "model_input", "model_output", "metadata"]
+
+
+@pytest.fixture(scope="module")
+def pydantic_ai(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
+    # run_stream ends at the first text it is given, so the streamed run asks about one city: no narration beside its call.
+    variants = {"run": ("What's the weather in Paris and Lyon?", ROUND), "stream": ("What's the weather in Paris?", ONE_CALL_ROUND)}
+    return Session(tmp_path_factory.mktemp("pydantic-ai"), confdir, [sys.executable, str(AGENTS / "pydantic_ai_weather.py")], variants)
+
 
 @pytest.mark.parametrize(("mode", "city"), [("run", "Paris and Lyon"), ("stream", "Paris")])
-def test_pydantic_ai_default_openai_model_records_and_replays_offline(mode: str, city: str, tmp_path: Path, confdir: Path) -> None:
-    # run_stream ends at the first text it is given, so the streamed run asks about one city: no narration beside its call.
-    agent = [sys.executable, str(AGENTS / "pydantic_ai_weather.py"), mode]
-    steps = (
-        ROUND if mode == "run" else ["model_input", "model_output", "tool_call", "tool_result", "model_input", "model_output", "metadata"]
-    )
-    _, rec = check_round_trip(tmp_path, confdir, [*agent, f"What's the weather in {city}?"], [*agent, CHANGED], steps=steps)
-    assert rec.stdout == ("Paris: cloudy, 18°C. Lyon: rain, 15°C.\n" if mode == "run" else "Paris: cloudy, 18°C.\n")
+def test_pydantic_ai_default_openai_model_records_and_replays_offline(mode: str, city: str, pydantic_ai: Session) -> None:
+    steps, output, calls = pydantic_ai.part(mode)
+    kinds = ROUND if mode == "run" else ONE_CALL_ROUND
+    assert [s.type for s in steps] == kinds and len(calls) == kinds.count("model_input")
+    assert steps[0].payload["messages"] == [{"role": "user", "content": f"What's the weather in {city}?"}]
+    assert output == ("Paris: cloudy, 18°C. Lyon: rain, 15°C.\n" if mode == "run" else "Paris: cloudy, 18°C.\n")
+    pydantic_ai.check_changed_prompt_fails(mode)
 
 
 # --------------------------------------------------------------------------- llm
