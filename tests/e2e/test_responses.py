@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -105,8 +107,11 @@ class Session:
     prompt changed for that variant alone (the variants before it are served, it diverges at its own first call).
     """
 
-    def __init__(self, folder: Path, confdir: Path, program: list[str], variants: dict[str, tuple[str, list[str]]]) -> None:
-        self.folder, self.confdir, self.program, self.variants = folder, confdir, program, variants
+    def __init__(
+        self, folder: Path, confdir: Path, program: list[str], variants: dict[str, tuple[str, list[str]]], *, lines: int = 1
+    ) -> None:
+        """``variants``: mode -> (its question, its steps); each variant prints ``lines`` lines."""
+        self.folder, self.confdir, self.program, self.variants, self.lines = folder, confdir, program, variants, lines
         self._made: tuple[Any, Any, list[Any]] | None = None
 
     def argv(self, changed: str | None = None) -> list[str]:
@@ -124,7 +129,7 @@ class Session:
         return self._made
 
     def part(self, mode: str) -> tuple[list[Any], str, list[Any]]:
-        """``mode``'s steps (its ``metadata`` is the session's last step), its line of stdout and its model calls."""
+        """``mode``'s steps (its ``metadata`` is the session's last step), its lines of stdout and its model calls."""
         trace, rec, calls = self.made()
         names = list(self.variants)
         before = [self.variants[m][1][:-1] for m in names[: names.index(mode)]]
@@ -132,23 +137,24 @@ class Session:
         kinds = self.variants[mode][1]
         assert trace.steps[-1].type == kinds[-1] == "metadata"
         lines = rec.stdout.splitlines(keepends=True)
-        assert len(lines) == len(names), rec.stdout
+        assert len(lines) == len(names) * self.lines, rec.stdout
         steps = [*trace.steps[first_step : first_step + len(kinds) - 1], trace.steps[-1]]
-        return steps, lines[names.index(mode)], calls[first_call : first_call + kinds.count("model_input")]
+        first_line = names.index(mode) * self.lines
+        return steps, "".join(lines[first_line : first_line + self.lines]), calls[first_call : first_call + kinds.count("model_input")]
 
     def check_changed_prompt_fails(self, mode: str) -> None:
         self.made()
         check_changed_prompt_fails(self.folder / "session.json", self.confdir, self.argv(changed=mode))
 
 
-def neutral(trace: Any) -> list[tuple[str, Any]]:
+def neutral(steps: list[Any]) -> list[tuple[str, Any]]:
     """Steps without timestamps, ``params.stream`` (how the call was read is not the conversation) and token counts.
 
     The fake counts the input items it is sent, so a chained call (only the new items) reports fewer input tokens
     than the same call with the whole history; the API counts the whole conversation either way.
     """
     out = []
-    for step in trace.steps:
+    for step in steps:
         payload = json.loads(json.dumps(step.payload))
         if step.type == "model_output":
             payload.pop("tokens", None)
@@ -170,55 +176,54 @@ def py_agent(mode: str, question: str = QUESTION) -> list[str]:
     return [sys.executable, str(AGENTS / "responses_agent.py"), mode, question]
 
 
-class PyRuns:
-    """The Python SDK agent recorded once per mode (per xdist worker), for the round-trip test of that mode and the
-    test that replays each mode's recording for another mode. Read only: replay does not write to a cassette."""
-
-    def __init__(self, folder: Path, confdir: Path) -> None:
-        self.folder, self.confdir = folder, confdir
-        self._made: dict[str, tuple[Path, Any, list[Any]]] = {}
-
-    def __call__(self, mode: str) -> tuple[Path, Any, list[Any]]:
-        """(the cassette, the recording run, the bodies the provider got) for ``py_agent(mode)``."""
-        if mode not in self._made:
-            cassette = self.folder / f"{mode}.json"
-            rec, calls = record(cassette, self.confdir, py_agent(mode))
-            assert rec.returncode == 0, rec.stderr
-            self._made[mode] = (cassette, rec, calls)
-        return self._made[mode]
+def own_ids(steps: list[Any]) -> list[Any]:
+    """``steps`` with their neutral tool-call ids numbered from ``call-0`` in order of appearance, as a recording of
+    that conversation alone numbers them (a session numbers them across its conversations); the others unchanged."""
+    text = json.dumps([s.payload for s in steps])
+    order = list(dict.fromkeys(re.findall(r'"call-\d+"', text)))
+    numbered = re.sub(r'"call-\d+"', lambda m: f'"call-{order.index(m.group(0))}"', text)
+    return [SimpleNamespace(type=s.type, payload=payload) for s, payload in zip(steps, json.loads(numbered), strict=True)]
 
 
 @pytest.fixture(scope="module")
-def py_runs(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> PyRuns:
-    return PyRuns(tmp_path_factory.mktemp("responses-python-sdk"), confdir)
+def py_session(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
+    """The Python SDK agent in each mode, one after the other in one recorded session (tests/e2e/agents/responses_session.py)."""
+    program = [sys.executable, str(AGENTS / "responses_session.py")]
+    return Session(tmp_path_factory.mktemp("responses-python-sdk"), confdir, program, {m: (QUESTION, ROUND) for m in PY_MODES}, lines=2)
 
 
 @pytest.mark.parametrize("mode", PY_MODES)
-def test_python_sdk_records_and_replays_offline(mode: str, py_runs: PyRuns, confdir: Path) -> None:
-    cassette, rec, calls = py_runs(mode)
-    trace = check_recorded(cassette, rec, calls, confdir, py_agent(mode), py_agent(mode, CHANGED))
-    assert rec.stdout == "answer: Paris: cloudy, 18°C. Lyon: rain, 15°C.\nmodel calls: 2\n"
-    calls = trace.steps[1].payload
-    assert calls["text"] == "Let me check the weather."  # text beside parallel calls is kept
-    assert [(c["toolCallId"], c["toolInput"]) for c in calls["calls"]] == [("call-0", {"city": "Paris"}), ("call-1", {"city": "Lyon"})]
-    assert trace.steps[0].payload["systemPrompt"] == "You are a weather agent."
+def test_python_sdk_records_and_replays_offline(mode: str, py_session: Session) -> None:
+    steps, output, calls = py_session.part(mode)
+    if mode == PY_MODES[0]:  # the session's first conversation: numbered from call-0 as a recording of it alone is
+        assert own_ids(steps) == [SimpleNamespace(type=s.type, payload=s.payload) for s in steps]
+    steps = own_ids(steps)
+    assert [s.type for s in steps] == ROUND and len(calls) == ROUND.count("model_input")
+    assert output == "answer: Paris: cloudy, 18°C. Lyon: rain, 15°C.\nmodel calls: 2\n"
+    answer = steps[1].payload
+    assert answer["text"] == "Let me check the weather."  # text beside parallel calls is kept
+    assert [(c["toolCallId"], c["toolInput"]) for c in answer["calls"]] == [("call-0", {"city": "Paris"}), ("call-1", {"city": "Lyon"})]
+    assert steps[0].payload["systemPrompt"] == "You are a weather agent."
+    py_session.check_changed_prompt_fails(mode)
 
 
-def test_every_way_of_calling_records_the_same_conversation_and_replays_the_others(py_runs: PyRuns, confdir: Path) -> None:
+def test_every_way_of_calling_records_the_same_conversation_and_replays_the_others(py_session: Session, confdir: Path) -> None:
     """Whole history or previous_response_id, whole body or stream: the same steps, so each replays for the others."""
-    traces = {}
-    for mode in PY_MODES:
-        cassette, rec, calls = py_runs(mode)
-        assert rec.returncode == 0, rec.stderr
-        traces[mode] = load_trace(cassette)
-        if mode in ("chain", "events"):  # only the tool outputs travel: the history is the provider's
-            assert [i["type"] for i in calls[1]["input"]] == ["function_call_output", "function_call_output"]
-            assert calls[1]["previous_response_id"].startswith("resp_")
-    assert all(neutral(t) == neutral(traces["create"]) for t in traces.values())
-    for recorded, client in (("chain", "create"), ("create", "chain"), ("events", "stream")):
-        rep = replay(py_runs(recorded)[0], confdir, py_agent(client))
-        assert rep.returncode == 0, f"{recorded} replayed for {client}: {rep.stderr}"
-        assert "2 of 2 model calls served" in rep.stderr
+    parts = {mode: py_session.part(mode) for mode in PY_MODES}
+    for mode in ("chain", "events"):  # only the tool outputs travel: the history is the provider's
+        calls = parts[mode][2]
+        assert [i["type"] for i in calls[1]["input"]] == ["function_call_output", "function_call_output"]
+        assert calls[1]["previous_response_id"].startswith("resp_")
+    assert all(neutral(own_ids(steps)) == neutral(own_ids(parts["create"][0])) for steps, _, _ in parts.values())
+    # One replay of the session (recorded create, stream, chain, events) for clients in another order: create's
+    # calls served to the chain client, stream's to stream, chain's to create, events' to stream.
+    crossed = {"create": "chain", "stream": "stream", "chain": "create", "events": "stream"}
+    assert list(crossed) == list(PY_MODES)
+    argv = [*py_session.program, *(w for client in crossed.values() for w in (client, QUESTION))]
+    rep = replay(py_session.folder / "session.json", confdir, argv)
+    assert rep.returncode == 0, f"recorded -> replayed for: {crossed}: {rep.stderr}"
+    assert "8 of 8 model calls served" in rep.stderr
+    assert rep.stdout == py_session.made()[1].stdout
 
 
 def test_a_previous_response_id_the_run_never_saw_is_refused_by_name(tmp_path: Path, confdir: Path) -> None:
@@ -256,12 +261,12 @@ def test_a_cut_off_stream_records_nothing_for_that_call_and_says_why(tmp_path: P
     assert [s.type for s in load_trace(cassette).steps if s.type.startswith("model")] == []
 
 
-def test_a_fork_rewrites_the_tool_output_and_sends_a_served_chain_upstream_in_full(py_runs: PyRuns, tmp_path: Path, confdir: Path) -> None:
+def test_a_fork_rewrites_the_tool_output_and_sends_a_served_chain_upstream_in_full(tmp_path: Path, confdir: Path) -> None:
     """fork --tool-result on a previous_response_id run: the model sees the edit, and the live call past the cut
     carries the whole history (the provider never saw the ids a replay served)."""
-    parent, rec, _ = py_runs("chain")  # fork reads the parent and writes the child: the shared recording is left as it was
+    parent = tmp_path / "parent.json"
+    rec, _ = record(parent, confdir, py_agent("chain"))
     assert rec.returncode == 0, rec.stderr
-    before = parent.read_bytes()
     child = tmp_path / "sunny.json"
     sunny = '{"city": "Paris", "forecast": "sun", "celsius": 24}'
     with FakeResponses() as fake:
@@ -271,7 +276,6 @@ def test_a_fork_rewrites_the_tool_output_and_sends_a_served_chain_upstream_in_fu
         )  # fmt: skip
         upstream = fake.calls()
     assert fork.returncode == 0, fork.stderr
-    assert parent.read_bytes() == before
     assert fork.stdout.startswith("answer: Paris: sun, 24°C. Lyon: rain, 15°C.")
     [live] = upstream  # the first call was answered from the parent; the second went to the provider
     assert "previous_response_id" not in live
