@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -59,6 +61,20 @@ def check_round_trip(tmp: Path, confdir: Path, argv: list[str], changed: list[st
     """record -> verify -> offline strict replay (same stdout, exit 0) -> a changed prompt fails naming the message."""
     cassette = tmp / "run.json"
     rec, calls = record(cassette, confdir, argv, None, **env)
+    return check_recorded(cassette, rec, calls, confdir, argv, changed, steps=steps, **env), rec
+
+
+def check_recorded(
+    cassette: Path, rec: Any, calls: list[Any], confdir: Path, argv: list[str], changed: list[str], *, steps: list[str] = ROUND, **env: str
+) -> Any:
+    """verify -> offline strict replay (same stdout, exit 0) -> a changed prompt fails naming the message; the trace."""
+    trace = check_replays(cassette, rec, calls, confdir, argv, steps=steps, **env)
+    check_changed_prompt_fails(cassette, confdir, changed, **env)
+    return trace
+
+
+def check_replays(cassette: Path, rec: Any, calls: list[Any], confdir: Path, argv: list[str], *, steps: list[str], **env: str) -> Any:
+    """The recording verifies, has ``steps`` and no native id or key, and replays offline (same stdout, exit 0)."""
     assert rec.returncode == 0, rec.stderr
     assert len(calls) == steps.count("model_input")
     verified = blackbox("verify", str(cassette))
@@ -74,21 +90,71 @@ def check_round_trip(tmp: Path, confdir: Path, argv: list[str], changed: list[st
     assert rep.stdout == rec.stdout
     n = steps.count("model_input")
     assert f"{n} of {n} model calls served" in rep.stderr and "offline: refused" not in rep.stderr
+    return trace
 
+
+def check_changed_prompt_fails(cassette: Path, confdir: Path, changed: list[str], **env: str) -> None:
     bad = replay(cassette, confdir, changed, **env)
     assert bad.returncode != 0
     assert "message 0 (user): content differs" in bad.stderr and "Tokyo" in bad.stderr
-    return trace, rec
 
 
-def neutral(trace: Any) -> list[tuple[str, Any]]:
+class Session:
+    """Several variants of one agent, each a ``MODE QUESTION`` pair its program runs in order in one process (one
+    import of the SDK, one record, verify and replay for all): made once per module (per xdist worker).
+
+    Each variant's test asserts on its own part: its model calls, its steps, its line of output, and a replay whose
+    prompt changed for that variant alone (the variants before it are served, it diverges at its own first call).
+    """
+
+    def __init__(
+        self, folder: Path, confdir: Path, program: list[str], variants: dict[str, tuple[str, list[str]]], *, lines: int = 1
+    ) -> None:
+        """``variants``: mode -> (its question, its steps); each variant prints ``lines`` lines."""
+        self.folder, self.confdir, self.program, self.variants, self.lines = folder, confdir, program, variants, lines
+        self._made: tuple[Any, Any, list[Any]] | None = None
+
+    def argv(self, changed: str | None = None) -> list[str]:
+        """The program with every variant's pair; the ``changed`` variant asks CHANGED instead of its question."""
+        return [*self.program, *(w for mode, (q, _) in self.variants.items() for w in (mode, CHANGED if mode == changed else q))]
+
+    def made(self) -> tuple[Any, Any, list[Any]]:
+        """(the trace, the recording run, the bodies the provider got), recorded, verified and replayed once."""
+        if self._made is None:
+            cassette = self.folder / "session.json"
+            steps = [t for _, kinds in self.variants.values() for t in kinds[:-1]] + ["metadata"]
+            rec, calls = record(cassette, self.confdir, self.argv())
+            trace = check_replays(cassette, rec, calls, self.confdir, self.argv(), steps=steps)
+            self._made = (trace, rec, calls)
+        return self._made
+
+    def part(self, mode: str) -> tuple[list[Any], str, list[Any]]:
+        """``mode``'s steps (its ``metadata`` is the session's last step), its lines of stdout and its model calls."""
+        trace, rec, calls = self.made()
+        names = list(self.variants)
+        before = [self.variants[m][1][:-1] for m in names[: names.index(mode)]]
+        first_step, first_call = sum(map(len, before)), sum(k.count("model_input") for k in before)
+        kinds = self.variants[mode][1]
+        assert trace.steps[-1].type == kinds[-1] == "metadata"
+        lines = rec.stdout.splitlines(keepends=True)
+        assert len(lines) == len(names) * self.lines, rec.stdout
+        steps = [*trace.steps[first_step : first_step + len(kinds) - 1], trace.steps[-1]]
+        first_line = names.index(mode) * self.lines
+        return steps, "".join(lines[first_line : first_line + self.lines]), calls[first_call : first_call + kinds.count("model_input")]
+
+    def check_changed_prompt_fails(self, mode: str) -> None:
+        self.made()
+        check_changed_prompt_fails(self.folder / "session.json", self.confdir, self.argv(changed=mode))
+
+
+def neutral(steps: list[Any]) -> list[tuple[str, Any]]:
     """Steps without timestamps, ``params.stream`` (how the call was read is not the conversation) and token counts.
 
     The fake counts the input items it is sent, so a chained call (only the new items) reports fewer input tokens
     than the same call with the whole history; the API counts the whole conversation either way.
     """
     out = []
-    for step in trace.steps:
+    for step in steps:
         payload = json.loads(json.dumps(step.payload))
         if step.type == "model_output":
             payload.pop("tokens", None)
@@ -110,31 +176,54 @@ def py_agent(mode: str, question: str = QUESTION) -> list[str]:
     return [sys.executable, str(AGENTS / "responses_agent.py"), mode, question]
 
 
+def own_ids(steps: list[Any]) -> list[Any]:
+    """``steps`` with their neutral tool-call ids numbered from ``call-0`` in order of appearance, as a recording of
+    that conversation alone numbers them (a session numbers them across its conversations); the others unchanged."""
+    text = json.dumps([s.payload for s in steps])
+    order = list(dict.fromkeys(re.findall(r'"call-\d+"', text)))
+    numbered = re.sub(r'"call-\d+"', lambda m: f'"call-{order.index(m.group(0))}"', text)
+    return [SimpleNamespace(type=s.type, payload=payload) for s, payload in zip(steps, json.loads(numbered), strict=True)]
+
+
+@pytest.fixture(scope="module")
+def py_session(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
+    """The Python SDK agent in each mode, one after the other in one recorded session (tests/e2e/agents/responses_session.py)."""
+    program = [sys.executable, str(AGENTS / "responses_session.py")]
+    return Session(tmp_path_factory.mktemp("responses-python-sdk"), confdir, program, {m: (QUESTION, ROUND) for m in PY_MODES}, lines=2)
+
+
 @pytest.mark.parametrize("mode", PY_MODES)
-def test_python_sdk_records_and_replays_offline(mode: str, tmp_path: Path, confdir: Path) -> None:
-    trace, rec = check_round_trip(tmp_path, confdir, py_agent(mode), py_agent(mode, CHANGED))
-    assert rec.stdout == "answer: Paris: cloudy, 18°C. Lyon: rain, 15°C.\nmodel calls: 2\n"
-    calls = trace.steps[1].payload
-    assert calls["text"] == "Let me check the weather."  # text beside parallel calls is kept
-    assert [(c["toolCallId"], c["toolInput"]) for c in calls["calls"]] == [("call-0", {"city": "Paris"}), ("call-1", {"city": "Lyon"})]
-    assert trace.steps[0].payload["systemPrompt"] == "You are a weather agent."
+def test_python_sdk_records_and_replays_offline(mode: str, py_session: Session) -> None:
+    steps, output, calls = py_session.part(mode)
+    if mode == PY_MODES[0]:  # the session's first conversation: numbered from call-0 as a recording of it alone is
+        assert own_ids(steps) == [SimpleNamespace(type=s.type, payload=s.payload) for s in steps]
+    steps = own_ids(steps)
+    assert [s.type for s in steps] == ROUND and len(calls) == ROUND.count("model_input")
+    assert output == "answer: Paris: cloudy, 18°C. Lyon: rain, 15°C.\nmodel calls: 2\n"
+    answer = steps[1].payload
+    assert answer["text"] == "Let me check the weather."  # text beside parallel calls is kept
+    assert [(c["toolCallId"], c["toolInput"]) for c in answer["calls"]] == [("call-0", {"city": "Paris"}), ("call-1", {"city": "Lyon"})]
+    assert steps[0].payload["systemPrompt"] == "You are a weather agent."
+    py_session.check_changed_prompt_fails(mode)
 
 
-def test_every_way_of_calling_records_the_same_conversation_and_replays_the_others(tmp_path: Path, confdir: Path) -> None:
+def test_every_way_of_calling_records_the_same_conversation_and_replays_the_others(py_session: Session, confdir: Path) -> None:
     """Whole history or previous_response_id, whole body or stream: the same steps, so each replays for the others."""
-    traces = {}
-    for mode in PY_MODES:
-        rec, calls = record(tmp_path / f"{mode}.json", confdir, py_agent(mode))
-        assert rec.returncode == 0, rec.stderr
-        traces[mode] = load_trace(tmp_path / f"{mode}.json")
-        if mode in ("chain", "events"):  # only the tool outputs travel: the history is the provider's
-            assert [i["type"] for i in calls[1]["input"]] == ["function_call_output", "function_call_output"]
-            assert calls[1]["previous_response_id"].startswith("resp_")
-    assert all(neutral(t) == neutral(traces["create"]) for t in traces.values())
-    for recorded, client in (("chain", "create"), ("create", "chain"), ("events", "stream")):
-        rep = replay(tmp_path / f"{recorded}.json", confdir, py_agent(client))
-        assert rep.returncode == 0, f"{recorded} replayed for {client}: {rep.stderr}"
-        assert "2 of 2 model calls served" in rep.stderr
+    parts = {mode: py_session.part(mode) for mode in PY_MODES}
+    for mode in ("chain", "events"):  # only the tool outputs travel: the history is the provider's
+        calls = parts[mode][2]
+        assert [i["type"] for i in calls[1]["input"]] == ["function_call_output", "function_call_output"]
+        assert calls[1]["previous_response_id"].startswith("resp_")
+    assert all(neutral(own_ids(steps)) == neutral(own_ids(parts["create"][0])) for steps, _, _ in parts.values())
+    # One replay of the session (recorded create, stream, chain, events) for clients in another order: create's
+    # calls served to the chain client, stream's to stream, chain's to create, events' to stream.
+    crossed = {"create": "chain", "stream": "stream", "chain": "create", "events": "stream"}
+    assert list(crossed) == list(PY_MODES)
+    argv = [*py_session.program, *(w for client in crossed.values() for w in (client, QUESTION))]
+    rep = replay(py_session.folder / "session.json", confdir, argv)
+    assert rep.returncode == 0, f"recorded -> replayed for: {crossed}: {rep.stderr}"
+    assert "8 of 8 model calls served" in rep.stderr
+    assert rep.stdout == py_session.made()[1].stdout
 
 
 def test_a_previous_response_id_the_run_never_saw_is_refused_by_name(tmp_path: Path, confdir: Path) -> None:
@@ -219,28 +308,43 @@ def test_node_sdk_records_and_replays_offline(flags: list[str], tmp_path: Path, 
 # --------------------------------------------------------------------------- openai-agents
 
 
+@pytest.fixture(scope="module")
+def openai_agents(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
+    program = [sys.executable, str(AGENTS / "openai_agents_weather.py")]
+    return Session(tmp_path_factory.mktemp("openai-agents"), confdir, program, {"run": (QUESTION, ROUND), "streamed": (QUESTION, ROUND)})
+
+
 @pytest.mark.parametrize("mode", ["run", "streamed"])
-def test_openai_agents_default_runner_records_and_replays_offline(mode: str, tmp_path: Path, confdir: Path) -> None:
-    agent = str(AGENTS / "openai_agents_weather.py")
-    trace, rec = check_round_trip(tmp_path, confdir, [sys.executable, agent, mode, QUESTION], [sys.executable, agent, mode, CHANGED])
-    assert rec.stdout == "Paris: cloudy, 18°C. Lyon: rain, 15°C.\n"
-    first = trace.steps[0].payload
+def test_openai_agents_default_runner_records_and_replays_offline(mode: str, openai_agents: Session) -> None:
+    steps, output, calls = openai_agents.part(mode)
+    assert [s.type for s in steps] == ROUND and len(calls) == ROUND.count("model_input")
+    assert output == "Paris: cloudy, 18°C. Lyon: rain, 15°C.\n"
+    first = steps[0].payload
     assert first["model"]  # the SDK's default model, whatever this version picks
     assert first["tools"][0]["name"] == "get_weather"  # sent with strict: true, recorded like leaving it out
+    openai_agents.check_changed_prompt_fails(mode)
 
 
 # --------------------------------------------------------------------------- pydantic-ai
 
+ONE_CALL_ROUND = ["model_input", "model_output", "tool_call", "tool_result", "model_input", "model_output", "metadata"]
+
+
+@pytest.fixture(scope="module")
+def pydantic_ai(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
+    # run_stream ends at the first text it is given, so the streamed run asks about one city: no narration beside its call.
+    variants = {"run": ("What's the weather in Paris and Lyon?", ROUND), "stream": ("What's the weather in Paris?", ONE_CALL_ROUND)}
+    return Session(tmp_path_factory.mktemp("pydantic-ai"), confdir, [sys.executable, str(AGENTS / "pydantic_ai_weather.py")], variants)
+
 
 @pytest.mark.parametrize(("mode", "city"), [("run", "Paris and Lyon"), ("stream", "Paris")])
-def test_pydantic_ai_default_openai_model_records_and_replays_offline(mode: str, city: str, tmp_path: Path, confdir: Path) -> None:
-    # run_stream ends at the first text it is given, so the streamed run asks about one city: no narration beside its call.
-    agent = [sys.executable, str(AGENTS / "pydantic_ai_weather.py"), mode]
-    steps = (
-        ROUND if mode == "run" else ["model_input", "model_output", "tool_call", "tool_result", "model_input", "model_output", "metadata"]
-    )
-    _, rec = check_round_trip(tmp_path, confdir, [*agent, f"What's the weather in {city}?"], [*agent, CHANGED], steps=steps)
-    assert rec.stdout == ("Paris: cloudy, 18°C. Lyon: rain, 15°C.\n" if mode == "run" else "Paris: cloudy, 18°C.\n")
+def test_pydantic_ai_default_openai_model_records_and_replays_offline(mode: str, city: str, pydantic_ai: Session) -> None:
+    steps, output, calls = pydantic_ai.part(mode)
+    kinds = ROUND if mode == "run" else ONE_CALL_ROUND
+    assert [s.type for s in steps] == kinds and len(calls) == kinds.count("model_input")
+    assert steps[0].payload["messages"] == [{"role": "user", "content": f"What's the weather in {city}?"}]
+    assert output == ("Paris: cloudy, 18°C. Lyon: rain, 15°C.\n" if mode == "run" else "Paris: cloudy, 18°C.\n")
+    pydantic_ai.check_changed_prompt_fails(mode)
 
 
 # --------------------------------------------------------------------------- llm

@@ -428,19 +428,19 @@ def test_node_sdk_streams_record_and_replay(recordings: Recordings, confdir: Pat
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
-def test_gzip_encoded_stream_records_the_same_steps(provider: str, tmp_path: Path, confdir: Path) -> None:
-    client = _scripts(tmp_path)[provider]
+def test_gzip_encoded_stream_records_the_same_steps(provider: str, recordings: Recordings, tmp_path: Path, confdir: Path) -> None:
+    client = recordings.scripts[provider]
     mode = "create" if provider == "openai" else "events"
     with FakeProvider(gzip_streams=True) as fake:
         _, rec = record(tmp_path, confdir, fake, [*client, mode, QUESTION], "gzip.json")
         assert rec.returncode == 0, rec.stderr
         # The provider really gzipped them: the SDK asked for gzip and mitmproxy passed that on.
         assert all("gzip" in r["headers"].get("accept-encoding", "") for r in fake.requests)
-    with FakeProvider() as fake:
-        _, plain = record(tmp_path, confdir, fake, [*client, mode, QUESTION], "identity.json")
-        assert plain.returncode == 0, plain.stderr
+    # The same call unencoded: the streamed recording the tool-round test of this mode replays (made once for both).
+    identity, plain = recordings.streamed([*client, mode, QUESTION])
+    assert plain.returncode == 0, plain.stderr
     assert rec.stdout == plain.stdout
-    assert neutral(tmp_path / "gzip.json") == neutral(tmp_path / "identity.json")
+    assert neutral(tmp_path / "gzip.json") == neutral(identity)
     assert_replays(tmp_path / "gzip.json", confdir, [*client, mode, QUESTION], rec)
 
 
@@ -609,26 +609,30 @@ def test_stream_flag_is_part_of_the_input(recorded_streaming: bool, recordings: 
 
 # --------------------------------------------------------------------------- 6. optional pacing (mitmdump option)
 
+# One streamed call per provider named, in that order, in one process: each call's text on stdout, and on stderr the
+# times its chunks arrived, counted from just before that call was made (after its SDK's import).
 PACED_CLIENT = r"""
 import sys, time
-provider, question = sys.argv[1], sys.argv[2]
+question, providers = sys.argv[1], sys.argv[2:]
 ask = [{"role": "user", "content": question}]
-start = time.monotonic()
-stamps, text = [], ""
-if provider == "openai":
-    import openai
-    for chunk in openai.OpenAI(max_retries=0).chat.completions.create(model="gpt-4.1-mini", stream=True, messages=ask):
-        stamps.append(time.monotonic() - start)
-        for ch in chunk.choices:
-            text += ch.delta.content or ""
-else:
-    import anthropic
-    for ev in anthropic.Anthropic(max_retries=0).messages.create(model="claude-sonnet-4-5", max_tokens=1024, stream=True, messages=ask):
-        stamps.append(time.monotonic() - start)
-        if ev.type == "content_block_delta" and ev.delta.type == "text_delta":
-            text += ev.delta.text
-print(text)
-print(" ".join(f"{t:.3f}" for t in stamps), file=sys.stderr)
+for provider in providers:
+    stamps, text = [], ""
+    if provider == "openai":
+        import openai
+        start = time.monotonic()
+        for chunk in openai.OpenAI(max_retries=0).chat.completions.create(model="gpt-4.1-mini", stream=True, messages=ask):
+            stamps.append(time.monotonic() - start)
+            for ch in chunk.choices:
+                text += ch.delta.content or ""
+    else:
+        import anthropic
+        start = time.monotonic()
+        for ev in anthropic.Anthropic(max_retries=0).messages.create(model="claude-sonnet-4-5", max_tokens=1024, stream=True, messages=ask):
+            stamps.append(time.monotonic() - start)
+            if ev.type == "content_block_delta" and ev.delta.type == "text_delta":
+                text += ev.delta.text
+    print(text)
+    print(f"stamps {provider}: " + " ".join(f"{t:.3f}" for t in stamps), file=sys.stderr)
 """
 
 
@@ -645,13 +649,11 @@ print(text)
 """
 
 
-def _stamps(stderr: str) -> list[float]:
-    """The arrival times the paced client printed (the one stderr line made only of numbers)."""
-    for line in stderr.splitlines():
-        words = line.split()
-        if words and all(w.replace(".", "", 1).isdigit() for w in words):
-            return [float(w) for w in words]
-    raise AssertionError(f"no arrival times in {stderr!r}")
+def _stamps(stderr: str, provider: str) -> list[float]:
+    """The arrival times the paced client printed for ``provider``'s call."""
+    found = re.findall(rf"^stamps {provider}: ([\d. ]+)$", stderr, re.MULTILINE)
+    assert len(found) == 1, stderr
+    return [float(w) for w in found[0].split()]
 
 
 def _mitmdump(
@@ -674,76 +676,80 @@ def _stop(proc: subprocess.Popen[str]) -> str:
     return out
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
-def test_replay_pacing_delivers_a_stream_event_by_event(provider: str, tmp_path: Path, confdir: Path) -> None:
-    from blackbox_mitm.proxy.environment import client_env
+PACED = ("openai", "anthropic")  # the paced client's calls, in order: one recording and one replay of each kind for both
+PACE_MS = 50  # the pace asked for: each later event this long after the one before (a lower bound no load can break)
 
-    client = tmp_path / "paced.py"
-    client.write_text(PACED_CLIENT)
-    cassette = tmp_path / "run.json"
-    # Echoed back by the fake model: long enough for several 64-character content deltas in the replayed stream.
-    question = "Tell me slowly, one phrase at a time, about the weather in Paris, in Lyon, in Oslo and in Rome, " * 2
-    with FakeProvider() as fake:
-        rec = blackbox(
-            "record",
-            "-o",
-            str(cassette),
-            "--confdir",
-            str(confdir),
-            *remote_args(fake.url),
-            "--",
-            sys.executable,
-            str(client),
-            provider,
-            question,
+
+class Paced:
+    """The paced client recorded once (one call per provider), then replayed three ways: mitmdump with the addon's
+    defaults, mitmdump with ``blackbox_stream_delay_ms``, and ``blackbox replay --stream-delay-ms``."""
+
+    def __init__(self, folder: Path, confdir: Path) -> None:
+        from blackbox_mitm.proxy.environment import client_env
+
+        self.client, self.cassette, self.report = folder / "paced.py", folder / "run.json", folder / "report.json"
+        self.client.write_text(PACED_CLIENT)
+        # Echoed back by the fake model: long enough for several 64-character content deltas in the replayed stream.
+        question = "Tell me slowly, one phrase at a time, about the weather in Paris, in Lyon, in Oslo and in Rome, " * 2
+        self.argv = [sys.executable, str(self.client), question, *PACED]
+        with FakeProvider() as fake:
+            self.rec = blackbox("record", "-o", str(self.cassette), "--confdir", str(confdir), *remote_args(fake.url), "--", *self.argv)
+            assert self.rec.returncode == 0, self.rec.stderr
+        self.texts = self.rec.stdout.splitlines()
+        assert len(self.texts) == len(PACED), self.rec.stdout
+
+        def run(*sets: str) -> tuple[str, str, str]:
+            self.report.unlink(missing_ok=True)
+            proc, port = _mitmdump(
+                folder, confdir, "replay", self.cassette, f"blackbox_report={self.report}", *sets, quiet=False
+            )  # its info log
+            try:
+                env = client_env(f"http://127.0.0.1:{port}", confdir=confdir)
+                env["OPENAI_API_KEY"] = env["ANTHROPIC_API_KEY"] = "sk-test-not-a-real-key-000"
+                out = subprocess.run(self.argv, env=env, capture_output=True, text=True, timeout=120)
+            finally:
+                log = _stop(proc)
+            assert out.returncode == 0, out.stderr + log
+            assert orjson.loads(self.report.read_bytes())["model_calls_served"] == len(PACED), log
+            return out.stdout, out.stderr, log
+
+        self.fast_out, self.fast_err, self.fast_log = run()
+        self.paced_out, self.paced_err, self.paced_log = run(f"blackbox_stream_delay_ms={PACE_MS}")
+        # The same through `blackbox replay --stream-delay-ms`.
+        self.cli = blackbox(
+            "replay", str(self.cassette), "--confdir", str(confdir), "--stream-delay-ms", str(PACE_MS), "-v", "--", *self.argv
         )
-        assert rec.returncode == 0, rec.stderr
 
-    def run(*sets: str) -> tuple[str, list[float], str]:
-        report = tmp_path / "report.json"
-        report.unlink(missing_ok=True)
-        proc, port = _mitmdump(tmp_path, confdir, "replay", cassette, f"blackbox_report={report}", *sets, quiet=False)  # its info log
-        try:
-            env = client_env(f"http://127.0.0.1:{port}", confdir=confdir)
-            env["OPENAI_API_KEY"] = env["ANTHROPIC_API_KEY"] = "sk-test-not-a-real-key-000"
-            out = subprocess.run([sys.executable, str(client), provider, question], env=env, capture_output=True, text=True, timeout=120)
-        finally:
-            log = _stop(proc)
-        assert out.returncode == 0, out.stderr + log
-        assert orjson.loads(report.read_bytes())["model_calls_served"] == 1, log
-        return out.stdout, _stamps(out.stderr), log
 
-    fast_text, fast, fast_log = run()
-    paced_text, paced, paced_log = run("blackbox_stream_delay_ms=150")
-    assert fast_text == paced_text == rec.stdout
+@pytest.fixture(scope="module")
+def paced_replays(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Paced:
+    return Paced(tmp_path_factory.mktemp("paced"), confdir)
+
+
+@pytest.mark.parametrize("provider", PACED)
+def test_replay_pacing_delivers_a_stream_event_by_event(provider: str, paced_replays: Paced) -> None:
+    run, i = paced_replays, PACED.index(provider)
+    fast, paced = _stamps(run.fast_err, provider), _stamps(run.paced_err, provider)
+    assert run.fast_out.splitlines()[i] == run.paced_out.splitlines()[i] == run.texts[i]
+    assert run.fast_out == run.paced_out == run.rec.stdout
     assert len(paced) == len(fast) >= 4
-    # What the proxy scheduled, not what a loaded machine's clocks saw: each event its own chunk, 150 ms after the one before.
-    [waits] = _paced_waits(paced_log)
-    assert waits == [0, *[150] * (len(waits) - 1)] and len(waits) >= len(paced), paced_log[-3000:]
-    assert _paced_waits(fast_log) == [], fast_log  # off by default: not paced
+    # What the proxy scheduled, not what a loaded machine's clocks saw: each event its own chunk, PACE_MS after the one before.
+    scheduled = _paced_waits(run.paced_log)
+    assert len(scheduled) == len(PACED), run.paced_log[-3000:]  # one paced stream per call, in the client's order
+    waits = scheduled[i]
+    assert waits == [0, *[PACE_MS] * (len(waits) - 1)] and len(waits) >= len(paced), run.paced_log[-3000:]
+    assert _paced_waits(run.fast_log) == [], run.fast_log  # off by default: not paced
     assert paced == sorted(paced)  # the client got them in order, one by one
-    # A bound no load can break: the last event cannot reach the client before the proxy's waits have all passed.
-    assert paced[-1] >= 0.15 * (len(paced) - 1)
+    # A bound no load can break: the last event cannot reach the client before the proxy's waits have all passed
+    # (counted from just before the client made the call, so before the proxy got it).
+    assert paced[-1] >= PACE_MS / 1000 * (len(paced) - 1)
 
     # The same through `blackbox replay --stream-delay-ms`.
-    cli = blackbox(
-        "replay",
-        str(cassette),
-        "--confdir",
-        str(confdir),
-        "--stream-delay-ms",
-        "150",
-        "-v",
-        "--",
-        sys.executable,
-        str(client),
-        provider,
-        question,
-    )
-    assert cli.returncode == 0, cli.stderr
-    assert cli.stdout == rec.stdout
-    assert _paced_waits(cli.stderr) == [waits], cli.stderr
-    assert len(_stamps(cli.stderr)) == len(paced)
+    assert run.cli.returncode == 0, run.cli.stderr
+    assert run.cli.stdout == run.rec.stdout
+    assert _paced_waits(run.cli.stderr) == scheduled, run.cli.stderr
+    assert _paced_waits(run.cli.stderr)[i] == waits
+    assert len(_stamps(run.cli.stderr, provider)) == len(paced)
 
 
 def _paced_waits(log: str) -> list[list[int]]:

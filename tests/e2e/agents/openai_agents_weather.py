@@ -1,9 +1,10 @@
 """An openai-agents (``agents``) weather agent with its defaults: the default model over the Responses API.
 
-    python openai_agents_weather.py run|streamed "What's the weather in Paris and Lyon?"
+    python openai_agents_weather.py run|streamed "What's the weather in Paris and Lyon?" [MODE QUESTION ...]
 
 ``run`` is ``Runner.run``; ``streamed`` is ``Runner.run_streamed`` with its events
-read as they come. Nothing is configured for recording: the SDK's default client
+read as they come. Several MODE QUESTION pairs are run one after the other in the
+one process (one import of the SDK for several runs), each final output on its line. Nothing is configured for recording: the SDK's default client
 (OPENAI_API_KEY, https://api.openai.com/v1), its default model and its tracing.
 The final output goes to stdout; the tool calls to stderr.
 """
@@ -25,20 +26,25 @@ def get_weather(city: str) -> str:
     return WEATHER.get(city.strip().lower(), "unknown")
 
 
-async def main(mode: str, question: str) -> int:
+async def one(mode: str, question: str) -> None:
     agent = Agent(name="Weather", instructions="You answer weather questions with the get_weather tool.", tools=[get_weather])
     if mode == "run":
         result = await Runner.run(agent, question)
         print(result.final_output)
-        return 0
+        return
     streamed = Runner.run_streamed(agent, question)
     kinds: set[str] = set()
     async for event in streamed.stream_events():
         kinds.add(event.type)
     assert "raw_response_event" in kinds, kinds
     print(streamed.final_output)
+
+
+async def main(pairs: list[str]) -> int:
+    for mode, question in zip(pairs[::2], pairs[1::2], strict=True):
+        await one(mode, question)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main(sys.argv[1], sys.argv[2])))
+    sys.exit(asyncio.run(main(sys.argv[1:])))

@@ -1,9 +1,10 @@
 """A pydantic-ai weather agent on its default ``openai:`` model class (the Responses API).
 
-    python pydantic_ai_weather.py run|stream "What's the weather in Paris and Lyon?"
+    python pydantic_ai_weather.py run|stream "What's the weather in Paris and Lyon?" [MODE QUESTION ...]
 
 ``run`` is ``Agent.run_sync``; ``stream`` is ``Agent.run_stream`` with its text read
-as it comes. Nothing is configured for recording: pydantic-ai's default OpenAI
+as it comes. Several MODE QUESTION pairs are run one after the other in the one
+process (one import of pydantic-ai for several runs), each output on its line. Nothing is configured for recording: pydantic-ai's default OpenAI
 provider (OPENAI_API_KEY, https://api.openai.com/v1). The output goes to stdout.
 """
 
@@ -33,5 +34,5 @@ async def streamed(question: str) -> str:
 
 
 if __name__ == "__main__":
-    mode, question = sys.argv[1], sys.argv[2]
-    print(agent.run_sync(question).output if mode == "run" else asyncio.run(streamed(question)))
+    for mode, question in zip(sys.argv[1::2], sys.argv[2::2], strict=True):
+        print(agent.run_sync(question).output if mode == "run" else asyncio.run(streamed(question)))
