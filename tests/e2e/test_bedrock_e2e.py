@@ -13,16 +13,14 @@ one agent session (tests/e2e/several_runs.py), recorded once for the module; eac
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 import pytest
 from conftest import EXAMPLES, blackbox, remote_args
-from fake_clouds import FakeClouds
 from fake_provider import FakeProvider
-from several_runs import calls_per_run, outputs, several
+from several_runs import Session, calls_per_run, outputs, record_session, several
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.codecs.verified import verify_trace
@@ -70,28 +68,15 @@ def _runs(cloud: str, variants: list[tuple[str, bool]], question: str = QUESTION
     return [[question, "--cloud", cloud, "--model", model, *(["--stream"] if stream else [])] for model, stream in variants]
 
 
-@dataclass
-class Session:
-    cassette: Path
-    rec: Any
-    calls: list[dict[str, Any]]
-    replays: list[Any]
-    changed: Any
-
-
 @pytest.fixture(scope="module")
 def invoked(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
+    # No AWS keys in the replays: they set a placeholder Bedrock API key (AWS_BEARER_TOKEN_BEDROCK), so nothing is signed.
     cassette = tmp_path_factory.mktemp("bedrock-invoke") / "run.json"
-    with FakeClouds() as fake:
-        rec = blackbox(
-            "record", "-o", str(cassette), "--confdir", str(confdir), "--map-remote", BEDROCK_REMOTE + fake.url,
-            "--", *several(AGENT, _runs("bedrock", VARIANTS)), env=AWS,
-        )  # fmt: skip
-        assert rec.returncode == 0, rec.stderr
-        calls = [r for r in fake.requests if "/model/" in r["path"]]
-    replays = [_replay(cassette, confdir, _runs("bedrock", VARIANTS)) for _ in range(3)]
-    changed = _replay(cassette, confdir, _runs("bedrock", VARIANTS, "What's the weather in Paris and Oslo?"))
-    return Session(cassette, rec, calls, replays, changed)
+
+    def agent(question: str) -> list[str]:
+        return several(AGENT, _runs("bedrock", VARIANTS, question))
+
+    return record_session(cassette, confdir, BEDROCK_REMOTE, agent, QUESTION, record_env=AWS, replay_env=REGION)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["invoke", "invoke-with-response-stream"])
@@ -172,17 +157,8 @@ def conversed(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Sessio
     def runs(question: str) -> list[str]:
         return several(CONVERSE, [[question, "--model", ARN, *(["--stream"] if stream else [])] for stream in STREAMS])
 
-    with FakeClouds() as fake:
-        rec = blackbox(
-            "record", "-o", str(cassette), "--confdir", str(confdir), "--map-remote", BEDROCK_REMOTE + fake.url,
-            "--", *runs(QUESTION), env=AWS,
-        )  # fmt: skip
-        assert rec.returncode == 0, rec.stderr
-        calls = [r for r in fake.requests if "/model/" in r["path"]]
-    # No AWS keys: boto3 uses the placeholder Bedrock API key, and the fake is gone.
-    replays = [blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *runs(QUESTION), env=REGION) for _ in range(3)]
-    changed = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *runs("What's the weather in Paris and Oslo?"), env=REGION)
-    return Session(cassette, rec, calls, replays, changed)
+    # No AWS keys in the replays: boto3 uses the placeholder Bedrock API key, and the fake is gone.
+    return record_session(cassette, confdir, BEDROCK_REMOTE, runs, QUESTION, record_env=AWS, replay_env=REGION)
 
 
 @pytest.mark.parametrize("stream", STREAMS, ids=["converse", "converse-stream"])

@@ -13,14 +13,11 @@ module; each variant's test checks its own run.
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import ROOT, blackbox
-from fake_clouds import FakeClouds
-from several_runs import calls_per_run, outputs
+from conftest import ROOT
+from several_runs import Session, calls_per_run, outputs, record_session
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.codecs.verified import verify_trace
@@ -45,31 +42,11 @@ STREAMS = [False, True]
 RUNS = ["--runs", ",".join("stream" if stream else "whole" for stream in STREAMS)]  # both variants, one agent session
 
 
-@dataclass
-class Session:
-    """Both variants' runs in one session: recorded, replayed three times, replayed with a changed prompt (its first
-    run diverges: divergence is read from the neutral input, whole or streamed)."""
-
-    cassette: Path
-    rec: Any
-    calls: list[dict[str, Any]]
-    replays: list[Any]
-    changed: Any
-
-
 @pytest.fixture(scope="module")
 def invoked(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
+    # no AWS keys in the replays (the replay's placeholder Bedrock API key)
     cassette = tmp_path_factory.mktemp("bedrock-js") / "run.json"
-    with FakeClouds() as fake:
-        rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), "--map-remote", REMOTE + fake.url,
-                       "--", *AGENT, QUESTION, *RUNS, env=AWS)  # fmt: skip
-        assert rec.returncode == 0, rec.stderr
-        calls = [r for r in fake.requests if "/model/" in r["path"]]
-    # no AWS keys (the replay's placeholder Bedrock API key), the fake gone
-    replays = [blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *AGENT, QUESTION, *RUNS, env=REGION) for _ in range(3)]
-    changed = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *AGENT, "What's the weather in Paris and Oslo?", *RUNS,
-                       env=REGION)  # fmt: skip
-    return Session(cassette, rec, calls, replays, changed)
+    return record_session(cassette, confdir, REMOTE, lambda q: [*AGENT, q, *RUNS], QUESTION, record_env=AWS, replay_env=REGION)
 
 
 @pytest.mark.parametrize("stream", STREAMS, ids=["invoke", "invoke-with-response-stream"])

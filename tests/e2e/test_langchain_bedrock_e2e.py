@@ -12,14 +12,11 @@ for the module; each variant's test checks its own run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import EXAMPLES, blackbox
-from fake_clouds import FakeClouds
-from several_runs import calls_per_run, outputs, several
+from conftest import EXAMPLES
+from several_runs import Session, calls_per_run, outputs, record_session, several
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.codecs.verified import verify_trace
@@ -40,36 +37,15 @@ REMOTE = r"|https://bedrock-runtime\.us-east-1\.amazonaws\.com|"
 STREAMS = [False, True]
 
 
-@dataclass
-class Session:
-    """Both variants' runs in one agent session: recorded, replayed three times, replayed with a changed prompt (its
-    first run diverges: divergence is read from the neutral input, whole or streamed)."""
-
-    cassette: Path
-    rec: Any
-    calls: list[dict[str, Any]]
-    replays: list[Any]
-    changed: Any
-
-
 @pytest.fixture(scope="module")
 def conversed(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
+    # no AWS keys in the replays: boto3 uses the placeholder Bedrock API key
     cassette = tmp_path_factory.mktemp("langchain-converse") / "run.json"
 
     def agent(question: str) -> list[str]:
         return several(AGENT, [[question, "--model", MODEL, *(["--stream"] if stream else [])] for stream in STREAMS])
 
-    with FakeClouds() as fake:
-        rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), "--map-remote", REMOTE + fake.url,
-                       "--", *agent(QUESTION), env=AWS)  # fmt: skip
-        assert rec.returncode == 0, rec.stderr
-        calls = [r for r in fake.requests if "/model/" in r["path"]]
-    # no AWS keys: boto3 uses the placeholder Bedrock API key, and the fake is gone
-    replays = [blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *agent(QUESTION), env=REGION) for _ in range(3)]
-    changed = blackbox(
-        "replay", str(cassette), "--confdir", str(confdir), "--", *agent("What's the weather in Paris and Oslo?"), env=REGION
-    )
-    return Session(cassette, rec, calls, replays, changed)
+    return record_session(cassette, confdir, REMOTE, agent, QUESTION, record_env=AWS, replay_env=REGION)
 
 
 @pytest.mark.parametrize("stream", STREAMS, ids=["converse", "converse-stream"])
