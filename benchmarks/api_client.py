@@ -24,7 +24,6 @@ wall time and call count.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable
@@ -34,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.served import serve_jobs
+from benchmarks.served import serve_or_run
 
 API_KEY = "sk-bench-not-a-real-key-0000000000"
 APIS = ("responses", "responses-sse", "anthropic")
@@ -112,11 +111,7 @@ def run(argv: list[str]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv == ["--serve"]:
-        return serve_jobs(run)
-    print(json.dumps(run(argv)))
-    return 0
+    return serve_or_run(run, argv)
 
 
 if __name__ == "__main__":

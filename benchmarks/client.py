@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import time
 from pathlib import Path
@@ -36,7 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import proc_cpu_seconds
-from benchmarks.served import serve_jobs
+from benchmarks.served import serve_or_run
 from benchmarks.workload import MODEL, TOOLS, agent_messages, simple_expected, simple_messages
 
 API_KEY = "sk-bench-not-a-real-key-0000000000"
@@ -109,13 +108,7 @@ def run(argv: list[str]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv == ["--serve"]:
-        return serve_jobs(run)
-    out = run(argv)
-    json.dump(out, sys.stdout)
-    sys.stdout.write("\n")
-    return 0
+    return serve_or_run(run, argv)
 
 
 def warmup_numbers(first: int, warmup: int, phases: list[str]) -> list[range]:

@@ -18,14 +18,12 @@ client process (``benchmarks/served.py``).
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from benchmarks.common import PYTHON, ROOT, Context, Section, Service, Target, free_port, md_table, ratio_stats, summarize
 from benchmarks.proxy_calls import client_environment, mitmdump_argv
-from benchmarks.served import served, served_clients
+from benchmarks.served import client_run, served_clients
 
 __all__ = ["measure"]
 
@@ -70,14 +68,7 @@ def _server_replay(ctx: Context, flows: Path, name: str) -> Service:
 def _client(ctx: Context, proxy_url: str | None, base_url: str | None, n: int, warmup: int) -> dict[str, Any]:
     argv = ["--n", str(n), "--warmup", str(warmup), *(["--base-url", base_url] if base_url else [])]
     env = {k: v for k, v in client_environment(proxy_url, ctx.confdir).items() if not k.startswith(("GEMINI_", "GOOGLE_"))}
-    client = served(ctx, "gemini_client", str(CLIENT))  # --quick: the section's one client process (benchmarks/served.py)
-    if client is not None:
-        return client.run(argv, env)
-    proc = subprocess.run([PYTHON, str(CLIENT), *argv], env=env, capture_output=True, text=True, timeout=1200, cwd=ROOT)
-    if proc.returncode != 0:
-        raise RuntimeError(f"the Gemini benchmark client failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
-    result: dict[str, Any] = json.loads(proc.stdout)
-    return result
+    return client_run(ctx, "gemini_client", [str(CLIENT)], argv, env, label="the Gemini benchmark client", timeout=1200)
 
 
 def _proxy(mode: str, cassette: Path, fake_url: str, ctx: Context, name: str) -> Service:

@@ -15,7 +15,6 @@ non-zero. Prints one JSON object: the phase's wall time and each call's latency.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -26,7 +25,7 @@ from google.genai import types
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.served import serve_jobs
+from benchmarks.served import serve_or_run
 
 MODEL = "gemini-2.5-flash"
 
@@ -59,11 +58,7 @@ def run(argv: list[str]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv == ["--serve"]:
-        return serve_jobs(run)
-    print(json.dumps(run(argv)))
-    return 0
+    return serve_or_run(run, argv)
 
 
 if __name__ == "__main__":

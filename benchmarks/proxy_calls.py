@@ -30,10 +30,8 @@ client process (``benchmarks/served.py``).
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -55,7 +53,7 @@ from benchmarks.common import (
 from benchmarks.hooks import component_costs, hook_costs
 from benchmarks.profiles import PySpy, SpySummary, pyspy_path
 from benchmarks.record_costs import overlapping_record, record_step_costs
-from benchmarks.served import served, served_clients
+from benchmarks.served import client_run, served_clients
 
 __all__ = ["measure"]
 
@@ -98,15 +96,8 @@ def run_client(
         argv += ["--base-url", base_url]
     for pid in watch:
         argv += ["--watch-pid", str(pid)]
-    client = served(ctx, "client", str(CLIENT))  # --quick: the section's one client process (benchmarks/served.py)
-    if client is not None:
-        return client.run(argv, client_environment(proxy_url, ctx.confdir))
-    argv = [PYTHON, str(CLIENT), *argv]
-    proc = subprocess.run(argv, env=client_environment(proxy_url, ctx.confdir), capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-    if proc.returncode != 0:
-        raise RuntimeError(f"the benchmark client failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
-    result: dict[str, Any] = json.loads(proc.stdout)
-    return result
+    env = client_environment(proxy_url, ctx.confdir)
+    return client_run(ctx, "client", [str(CLIENT)], argv, env, label="the benchmark client", timeout=timeout)
 
 
 def mitmdump_argv(port: int, confdir: Path, *extra: str) -> list[str]:

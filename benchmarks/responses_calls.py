@@ -28,15 +28,13 @@ proxies and client processes, as above.
 from __future__ import annotations
 
 import contextlib
-import json
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from benchmarks.common import PYTHON, ROOT, Context, Section, Service, Target, free_port, md_table, ratio_stats, summarize
 from benchmarks.proxy_calls import blackbox_argv, client_environment, map_remote_args, mitmdump_argv, rewrite_flows
-from benchmarks.served import served, served_clients
+from benchmarks.served import client_run, served_clients
 
 __all__ = ["measure"]
 
@@ -70,16 +68,8 @@ def _client(ctx: Context, api: Api, proxy_url: str | None, base_url: str | None,
     argv = ["--api", api.key, "--n", str(n), "--warmup", str(warmup), "--concurrency", "8"]
     argv += ["--base-url", base_url] if base_url else []
     argv += ["--first", str(first)] if first else []
-    client = served(ctx, "api_client", str(CLIENT))
-    if client is not None:
-        return client.run(argv, client_environment(proxy_url, ctx.confdir))
-    proc = subprocess.run(
-        [PYTHON, str(CLIENT), *argv], env=client_environment(proxy_url, ctx.confdir), capture_output=True, text=True, timeout=1200, cwd=ROOT
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"the {api.label} benchmark client failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
-    result: dict[str, Any] = json.loads(proc.stdout)
-    return result
+    env = client_environment(proxy_url, ctx.confdir)
+    return client_run(ctx, "api_client", [str(CLIENT)], argv, env, label=f"the {api.label} benchmark client", timeout=1200)
 
 
 def _prepare(ctx: Context, api: Api, fake: Service, n: int, warmup: int) -> tuple[Path, Path]:

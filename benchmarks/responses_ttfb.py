@@ -17,13 +17,11 @@ the section's one client process (``benchmarks/served.py``) instead of a process
 
 from __future__ import annotations
 
-import json
 import statistics
-import subprocess
 from typing import Any
 
 from benchmarks.common import PYTHON, ROOT, Context, Section, Service, Target, free_port, md_table, ratio_stats, summarize
-from benchmarks.served import served, served_clients
+from benchmarks.served import client_run, served_clients
 from benchmarks.ttfb import EVENT_GAP_MS, QUESTION, TARGET, _proxy
 
 __all__ = ["measure"]
@@ -33,7 +31,7 @@ VARIANTS = ("a", "s", "e")
 LABELS = {"a": "(a) direct to the provider (floor)", "s": "(s) mitmdump passthrough, streaming", "e": "(e) blackbox record"}
 
 CLIENT = r"""
-import json, sys, time
+import sys, time
 import openai
 
 
@@ -57,29 +55,19 @@ def run(argv):
     return {"first_s": first, "whole_s": whole}
 
 
-if sys.argv[1:] == ["--serve"]:  # the --quick run's one client process (benchmarks/served.py)
-    from benchmarks.served import serve_jobs
+from benchmarks.served import serve_or_run  # --serve: the --quick run's one client process
 
-    serve_jobs(run)
-else:
-    print(json.dumps(run(sys.argv[1:])))
+sys.exit(serve_or_run(run))
 """
 
 
-def _client(ctx: Context, proxy_url: str | None, base_url: str | None, n: int, warmup: int) -> dict[str, list[float]]:
+def _client(ctx: Context, proxy_url: str | None, base_url: str | None, n: int, warmup: int) -> dict[str, Any]:
     from benchmarks.proxy_calls import client_environment
 
     env = client_environment(proxy_url, ctx.confdir)
     env["OPENAI_API_KEY"] = "sk-bench-not-a-real-key-000"
     argv = [str(n), str(warmup), base_url + "/v1" if base_url else "", QUESTION]
-    client = served(ctx, "responses_ttfb_client", "-c", CLIENT)  # --quick: the section's one client process (benchmarks/served.py)
-    if client is not None:
-        return client.run(argv, env)
-    proc = subprocess.run([PYTHON, "-c", CLIENT, *argv], env=env, capture_output=True, text=True, timeout=900, cwd=ROOT)
-    if proc.returncode != 0:
-        raise RuntimeError(f"the Responses TTFB client failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
-    result: dict[str, list[float]] = json.loads(proc.stdout)
-    return result
+    return client_run(ctx, "responses_ttfb_client", ["-c", CLIENT], argv, env, label="the Responses TTFB client", timeout=900)
 
 
 def measure(ctx: Context) -> Section:

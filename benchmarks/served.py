@@ -23,7 +23,7 @@ from typing import Any
 
 from benchmarks.common import PYTHON, ROOT, Context
 
-__all__ = ["ServedClient", "serve_jobs", "served", "served_clients"]
+__all__ = ["ServedClient", "client_run", "serve_jobs", "serve_or_run", "served", "served_clients"]
 
 
 class ServedClient:
@@ -95,4 +95,28 @@ def serve_jobs(run: Callable[[list[str]], dict[str, Any]]) -> int:
         os.environ.clear()
         os.environ.update(job["env"])
         print(json.dumps(run(job["argv"])), flush=True)
+    return 0
+
+
+def client_run(
+    ctx: Context, name: str, command: Sequence[str], argv: Sequence[str], env: dict[str, str], *, label: str, timeout: float
+) -> dict[str, Any]:
+    """One run of the client ``python COMMAND *argv`` with ``env``, its JSON object: under ``--quick`` a job of the
+    section's served process, otherwise a process of its own (``label`` names it when it fails)."""
+    client = served(ctx, name, *command)
+    if client is not None:
+        return client.run(argv, env)
+    proc = subprocess.run([PYTHON, *command, *argv], env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{label} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def serve_or_run(run: Callable[[list[str]], dict[str, Any]], argv: list[str] | None = None) -> int:
+    """A client script's main: ``--serve`` answers jobs (``serve_jobs``); any other argv is one run, its JSON printed."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--serve"]:
+        return serve_jobs(run)
+    print(json.dumps(run(argv)))
     return 0

@@ -29,9 +29,7 @@ against a target of 1.10.
 
 from __future__ import annotations
 
-import json
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,7 +38,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import PYTHON, ROOT, Context, Section, Service, Stats, Target, free_port, md_table, ratio_stats, summarize
-from benchmarks.served import served, served_clients
+from benchmarks.served import client_run, served_clients
 
 __all__ = ["measure", "ttfb_ratio"]
 
@@ -63,7 +61,7 @@ def responseheaders(flow):
 """
 
 CLIENT = r"""
-import json, sys, time
+import sys, time
 import openai
 
 
@@ -87,29 +85,19 @@ def run(argv):
     return {"first_s": first, "whole_s": whole}
 
 
-if sys.argv[1:] == ["--serve"]:  # the --quick run's one client process (benchmarks/served.py)
-    from benchmarks.served import serve_jobs
+from benchmarks.served import serve_or_run  # --serve: the --quick run's one client process
 
-    serve_jobs(run)
-else:
-    print(json.dumps(run(sys.argv[1:])))
+sys.exit(serve_or_run(run))
 """
 
 
-def _client(ctx: Context, proxy_url: str | None, base_url: str | None, n: int, warmup: int) -> dict[str, list[float]]:
+def _client(ctx: Context, proxy_url: str | None, base_url: str | None, n: int, warmup: int) -> dict[str, Any]:
     from benchmarks.proxy_calls import client_environment
 
     env = client_environment(proxy_url, ctx.confdir)
     env["OPENAI_API_KEY"] = "sk-bench-not-a-real-key-000"
     argv = [str(n), str(warmup), base_url + "/v1" if base_url else "", QUESTION]
-    client = served(ctx, "ttfb_client", "-c", CLIENT)  # --quick: the section's one client process (benchmarks/served.py)
-    if client is not None:
-        return client.run(argv, env)
-    proc = subprocess.run([PYTHON, "-c", CLIENT, *argv], env=env, capture_output=True, text=True, timeout=900, cwd=ROOT)
-    if proc.returncode != 0:
-        raise RuntimeError(f"the TTFB client failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
-    result: dict[str, list[float]] = json.loads(proc.stdout)
-    return result
+    return client_run(ctx, "ttfb_client", ["-c", CLIENT], argv, env, label="the TTFB client", timeout=900)
 
 
 def _proxy(ctx: Context, variant: str, provider: Service, cassette: Path, round_no: int) -> Service:
