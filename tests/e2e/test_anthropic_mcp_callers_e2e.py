@@ -69,6 +69,16 @@ def _assert_replayed(session: Session, part: str, stream: bool) -> None:
     assert "12 of 12 model calls served from the recording, no divergence" in session.rep.stderr  # the 2 of each conversation
 
 
+# Each agent's one way to ask: whole (messages.create) or streamed (messages.stream, its final message).
+ASK = """
+def ask(stream, **args):
+    if stream:
+        with client.beta.messages.stream(**args) as s:
+            return s.get_final_message()
+    return client.beta.messages.create(**args)
+"""
+
+
 # --- the MCP connector -------------------------------------------------------------------------
 
 MCP_AGENT = f"""
@@ -81,18 +91,16 @@ servers = [{{"type": "url", "url": "https://mcp.example.com/sse", "name": "wiki"
 tools = [{{"type": "mcp_toolset", "mcp_server_name": "wiki"}}]
 betas = ["mcp-client-2025-11-20"]
 
-def ask(stream, messages):
-    args = dict(model="{MODEL}", max_tokens=300, messages=messages, mcp_servers=servers, tools=tools, betas=betas)
-    if stream:
-        with client.beta.messages.stream(**args) as s:
-            return s.get_final_message()
-    return client.beta.messages.create(**args)
+{ASK}
+
+def ask_wiki(stream, messages):
+    return ask(stream, model="{MODEL}", max_tokens=300, messages=messages, mcp_servers=servers, tools=tools, betas=betas)
 
 for mode in sys.argv[1:]:
     print("==", mode)
     stream = mode == "stream"
     messages = [{{"role": "user", "content": "What is the capital of France? Ask the wiki."}}]
-    first = ask(stream, messages)
+    first = ask_wiki(stream, messages)
     for block in first.content:
         if block.type == "mcp_tool_use":
             print(block.type, block.server_name, block.name, block.input)
@@ -102,7 +110,7 @@ for mode in sys.argv[1:]:
             print(block.type, repr(block.text))
     messages += [{{"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]}},
                  {{"role": "user", "content": "Thanks."}}]
-    print(ask(stream, messages).content[0].text)
+    print(ask_wiki(stream, messages).content[0].text)
 """
 
 MCP_ID = "mcptoolu_01WikiAskWikiAsk01"
@@ -152,6 +160,7 @@ import sys
 import anthropic
 
 client = anthropic.Anthropic()
+{ASK}
 tools = [{{"type": "code_execution_20250825", "name": "code_execution"}},
          {{"name": "read", "description": "Read a file", "input_schema": {{"type": "object", "properties": {{"path": {{"type": "string"}}}}}},
           "allowed_callers": ["code_execution_20250825"]}}]
@@ -161,12 +170,7 @@ for mode in sys.argv[1:]:
     stream = mode == "stream"
     messages = [{{"role": "user", "content": "Sum the numbers in a.txt using code."}}]
     for _ in range(4):
-        args = dict(model="{MODEL}", max_tokens=300, messages=messages, tools=tools, betas=betas)
-        if stream:
-            with client.beta.messages.stream(**args) as s:
-                reply = s.get_final_message()
-        else:
-            reply = client.beta.messages.create(**args)
+        reply = ask(stream, model="{MODEL}", max_tokens=300, messages=messages, tools=tools, betas=betas)
         ids = {{b.id: b.type for b in reply.content if b.type == "server_tool_use"}}
         messages.append({{"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in reply.content]}})
         results = []
@@ -237,6 +241,7 @@ import sys
 import anthropic
 
 client = anthropic.Anthropic()
+{ASK}
 tools = [{{"name": "kb", "description": "Search the knowledge base", "input_schema": {{"type": "object"}}}},
          {{"type": "code_execution_20250825", "name": "code_execution"}}]
 betas = ["code-execution-2025-08-25", "files-api-2025-04-14"]
@@ -246,12 +251,7 @@ for mode in sys.argv[1:]:
     messages = [{{"role": "user", "content": [{{"type": "text", "text": "How big is Paris? Look it up, and plot data.csv."}},
                                             {{"type": "container_upload", "file_id": "file_011CsvData"}}]}}]
     for _ in range(3):
-        args = dict(model="{MODEL}", max_tokens=300, messages=messages, tools=tools, betas=betas)
-        if stream:
-            with client.beta.messages.stream(**args) as s:
-                reply = s.get_final_message()
-        else:
-            reply = client.beta.messages.create(**args)
+        reply = ask(stream, model="{MODEL}", max_tokens=300, messages=messages, tools=tools, betas=betas)
         messages.append({{"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in reply.content]}})
         calls = [b for b in reply.content if b.type == "tool_use"]
         if not calls:
