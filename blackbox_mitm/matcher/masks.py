@@ -230,26 +230,19 @@ BUILT_IN_MASKS: tuple[Mask, ...] = (
 )
 
 
-_GATES: dict[int, tuple[Sequence[Mask], Any]] = {}  # id(masks) -> (masks, their gate)
-
-
 def _gate(masks: Sequence[Mask]) -> Any:
-    """One RE2 alternation of every mask's ``needs`` (None if a mask has none): a text it misses no mask can match."""
-    entry = _GATES.get(id(masks))
-    if entry is None or entry[0] is not masks:
-        literals = [re.escape(n) for m in masks for n in m.needs] if all(m.needs for m in masks) else None
-        try:
-            entry = (masks, None if literals is None else re2.compile("|".join(literals), _RE2_OPTIONS))
-        except (re2.error, UnicodeEncodeError):
-            entry = (masks, None)
-        if len(_GATES) < 64:
-            _GATES[id(masks)] = entry
-    return entry[1]
+    """One RE2 alternation of every mask's ``needs`` (None if a mask has none or RE2 cannot take them): a text it misses
+    no mask can match."""
+    if not masks or not all(m.needs for m in masks):
+        return None
+    try:
+        return re2.compile("|".join(re.escape(n) for m in masks for n in m.needs), _RE2_OPTIONS)
+    except (re2.error, UnicodeEncodeError):
+        return None
 
 
-def _spans(text: str, masks: Sequence[Mask]) -> list[tuple[int, int, Mask]]:
-    try:  # one linear pass over the text, not a search per literal and mask: most texts hold none
-        gate = _gate(masks)
+def _spans(text: str, masks: Sequence[Mask], gate: Any) -> list[tuple[int, int, Mask]]:
+    try:  # one linear pass over the text (``_gate(masks)``), not a search per literal and mask: most texts hold none
         if gate is not None and gate.search(text) is None:
             return []
     except UnicodeEncodeError:  # a lone surrogate: each mask's own check decides
@@ -291,6 +284,10 @@ class CompareRules:
     redactions: tuple[str, ...] = ()
     unordered: tuple[Unordered, ...] = ()  # an agent profile's lists in no fixed order (``Unordered``)
     one_turn: tuple[str, ...] = ()  # roles whose adjacent messages compare as one (``matcher.turns``; the agent's codec says)
+    gate: Any = field(init=False, repr=False, compare=False)  # _gate(masks), made once with the rules
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "gate", _gate(self.masks))
 
     @classmethod
     def build(
@@ -330,7 +327,7 @@ class CompareRules:
             text = rule.sort_text(text)
         if not self.masks:
             return text
-        spans = _spans(text, self.masks)
+        spans = _spans(text, self.masks, self.gate)
         if not spans:
             return text
         out, pos = [], 0

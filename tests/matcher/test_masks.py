@@ -358,4 +358,5 @@ def test_the_needs_gate_finds_every_literal_of_the_built_in_masks() -> None:
             assert gate.search("x " + literal + " y") is not None, literal
     assert gate.search("nothing that any built-in mask needs") is None
     text = "Today's date is 2026-01-02 \ud800 and cch=abc; cc_prompt_id=12-3"  # a lone surrogate: the masks' own checks
-    assert [m.name for _, _, m in _spans(text, BUILT_IN_MASKS)] == ["claude-code.date", "claude-code.billing"]
+    assert [m.name for _, _, m in _spans(text, BUILT_IN_MASKS, gate)] == ["claude-code.date", "claude-code.billing"]
+    assert CompareRules.build().gate is not None and CompareRules().gate is None  # made once, with the rules
