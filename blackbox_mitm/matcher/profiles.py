@@ -99,9 +99,9 @@ PROFILES: tuple[Profile, ...] = (
     ),
     Profile(
         "gemini-cli",
-        ("geminicli/",),
+        ("geminicli/", "geminicli-"),  # GeminiCLI-<client>/… when it names its client: GeminiCLI-tui/0.61.0/… from the terminal
         (),
-        "Gemini CLI (User-Agent GeminiCLI/…): its skills list, in the order its file search found them",
+        "Gemini CLI (User-Agent GeminiCLI/… or GeminiCLI-tui/…): its skills list, in the order its file search found them",
         # It finds its skills (SKILL.md files) with an asynchronous glob: the order of <available_skills> in its
         # system prompt, of the names in activate_skill's description and of that tool's enum changes between runs.
         unordered=(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,7 +26,7 @@ import pytest
 from conftest import EXAMPLES, ROOT, blackbox
 from fake_gemini import FakeGemini
 
-from blackbox_mitm.cassette import load_trace
+from blackbox_mitm.cassette import Trace, load_trace, save_trace
 from blackbox_mitm.cassette.media import load_media, media_path
 from blackbox_mitm.codecs.verified import verify_trace
 
@@ -258,6 +259,15 @@ def test_gemini_cli_uses_a_tool_once_and_replays_offline(tmp_path: Path, confdir
     assert rep.stdout.strip() == "The launch code is 4242."
     assert f"{model_calls} of {model_calls} model calls served" in rep.stderr
 
+    # Gemini CLI finds its skills with an asynchronous glob, so another run may list them in another order: the
+    # gemini-cli profile (chosen by the User-Agent, GeminiCLI-tui/… in this version) compares those lists sorted.
+    reordered = tmp_path / "cli-skills-reordered.json"
+    save_trace(_skills_reversed(trace), reordered)
+    rep = blackbox("replay", str(reordered), "--confdir", str(confdir), "--", *cli, "What is the launch code in notes.txt?", env=env)
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout.strip() == "The launch code is 4242."
+    assert f"{model_calls} of {model_calls} model calls served" in rep.stderr
+
     changed = blackbox(
         "replay",
         str(cassette),
@@ -270,6 +280,36 @@ def test_gemini_cli_uses_a_tool_once_and_replays_offline(tmp_path: Path, confdir
     )
     assert changed.returncode != 0
     assert "differs at character" in changed.stderr
+
+
+def _skills_reversed(trace: Trace) -> Trace:
+    """The run as another run of Gemini CLI may send it: each list of its skills reversed (the steps chained again)."""
+
+    def reverse_skills(m: re.Match[str]) -> str:
+        return m[1] + "\n".join(reversed(re.findall(r"(?s)  <skill>.*?</skill>", m[2]))) + m[3]
+
+    def reverse_names(m: re.Match[str]) -> str:
+        return "(Available: " + ", ".join(reversed(m[1].split(", "))) + ")"
+
+    out = Trace.new(trace.id, created_at=trace.createdAt)
+    out.environment = trace.environment
+    changed = 0
+    for step in trace.steps:
+        payload = step.payload
+        if step.type == "model_input" and "<available_skills>" in payload.get("systemPrompt", ""):
+            payload = json.loads(json.dumps(payload))
+            payload["systemPrompt"] = re.sub(
+                r"(?s)(<available_skills>\n)(.*?)(\n</available_skills>)", reverse_skills, payload["systemPrompt"]
+            )
+            for tool in payload["tools"]:
+                if tool["name"] == "activate_skill":
+                    tool["description"] = re.sub(r"\(Available: ([^)]*)\)", reverse_names, tool["description"])
+                    schema = tool["inputSchema"]["properties"]["name"]
+                    schema["enum"] = schema["enum"][::-1]
+            changed += payload != step.payload
+        out.append(step.type, payload, timestamp=step.timestamp)
+    assert changed >= 1, "no request listed two skills or more"
+    return out
 
 
 def test_a_key_in_the_query_string_is_never_written(tmp_path: Path, confdir: Path) -> None:

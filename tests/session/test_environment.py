@@ -204,6 +204,10 @@ def test_the_agent_profile_is_chosen_by_the_user_agent_and_masks_the_os_version(
 
     assert profile_for({"user-agent": "claude-cli/2.1.3 (external, cli)"}) is PROFILES[0]
     assert profile_for({"user-agent": "GeminiCLI/0.9.0 (linux; x64)"}).name == "gemini-cli"  # type: ignore[union-attr]
+    # Gemini CLI 0.61 names its client: GeminiCLI-tui/<version>/<model> (<platform>; <arch>; <surface>)
+    assert profile_for({"user-agent": "GeminiCLI-tui/0.61.0/gemini-3.1-pro-preview (linux; x64; terminal)"}) is profile_for(
+        {"user-agent": "GeminiCLI/0.9.0 (linux; x64)"}
+    )
     assert profile_for({"user-agent": "python-httpx/0.28"}) is None
     for profile in PROFILES:  # RE2-compatible: no lookarounds, no backreferences
         for mask in profile.masks:
