@@ -21,8 +21,8 @@ import statistics
 from typing import Any
 
 from benchmarks.common import PYTHON, ROOT, Context, Section, Service, Target, free_port, md_table, ratio_stats, summarize
-from benchmarks.served import client_run, served_clients
-from benchmarks.ttfb import EVENT_GAP_MS, QUESTION, TARGET, _proxy
+from benchmarks.served import served_clients
+from benchmarks.ttfb import EVENT_GAP_MS, TARGET, _proxy, openai_client
 
 __all__ = ["measure"]
 
@@ -62,12 +62,9 @@ sys.exit(serve_or_run(run))
 
 
 def _client(ctx: Context, proxy_url: str | None, base_url: str | None, n: int, warmup: int) -> dict[str, Any]:
-    from benchmarks.proxy_calls import client_environment
-
-    env = client_environment(proxy_url, ctx.confdir)
-    env["OPENAI_API_KEY"] = "sk-bench-not-a-real-key-000"
-    argv = [str(n), str(warmup), base_url + "/v1" if base_url else "", QUESTION]
-    return client_run(ctx, "responses_ttfb_client", ["-c", CLIENT], argv, env, label="the Responses TTFB client", timeout=900)
+    return openai_client(
+        ctx, proxy_url, base_url, n, warmup, name="responses_ttfb_client", script=CLIENT, label="the Responses TTFB client"
+    )
 
 
 def measure(ctx: Context) -> Section:

@@ -91,13 +91,24 @@ sys.exit(serve_or_run(run))
 """
 
 
-def _client(ctx: Context, proxy_url: str | None, base_url: str | None, n: int, warmup: int) -> dict[str, Any]:
+def openai_client(
+    ctx: Context,
+    proxy_url: str | None,
+    base_url: str | None,
+    n: int,
+    warmup: int,
+    *,
+    name: str = "ttfb_client",
+    script: str = CLIENT,
+    label: str = "the TTFB client",
+) -> dict[str, Any]:
+    """A streaming openai ``script`` (this section's chat client unless given) run ``n`` times after ``warmup``."""
     from benchmarks.proxy_calls import client_environment
 
     env = client_environment(proxy_url, ctx.confdir)
     env["OPENAI_API_KEY"] = "sk-bench-not-a-real-key-000"
     argv = [str(n), str(warmup), base_url + "/v1" if base_url else "", QUESTION]
-    return client_run(ctx, "ttfb_client", ["-c", CLIENT], argv, env, label="the TTFB client", timeout=900)
+    return client_run(ctx, name, ["-c", script], argv, env, label=label, timeout=900)
 
 
 def _proxy(ctx: Context, variant: str, provider: Service, cassette: Path, round_no: int) -> Service:
@@ -133,11 +144,11 @@ def run_rounds(ctx: Context) -> dict[str, Any]:
             for variant in order:
                 ctx.log(f"[ttfb] round {round_no + 1}/{ctx.rounds}: {LABELS[variant]}")
                 if variant == "a":
-                    raw = _client(ctx, None, provider.url, n, warmup)
+                    raw = openai_client(ctx, None, provider.url, n, warmup)
                 else:
                     cassette = ctx.path(f"ttfb-record-{round_no}.json")
                     with _proxy(ctx, variant, provider, cassette, round_no) as proxy:
-                        raw = _client(ctx, proxy.url, None, n, warmup)
+                        raw = openai_client(ctx, proxy.url, None, n, warmup)
                     if variant == "e":
                         calls = _recorded_calls(cassette)
                         if calls != n + warmup:
