@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import os
 import shutil
 import sys
 import tempfile
@@ -105,7 +106,6 @@ def _compile_package() -> str:
 
 def _cpu_seconds() -> float:
     """User + system CPU of this process and of every child it has waited for (the section's proxies, fakes, clients)."""
-    import os
 
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
@@ -237,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown section(s): {', '.join(sorted(unknown))}")
 
     workdir = Path(tempfile.mkdtemp(prefix="blackbox-bench-"))
+    # The run's own cache of verified contents (cassette/verified_cache.py), for every process it starts: what an
+    # earlier run or the user's own replays left in ~/.cache never changes a figure, and it goes with the folder.
+    os.environ["BLACKBOX_CACHE_DIR"] = str(workdir / "verified-cache")
     info = machine_info()
     info["bytecode"] = _compile_package()
     profile = not args.no_profile and not args.quick
@@ -277,8 +280,6 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
     total = time.perf_counter() - started
     try:
-        import os
-
         info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     except OSError:
         info["loadavg_end"] = None

@@ -3,7 +3,9 @@ weather agent's Paris and Lyon runs recorded once per session for the tests that
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -26,6 +28,11 @@ for _ci_variable in ("CI", "CONTINUOUS_INTEGRATION", "GITHUB_ACTIONS", "GITLAB_C
 # bytecode cache of their own instead, outside the source tree (nothing is written next to a source file).
 if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) and "PYTHONPYCACHEPREFIX" not in os.environ:
     os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), f"blackbox-tests-pycache-{os.getuid()}")
+# Which cassette contents verified before (cassette/verified_cache.py): one folder for the session and its processes,
+# never the developer's ~/.cache, removed at the end by the process that made it.
+if "BLACKBOX_CACHE_DIR" not in os.environ:
+    os.environ["BLACKBOX_CACHE_DIR"] = tempfile.mkdtemp(prefix="blackbox-tests-cache-")
+    atexit.register(shutil.rmtree, os.environ["BLACKBOX_CACHE_DIR"], ignore_errors=True)
 EXAMPLES = ROOT / "examples"
 sys.path.insert(0, str(EXAMPLES))
 

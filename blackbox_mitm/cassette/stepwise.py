@@ -24,6 +24,7 @@ or which errors it raises.
 from __future__ import annotations
 
 import gc
+import hashlib
 import math
 import os
 import re
@@ -42,6 +43,8 @@ from blackbox_mitm.cassette.trace import STEP_TYPES, Trace, TraceStep
 __all__ = ["FileSource", "load_stepwise"]
 
 _PIECE = 1 << 20
+FREEZE_BYTES = 8 << 20  # a cassette this big or bigger (its plain text) is frozen out of the cyclic collector's walks once loaded
+COLLECT_BYTES = 1 << 20  # a file this big or bigger on disk may be: the garbage of the moment is collected first
 _STEPS_KEY = re.compile(rb'"steps"\s*:\s*\[')
 _BEFORE_ID = re.compile(rb'\}\s*,\s*\{\s*"id"\s*:\s*\Z')
 _MAX_TIME_MS = 8.64e15
@@ -62,6 +65,7 @@ class FileSource(bytes):
     quotes: int
     escaped_quotes: int
     path: Path
+    sha256: str  # of the plain text read (``verified_cache``: the same bytes verify the same)
 
     def count(self, sub: Any, *args: Any) -> int:
         if sub == b'"' and not args:
@@ -85,14 +89,30 @@ def load_stepwise(path: Path) -> tuple[Trace, FileSource] | None:
     # hundred of them start a cyclic collection over all that came before; JSON values
     # hold no cycles, so the collector is paused for the load (and restored after).
     paused = gc.isenabled()
+    if _stored_size(path) >= COLLECT_BYTES:
+        gc.collect()  # what is garbage now is collected now, not frozen below with the trace
     gc.disable()
+    reader = _Reader(pieces, path)
     try:
-        return _Reader(pieces, path).read()
+        return reader.read()
     except _Fallback:
         return None
     finally:
+        if reader.read_bytes >= FREEZE_BYTES:
+            # A big trace is millions of objects that live as long as the run: left to the
+            # collector, its next full collections walk every one of them (about 0.25 s each
+            # for 100 MB, over a second of a replay's start). Frozen, they are skipped; they are
+            # still freed as usual when nothing refers to them (JSON values hold no cycles).
+            gc.freeze()
         if paused:
             gc.enable()
+
+
+def _stored_size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _pieces(path: Path) -> Iterator[bytes] | None:
@@ -143,6 +163,8 @@ class _Reader:
         self.eof = False
         self.quotes = 0
         self.escaped = 0
+        self.digest = hashlib.sha256()
+        self.read_bytes = 0
 
     def more(self, keep_from: int) -> int:
         """Read the next piece, dropping the buffer before ``keep_from``; how far the buffer moved (-1 at the end)."""
@@ -153,6 +175,8 @@ class _Reader:
             return -1
         del self.buf[:keep_from]
         self.buf += piece
+        self.digest.update(piece)
+        self.read_bytes += len(piece)
         return keep_from
 
     def count(self, start: int, end: int) -> None:
@@ -170,6 +194,7 @@ class _Reader:
                 break
         source = FileSource()
         source.quotes, source.escaped_quotes, source.path = self.quotes, self.escaped, self.path
+        source.sha256 = self.digest.hexdigest()
         return self.trace, source
 
     def header(self) -> int:

@@ -51,13 +51,14 @@ to name the key.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from blackbox_mitm.cassette import compression
+from blackbox_mitm.cassette import compression, verified_cache
 from blackbox_mitm.cassette.canonical import canonical_bytes, step_hash_from_canonical_payload
 from blackbox_mitm.cassette.facts import ProviderFacts
 from blackbox_mitm.cassette.jsonfile import count_quotes, find_duplicate_key, read_file
@@ -65,6 +66,7 @@ from blackbox_mitm.cassette.load import load_trace_bytes
 from blackbox_mitm.cassette.neutrality import FIELDS, STRUCT, scan
 from blackbox_mitm.cassette.neutrality import Walker as _Walker
 from blackbox_mitm.cassette.problems import Problem, quote, short_digest
+from blackbox_mitm.cassette.stepwise import FileSource
 from blackbox_mitm.cassette.store import parse_document, trace_from_json
 from blackbox_mitm.cassette.trace import CURRENT_TRACE_VERSION, STEP_TYPES, Trace, TraceStep
 from blackbox_mitm.errors import CassetteError, UnverifiedCassetteError
@@ -98,9 +100,18 @@ def load_verified(path: str | os.PathLike[str], *, facts: ProviderFacts, recover
     """Load a cassette and refuse it (``UnverifiedCassetteError``) unless it verifies: hash chain, ids, neutrality.
 
     ``recover=False`` never touches a journal beside it (a read-only look).
+
+    The same bytes that verified before, under the same facts and this verifier, are not
+    re-checked step by step (``verified_cache``: keyed by their SHA-256); the files beside
+    the cassette (exchanges, media) are checked every time.
     """
     trace, raw = load_trace_bytes(path, recover=recover)
-    problems = verify_trace(trace, source=raw, facts=facts)
+    key = verified_cache.verified_key(raw.sha256 if isinstance(raw, FileSource) else hashlib.sha256(raw).hexdigest(), facts)
+    problems: list[Problem] = []
+    if not verified_cache.seen(key):
+        problems = verify_trace(trace, source=raw, facts=facts)
+        if not problems:
+            verified_cache.remember(key, len(trace.steps))
     del raw
     problems += exchange_problems(path, trace)
     if problems:
