@@ -18,9 +18,11 @@ verify`` never reads this cache (it always checks every step). Only a check that
 found no problem is remembered.
 
 Where: ``$BLACKBOX_CACHE_DIR``, else ``$XDG_CACHE_HOME/blackbox``, else
-``~/.cache/blackbox``; ``BLACKBOX_NO_CACHE=1`` turns it off. It is a cache: a
-directory that cannot be made or written (read-only home, full disk) is skipped
-without a word, and deleting it at any time is safe.
+``~/.cache/blackbox``; ``BLACKBOX_NO_CACHE=1`` turns it off. Its ``verified/``
+folder is made for this user alone (mode 0700), and one that another user owns or
+may write (a shared folder) is never read: an entry vouches for a cassette. It is a
+cache: a directory that cannot be made or written (read-only home, full disk) is
+skipped without a word, and deleting it at any time is safe.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import stat
 from pathlib import Path
 
 import orjson
@@ -82,11 +85,17 @@ def _entry(key: str) -> Path | None:
     return None if folder is None else folder / "verified" / key[:2] / key
 
 
+def _trusted(folder: Path) -> bool:
+    """Whether only this user can have written ``folder``: an entry vouches for a cassette, so one anybody may write is ignored."""
+    st = folder.stat()
+    return st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
 def seen(key: str | None) -> bool:
-    """Whether contents with this key verified with no problem before."""
+    """Whether contents with this key verified with no problem before (in a folder only this user can write)."""
     entry = _entry(key) if key else None
     try:
-        return entry is not None and entry.is_file()
+        return entry is not None and entry.is_file() and _trusted(entry.parent.parent)
     except OSError:
         return False
 
@@ -98,7 +107,8 @@ def remember(key: str | None, steps: int) -> None:
         return
     tmp = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
     try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
+        entry.parent.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # verified/: this user's alone
+        entry.parent.mkdir(exist_ok=True)
         tmp.write_bytes(orjson.dumps({"steps": steps}))
         os.replace(tmp, entry)  # whole or not at all: a reader never sees half an entry
     except OSError:

@@ -111,6 +111,19 @@ def test_a_cache_that_cannot_be_written_is_skipped(tmp_path: Path, checks: list[
     assert blocked.read_text() == "a file where the cache folder would be"
 
 
+def test_a_folder_others_may_write_is_never_read(tmp_path: Path, cache: Path, checks: list[int]) -> None:
+    path = save(weather_trace(), tmp_path / "run.json")
+    load_verified(path)
+    verified = cache / "verified"
+    assert verified.stat().st_mode & 0o777 == 0o700  # made for this user alone
+    verified.chmod(0o777)  # as if anyone could have written its entries
+    load_verified(path)
+    assert checks == [7, 7]  # the entry is there, but nobody else's word is taken
+    verified.chmod(0o700)
+    load_verified(path)
+    assert checks == [7, 7]
+
+
 def test_verify_file_never_reads_the_cache(tmp_path: Path, cache: Path, checks: list[int]) -> None:
     path = save(weather_trace(), tmp_path / "run.json")
     load_verified(path)
