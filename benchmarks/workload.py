@@ -31,6 +31,7 @@ from blackbox_mitm.cassette.store import save_trace
 from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.codecs import openai_chat
 from blackbox_mitm.codecs.base import CallIds
+from blackbox_mitm.session.environment import EnvSubstitution, RunEnvironment
 from blackbox_mitm.session.recorder import RunRecorder
 
 __all__ = [
@@ -242,10 +243,14 @@ def build_cassette(path: Path, calls: int, *, trace_id: str | None = None) -> Pa
     """Write a cassette holding ``calls`` agent calls (rounded up to whole tasks) and a terminal event.
 
     The steps are what a recording of the agent workload holds: the library's
-    recorder appends them (``Trace.append``), ``save_trace`` writes the file.
+    recorder appends them (``Trace.append``), ``save_trace`` writes the file. The
+    header carries the run's environment as ``blackbox record`` writes it (its
+    substitution is on by default), so a replay reads which placeholders the run
+    uses from there, as it does for a real recording, instead of scanning every step.
     """
     calls += calls % 2
     trace = Trace.new(trace_id or f"bench-{calls}")
+    trace.environment = EnvSubstitution.for_record(RunEnvironment.capture()).metadata()
     recorder = RunRecorder(trace, None)
     ids = CallIds()
     start = time.time_ns() // 1_000_000
