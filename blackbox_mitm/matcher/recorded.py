@@ -53,6 +53,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Literal
 
+import orjson
+
 from blackbox_mitm.cassette.payloads import ModelInput, tokens_of
 from blackbox_mitm.cassette.trace import Trace, TraceStep
 from blackbox_mitm.matcher.difference import Difference, first_difference
@@ -75,6 +77,20 @@ DIVERGENCE_CACHE_SIZE = 256
 HIGH_USAGE_TOKENS = 100_000
 
 _TOOL_STEPS = ("tool_call", "tool_result")
+
+
+def _identical(recorded: Mapping[str, Any], live: Mapping[str, Any]) -> bool:
+    """The same JSON value, types included: Python's ``==`` holds ``True == 1`` and ``1 == 1.0``, JSON does not.
+
+    A shortcut only (a ``False`` costs a digest): the serialized bytes, keys sorted, decide once ``==`` holds;
+    a value orjson cannot write (an integer past 64 bits) is not vouched for.
+    """
+    if recorded != live:
+        return False
+    try:
+        return orjson.dumps(recorded, option=orjson.OPT_SORT_KEYS) == orjson.dumps(live, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return False
 
 
 def recorded_calls_of(
@@ -286,7 +302,7 @@ class RecordedCalls:
         """
         while self._indexed < len(self._calls) and not done():
             call = self._calls[self._indexed]
-            digest = live[1] if live is not None and call.input == live[0] else self._digester.digest(call.input)
+            digest = live[1] if live is not None and _identical(call.input, live[0]) else self._digester.digest(call.input)
             call = self._calls[self._indexed] = replace(call, digest=digest)
             self._index.setdefault(call.digest, deque()).append(call.number)
             self._indexed += 1

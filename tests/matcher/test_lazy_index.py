@@ -7,6 +7,7 @@ import random
 import pytest
 from matcher_runs import calls_trace, plain_request
 
+from blackbox_mitm.cassette.payloads import ModelInput
 from blackbox_mitm.matcher import Divergence, Exhausted, RecordedCalls, Served, request_digest
 
 
@@ -58,3 +59,18 @@ def test_any_order_of_requests_gets_what_an_index_of_every_call_gives(mode: str)
             else:
                 assert isinstance(a, Exhausted)
         assert lazy.status() == eager.status()
+
+
+@pytest.mark.parametrize(("recorded_value", "live_value"), [(True, 1), (1, True), (False, 0), (1.5, 1.5), (2**70, 2**70)])
+def test_a_recorded_call_equal_in_python_but_not_in_json_gets_its_own_digest(recorded_value: object, live_value: object) -> None:
+    # Python's == holds True == 1: the live request's digest must not be lent to a recorded input that only == equals it.
+    recorded_input: ModelInput = {**plain_request("same words"), "params": {"temperature": recorded_value}}
+    live_input: ModelInput = {**plain_request("same words"), "params": {"temperature": live_value}}
+    recorded = RecordedCalls(calls_trace([recorded_input]))
+    outcome = recorded.match(live_input)
+    assert recorded.calls[0].digest == request_digest(recorded_input)
+    same_json = request_digest(recorded_input) == request_digest(live_input)
+    assert same_json is (type(recorded_value) is type(live_value))
+    assert isinstance(outcome, Served) is same_json
+    if not same_json:
+        assert isinstance(outcome, Divergence) and outcome.got_digest == request_digest(live_input)
