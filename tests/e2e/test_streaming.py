@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 import pytest
 from conftest import EXAMPLES, ROOT, blackbox, free_port, remote_args, wait_for_port
-from fake_provider import FakeProvider
+from fake_provider import FakeProvider, weather_answer
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.codecs.verified import verify_trace
@@ -33,23 +33,23 @@ pytestmark = pytest.mark.e2e
 QUESTION = "What's the weather in Paris and Lyon?"
 
 # A chat-completions client with three ways of streaming, and the non-streamed call to compare with.
-#   python oa_stream.py MODE QUESTION [MAX_TOKENS]
+#   python oa_stream.py MODE CONVERSATION...      (a CONVERSATION is QUESTION or QUESTION|MAX_TOKENS; see conv())
 #   MODE: plain | helper (chat.completions.stream) | create (stream=True) | usage (stream=True + include_usage)
+# Each conversation is a tool loop of its own (a fresh history), its output after a line "== QUESTION".
 # In the create modes the deltas are accumulated by hand, and id/name fragments are concatenated, as
 # the SDK's accumulator does: a stream that repeats them shows up as a wrong tool name or id.
 OPENAI_CLIENT = r"""
 import json, re, sys
 import openai
 
-mode, question = sys.argv[1], sys.argv[2]
-limit = {"max_completion_tokens": int(sys.argv[3])} if len(sys.argv) > 3 else {}
+mode, conversations = sys.argv[1], [a.rpartition("|") if "|" in a else (a, "", "") for a in sys.argv[2:]]
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather for a city.",
           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
 WEATHER = {"paris": "cloudy, 18C", "lyon": "rain, 15C"}
 client = openai.OpenAI(max_retries=0)
 
 
-def call(messages):
+def call(messages, limit):
     kwargs = dict(model="gpt-4.1-mini", messages=messages, tools=TOOLS, **limit)
     if mode == "plain":
         r = client.chat.completions.create(**kwargs)
@@ -89,39 +89,42 @@ def call(messages):
     return content, refusal, [tuple(calls[k]) for k in sorted(calls)], finish, usage_chunks
 
 
-messages = [{"role": "user", "content": question}]
-for _ in range(4):
-    content, refusal, calls, finish, usage = call(messages)
-    if not calls:
-        break
-    for call_id, name, args in calls:
-        assert re.fullmatch(r"call_[A-Za-z0-9]+", call_id) and call_id.count("call_") == 1, f"tool call id {call_id!r}"
-        print(f"tool {name}({args})")
-    messages.append({"role": "assistant", "content": content,
-                     "tool_calls": [{"id": i, "type": "function", "function": {"name": n, "arguments": a}} for i, n, a in calls]})
-    for call_id, name, args in calls:
-        city = json.loads(args)["city"]
-        messages.append({"role": "tool", "tool_call_id": call_id, "content": WEATHER.get(city.lower(), "unknown")})
-print(f"content: {content!r}")
-print(f"refusal: {refusal!r}")
-print(f"finish: {finish}")
-print(f"usage chunks: {usage}")
+for question, _, max_tokens in conversations:
+    print(f"== {question}")
+    limit = {"max_completion_tokens": int(max_tokens)} if max_tokens else {}
+    messages = [{"role": "user", "content": question}]
+    for _ in range(4):
+        content, refusal, calls, finish, usage = call(messages, limit)
+        if not calls:
+            break
+        for call_id, name, args in calls:
+            assert re.fullmatch(r"call_[A-Za-z0-9]+", call_id) and call_id.count("call_") == 1, f"tool call id {call_id!r}"
+            print(f"tool {name}({args})")
+        messages.append({"role": "assistant", "content": content,
+                         "tool_calls": [{"id": i, "type": "function", "function": {"name": n, "arguments": a}} for i, n, a in calls]})
+        for call_id, name, args in calls:
+            city = json.loads(args)["city"]
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": WEATHER.get(city.lower(), "unknown")})
+    print(f"content: {content!r}")
+    print(f"refusal: {refusal!r}")
+    print(f"finish: {finish}")
+    print(f"usage chunks: {usage}")
 """
 
 # The same over the anthropic SDK.  MODE: plain | helper (messages.stream) | events (create(stream=True), raw events)
+#   python an_stream.py MODE CONVERSATION...      (as above; MAX_TOKENS defaults to 1024)
 ANTHROPIC_CLIENT = r"""
 import json, sys
 import anthropic
 
-mode, question = sys.argv[1], sys.argv[2]
-max_tokens = int(sys.argv[3]) if len(sys.argv) > 3 else 1024
+mode, conversations = sys.argv[1], [a.rpartition("|") if "|" in a else (a, "", "") for a in sys.argv[2:]]
 TOOLS = [{"name": "get_weather", "description": "Weather for a city.",
           "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]
 WEATHER = {"paris": "cloudy, 18C", "lyon": "rain, 15C"}
 client = anthropic.Anthropic(max_retries=0)
 
 
-def call(messages):
+def call(messages, max_tokens):
     kwargs = dict(model="claude-sonnet-4-5", max_tokens=max_tokens, messages=messages, tools=TOOLS)
     if mode == "plain":
         m = client.messages.create(**kwargs)
@@ -152,20 +155,22 @@ def call(messages):
     return blocks, stop
 
 
-messages = [{"role": "user", "content": question}]
-for _ in range(4):
-    blocks, stop = call(messages)
-    uses = [b for b in blocks if b["type"] == "tool_use"]
-    if stop != "tool_use":
-        break
-    for b in uses:
-        assert b["id"].startswith("toolu_"), b["id"]
-        print(f"tool {b['name']}({json.dumps(b['input'], sort_keys=True)})")
-    messages.append({"role": "assistant", "content": blocks})
-    messages.append({"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": b["id"], "content": WEATHER.get(b["input"]["city"].lower(), "unknown")} for b in uses]})
-print(f"text: {''.join(b.get('text') or '' for b in blocks if b['type'] == 'text')!r}")
-print(f"stop: {stop}")
+for question, _, max_tokens in conversations:
+    print(f"== {question}")
+    messages = [{"role": "user", "content": question}]
+    for _ in range(4):
+        blocks, stop = call(messages, int(max_tokens or 1024))
+        uses = [b for b in blocks if b["type"] == "tool_use"]
+        if stop != "tool_use":
+            break
+        for b in uses:
+            assert b["id"].startswith("toolu_"), b["id"]
+            print(f"tool {b['name']}({json.dumps(b['input'], sort_keys=True)})")
+        messages.append({"role": "assistant", "content": blocks})
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": b["id"], "content": WEATHER.get(b["input"]["city"].lower(), "unknown")} for b in uses]})
+    print(f"text: {''.join(b.get('text') or '' for b in blocks if b['type'] == 'text')!r}")
+    print(f"stop: {stop}")
 """
 
 
@@ -229,17 +234,25 @@ class Recordings:
         self.folder, self.confdir = folder, confdir
         self.scripts = _scripts(folder)
         self._made: dict[str, tuple[Path, Any]] = {}
+        self._replayed: dict[str, Any] = {}
 
-    def plain(self, argv: list[str], script: list[dict[str, Any]] | None = None) -> tuple[Path, Any]:
+    def plain(self, argv: list[str], script: list[dict[str, Any]] | None = None, **fake: Any) -> tuple[Path, Any]:
         """``argv`` recorded against a fake provider answering with ``script``; it asked for no stream."""
-        return self._record(argv, script, {}, streaming=False)
+        return self._record(argv, script, fake, streaming=False)
 
     def streamed(self, argv: list[str], script: list[dict[str, Any]] | None = None, **fake: Any) -> tuple[Path, Any]:
         """``argv`` recorded against a fake provider (``script``, ``fake`` options); every request asked for a stream."""
         return self._record(argv, script, fake, streaming=True)
 
+    def replayed(self, cassette: Path, argv: list[str], recorded: Any) -> Any:
+        """``assert_replays`` of ``cassette`` by ``argv``, once for every test that asks the same."""
+        key = json.dumps([str(cassette), argv])
+        if key not in self._replayed:
+            self._replayed[key] = assert_replays(cassette, self.confdir, argv, recorded)
+        return self._replayed[key]
+
     def _record(self, argv: list[str], script: list[dict[str, Any]] | None, fake: dict[str, Any], *, streaming: bool) -> tuple[Path, Any]:
-        key = json.dumps([argv, script, fake, streaming], sort_keys=True)
+        key = json.dumps([argv, script, fake, streaming], sort_keys=True, default=lambda f: f.__name__)  # a responder by name
         if key not in self._made:
             with FakeProvider(None if script is None else list(script), **fake) as provider:
                 made = record(self.folder, self.confdir, provider, argv, f"run-{len(self._made)}.json")
@@ -259,7 +272,7 @@ def record_both_ways(
     recordings: Recordings, plain: list[str], streaming: list[str], script: list[dict[str, Any]] | None = None, **fake: Any
 ) -> tuple[Path, Any, Path, Any]:
     """Record the same conversation non-streamed and streamed; both must succeed and give the same steps."""
-    flat, flat_run = recordings.plain(plain, script)
+    flat, flat_run = recordings.plain(plain, script, **fake)
     live, live_run = recordings.streamed(streaming, script, **fake)
     assert _answer_lines(live_run.stdout) == _answer_lines(flat_run.stdout)
     assert neutral(live) == neutral(flat)
@@ -270,6 +283,58 @@ def record_both_ways(
 def _answer_lines(stdout: str) -> list[str]:
     """What the agent answered, without the line about usage chunks (which only a stream can have)."""
     return [line for line in stdout.splitlines() if not line.startswith("usage chunks:")]
+
+
+def conv(question: str, max_tokens: int | None = None) -> str:
+    """One conversation argument of the stream clients: ``QUESTION`` or ``QUESTION|MAX_TOKENS``."""
+    return question if max_tokens is None else f"{question}|{max_tokens}"
+
+
+LENGTH_STOP = [{"text": "The weather in Paris is mostly cl", "stop": "length"}]
+REFUSAL = [{"text": "I'm sorry, I can't help with that.", "stop": "refusal"}]
+
+# The conversations each client holds in one process, in this order (the tool round first: its tool-call ids are
+# call-0 and call-1 of the cassette): a tool round, a stop at the token limit, and (OpenAI only) a refusal. One
+# recording a mode, plain and streamed, serves every test that checks one of them; each checks its own conversation.
+SESSIONS = {
+    "openai": {"tool round": conv(QUESTION), "length": conv("What's new?", 8), "refusal": conv("Do it.")},
+    "anthropic": {"tool round": conv(QUESTION), "length": conv("What's new?", 8)},
+}
+SCRIPTED = {"What's new?": LENGTH_STOP[0], "Do it.": REFUSAL[0]}  # the fake's answer to a conversation's question
+
+
+def session_model(kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The sessions' fake model: the scripted answer for the length and refusal questions, else the weather model."""
+    first = (body.get("messages") or [{}])[0].get("content")
+    return dict(SCRIPTED[first]) if isinstance(first, str) and first in SCRIPTED else weather_answer(kind, body)
+
+
+class Session:
+    """A client's session in one mode: recorded plain and in ``mode``, the same steps both ways, replayed once."""
+
+    def __init__(self, recordings: Recordings, provider: str, mode: str, *, replay: bool = True) -> None:
+        self.names = list(SESSIONS[provider])
+        client, conversations = recordings.scripts[provider], list(SESSIONS[provider].values())
+        self.argv = [*client, mode, *conversations]
+        _, _, self.cassette, self.run = record_both_ways(recordings, [*client, "plain", *conversations], self.argv, responder=session_model)
+        if replay:
+            recordings.replayed(self.cassette, self.argv, self.run)
+
+    def out(self, name: str) -> str:
+        """What the client printed for conversation ``name`` (the lines after its ``== QUESTION`` line)."""
+        parts = re.split(r"^== .*\n", self.run.stdout, flags=re.M)
+        assert len(parts) == len(self.names) + 1 and parts[0] == "", self.run.stdout
+        return parts[1 + self.names.index(name)]
+
+    def steps(self, name: str) -> list[tuple[str, Any]]:
+        """The neutral steps of conversation ``name``: from the model call that opens its history to the next one."""
+        steps = neutral(self.cassette)
+        assert steps[-1][0] == "metadata" and steps[-1][1]["event"] == "run_completed", steps[-1]
+        opens = [i for i, (kind, payload) in enumerate(steps) if kind == "model_input" and len(payload["messages"]) == 1]
+        assert len(opens) == len(self.names), opens
+        bounds = [*opens, len(steps) - 1]
+        at = self.names.index(name)
+        return steps[bounds[at] : bounds[at + 1]]
 
 
 def assert_replays(cassette: Path, confdir: Path, argv: list[str], recorded: Any, *extra: str) -> Any:
@@ -285,21 +350,21 @@ def assert_replays(cassette: Path, confdir: Path, argv: list[str], recorded: Any
 
 
 @pytest.mark.parametrize("mode", ["helper", "create", "usage"])
-def test_openai_streamed_tool_round_records_like_a_plain_one_and_replays(mode: str, recordings: Recordings, confdir: Path) -> None:
-    client = recordings.scripts["openai"]
-    _, _, live, live_run = record_both_ways(recordings, [*client, "plain", QUESTION], [*client, mode, QUESTION])
-    assert 'tool get_weather({"city":"Paris"})\ntool get_weather({"city":"Lyon"})\n' in live_run.stdout
-    assert "content: 'Paris: cloudy, 18C. Lyon: rain, 15C.'" in live_run.stdout
-    assert f"usage chunks: {1 if mode == 'usage' else 0 if mode == 'create' else 'n/a'}" in live_run.stdout
-    steps = neutral(live)
+def test_openai_streamed_tool_round_records_like_a_plain_one_and_replays(mode: str, recordings: Recordings) -> None:
+    # Recorded plain and streamed with the same steps, and replayed: a synthesized stream the same client accumulates
+    # to the same output (Session).
+    session = Session(recordings, "openai", mode)
+    out = session.out("tool round")
+    assert out.startswith('tool get_weather({"city":"Paris"})\ntool get_weather({"city":"Lyon"})\n'), out
+    assert "content: 'Paris: cloudy, 18C. Lyon: rain, 15C.'" in out
+    assert f"usage chunks: {1 if mode == 'usage' else 0 if mode == 'create' else 'n/a'}" in out
+    steps = session.steps("tool round")
     assert [t for t, _ in steps] == ["model_input", "model_output", "tool_call", "tool_result", "tool_call", "tool_result",
-                                     "model_input", "model_output", "metadata"]  # fmt: skip
+                                     "model_input", "model_output"]  # fmt: skip
     assert steps[1][1]["calls"] == [
         {"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Paris"}},
         {"toolCallId": "call-1", "toolName": "get_weather", "toolInput": {"city": "Lyon"}},
     ]
-    # The replay answers with a synthesized stream the same client accumulates to the same output.
-    assert_replays(live, confdir, [*client, mode, QUESTION], live_run)
 
 
 def test_openai_weather_agent_streams_through_the_stream_helper(recordings: Recordings, confdir: Path) -> None:
@@ -312,12 +377,15 @@ def test_openai_weather_agent_streams_through_the_stream_helper(recordings: Reco
 
 
 @pytest.mark.parametrize("mode", ["helper", "events"])
-def test_anthropic_streamed_tool_round_records_like_a_plain_one_and_replays(mode: str, recordings: Recordings, confdir: Path) -> None:
-    client = recordings.scripts["anthropic"]
-    _, _, live, live_run = record_both_ways(recordings, [*client, "plain", QUESTION], [*client, mode, QUESTION])
-    assert 'tool get_weather({"city": "Paris"})\ntool get_weather({"city": "Lyon"})\n' in live_run.stdout
-    assert "text: 'Paris: cloudy, 18C. Lyon: rain, 15C.'\nstop: end_turn\n" in live_run.stdout
-    assert neutral(live)[1][1] == {
+def test_anthropic_streamed_tool_round_records_like_a_plain_one_and_replays(mode: str, recordings: Recordings) -> None:
+    session = Session(recordings, "anthropic", mode)
+    out = session.out("tool round")
+    assert out.startswith('tool get_weather({"city": "Paris"})\ntool get_weather({"city": "Lyon"})\n'), out
+    assert out.endswith("text: 'Paris: cloudy, 18C. Lyon: rain, 15C.'\nstop: end_turn\n"), out
+    steps = session.steps("tool round")
+    assert [t for t, _ in steps] == ["model_input", "model_output", "tool_call", "tool_result", "tool_call", "tool_result",
+                                     "model_input", "model_output"]  # fmt: skip
+    assert steps[1][1] == {
         "type": "tool_calls",
         "text": "Let me check the weather.",
         "calls": [
@@ -325,7 +393,6 @@ def test_anthropic_streamed_tool_round_records_like_a_plain_one_and_replays(mode
             {"toolCallId": "call-1", "toolName": "get_weather", "toolInput": {"city": "Lyon"}},
         ],
     }
-    assert_replays(live, confdir, [*client, mode, QUESTION], live_run)
 
 
 def test_anthropic_weather_agent_streams_through_messages_stream(recordings: Recordings, confdir: Path) -> None:
@@ -335,30 +402,27 @@ def test_anthropic_weather_agent_streams_through_messages_stream(recordings: Rec
     assert_replays(live, confdir, [*agent, "--stream", QUESTION], live_run)
 
 
-LENGTH_STOP = [{"text": "The weather in Paris is mostly cl", "stop": "length"}]
-
-
 @pytest.mark.parametrize(
-    ("provider", "mode"), [("openai", "helper"), ("openai", "usage"), ("anthropic", "helper"), ("anthropic", "events")]
+    ("provider", "mode"),
+    [("openai", "helper"), ("openai", "create"), ("openai", "usage"), ("anthropic", "helper"), ("anthropic", "events")],
 )
-def test_streamed_length_stop(provider: str, mode: str, recordings: Recordings, confdir: Path) -> None:
-    client = recordings.scripts[provider]
-    args = ["What's new?", "8"]
-    _, _, live, live_run = record_both_ways(recordings, [*client, "plain", *args], [*client, mode, *args], LENGTH_STOP)
+def test_streamed_length_stop(provider: str, mode: str, recordings: Recordings) -> None:
+    session = Session(recordings, provider, mode)
+    out = session.out("length")
     stop = "finish: length" if provider == "openai" else "stop: max_tokens"
-    assert stop in live_run.stdout and "The weather in Paris is mostly cl" in live_run.stdout
-    assert neutral(live)[1] == ("model_output", {"type": "final_answer", "text": "The weather in Paris is mostly cl", "stop": "length"})
-    assert_replays(live, confdir, [*client, mode, *args], live_run)
+    assert stop in out and "The weather in Paris is mostly cl" in out, out
+    steps = session.steps("length")
+    assert steps[0][1]["params"] == {"maxTokens": 8}  # stream taken out (neutral)
+    assert steps[1:] == [("model_output", {"type": "final_answer", "text": "The weather in Paris is mostly cl", "stop": "length"})]
 
 
-@pytest.mark.parametrize("mode", ["helper", "create"])
-def test_openai_streamed_refusal(mode: str, recordings: Recordings, confdir: Path) -> None:
-    client = recordings.scripts["openai"]
-    refusal = [{"text": "I'm sorry, I can't help with that.", "stop": "refusal"}]
-    _, _, live, live_run = record_both_ways(recordings, [*client, "plain", "Do it."], [*client, mode, "Do it."], refusal)
-    assert "content: None\nrefusal: \"I'm sorry, I can't help with that.\"\nfinish: stop\n" in live_run.stdout
-    assert neutral(live)[1] == ("model_output", {"type": "final_answer", "text": "I'm sorry, I can't help with that.", "stop": "refusal"})
-    assert_replays(live, confdir, [*client, mode, "Do it."], live_run)
+@pytest.mark.parametrize("mode", ["helper", "create", "usage"])
+def test_openai_streamed_refusal(mode: str, recordings: Recordings) -> None:
+    session = Session(recordings, "openai", mode)
+    out = session.out("refusal")
+    assert "content: None\nrefusal: \"I'm sorry, I can't help with that.\"\nfinish: stop\n" in out, out
+    refused = ("model_output", {"type": "final_answer", "text": "I'm sorry, I can't help with that.", "stop": "refusal"})
+    assert session.steps("refusal")[1:] == [refused]
 
 
 def test_anthropic_streamed_refusal_is_an_error_for_the_agent_and_fails_the_run(tmp_path: Path, confdir: Path) -> None:
@@ -429,19 +493,16 @@ def test_node_sdk_streams_record_and_replay(recordings: Recordings, confdir: Pat
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_gzip_encoded_stream_records_the_same_steps(provider: str, recordings: Recordings, tmp_path: Path, confdir: Path) -> None:
-    client = recordings.scripts[provider]
-    mode = "create" if provider == "openai" else "events"
-    with FakeProvider(gzip_streams=True) as fake:
-        _, rec = record(tmp_path, confdir, fake, [*client, mode, QUESTION], "gzip.json")
+    # The same session unencoded: the streamed recording the tool-round test of this mode replays (made once for both).
+    identity = Session(recordings, provider, "create" if provider == "openai" else "events", replay=False)
+    with FakeProvider(gzip_streams=True, responder=session_model) as fake:
+        _, rec = record(tmp_path, confdir, fake, identity.argv, "gzip.json")
         assert rec.returncode == 0, rec.stderr
         # The provider really gzipped them: the SDK asked for gzip and mitmproxy passed that on.
         assert all("gzip" in r["headers"].get("accept-encoding", "") for r in fake.requests)
-    # The same call unencoded: the streamed recording the tool-round test of this mode replays (made once for both).
-    identity, plain = recordings.streamed([*client, mode, QUESTION])
-    assert plain.returncode == 0, plain.stderr
-    assert rec.stdout == plain.stdout
-    assert neutral(tmp_path / "gzip.json") == neutral(identity)
-    assert_replays(tmp_path / "gzip.json", confdir, [*client, mode, QUESTION], rec)
+    assert rec.stdout == identity.run.stdout
+    assert neutral(tmp_path / "gzip.json") == neutral(identity.cassette)
+    assert_replays(tmp_path / "gzip.json", confdir, identity.argv, rec)
 
 
 # --------------------------------------------------------------------------- 4. streams that do not complete
