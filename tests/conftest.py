@@ -63,20 +63,29 @@ WEATHER_ANSWERS = {"paris": "Paris: cloudy, 18°C.", "lyon": "Lyon: rain, 15°C.
 @pytest.fixture(scope="session")
 def weather_runs(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> dict[str, Path]:
     """examples/openai_weather_agent.py asked about Paris and about Lyon, each recorded with `blackbox record` against
-    the fake provider once per session (once per xdist worker), not once per module: the goldens' and the tapes' tests
-    share them. Read only: a test that changes a run (re-records, updates, tampers) copies it first."""
+    the fake provider once per test session (by the first xdist worker to ask: tests/once.py), not once per module or
+    worker: the goldens' and the tapes' tests share them. Read only: a test that changes a run (re-records, updates,
+    tampers) copies it first."""
     from fake_provider import FakeProvider
+    from once import once, session_folder
 
-    folder = tmp_path_factory.mktemp("weather-runs")
-    out: dict[str, Path] = {}
-    with FakeProvider() as provider:
-        remote = remote_args(provider.url)
-        for name, question in WEATHER_QUESTIONS.items():
-            cassette = folder / f"{name}.json"
-            rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), *remote, "--", *WEATHER_AGENT, question, check=True)
-            assert rec.stdout.strip() == WEATHER_ANSWERS[name]
-            out[name] = cassette
-    return out
+    folder = session_folder(tmp_path_factory, "weather-runs")
+
+    def make() -> dict[str, str]:
+        out: dict[str, str] = {}
+        with FakeProvider() as provider:
+            remote = remote_args(provider.url)
+            for name, question in WEATHER_QUESTIONS.items():
+                cassette = folder / f"{name}.json"
+                cassette.unlink(missing_ok=True)  # an attempt that failed (in another worker) left its file
+                rec = blackbox(
+                    "record", "-o", str(cassette), "--confdir", str(confdir), *remote, "--", *WEATHER_AGENT, question, check=True
+                )
+                assert rec.stdout.strip() == WEATHER_ANSWERS[name]
+                out[name] = str(cassette)
+        return out
+
+    return {name: Path(path) for name, path in once(folder, "weather-runs", make).items()}
 
 
 def map_remote_for(url: str) -> list[str]:

@@ -2,7 +2,7 @@
 
 The quick run is the suite's longest single item (every section's proxies, fakes and
 agents): it is made once, in a folder every xdist worker of the session shares
-(``getbasetemp().parent``), under a file lock. The first worker to ask runs it; any other waits
+(tests/once.py), under a file lock. The first worker to ask runs it; any other waits
 for it and reads the same report, JSON and stderr (``--dist worksteal`` may hand a module's
 tests to several workers), so the run is never repeated in one session. Both test modules
 load this file as a plugin (``pytest_plugins``): one fixture, whichever module asks first.
@@ -10,15 +10,14 @@ load this file as a plugin (``pytest_plugins``): one fixture, whichever module a
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from once import once, session_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,19 +40,8 @@ def _run(out: Path) -> None:
 @pytest.fixture(scope="session")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> QuickRun:
     """(the markdown report, the JSON figures, the run's stderr) of the session's one quick run; it must have exited 0."""
-    base = tmp_path_factory.getbasetemp()
-    # Under xdist each worker's basetemp is a folder of the session's own (pytest-N/popen-gwK): its parent is shared by
-    # the session's workers and no other session. Without xdist basetemp itself is the session's.
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    out = shared / "bench-quick-run"
-    with (shared / "bench-quick-run.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            if not (out / "returncode").exists():
-                out.mkdir(exist_ok=True)
-                _run(out)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    out = session_folder(tmp_path_factory, "bench-quick-run")
+    once(out, "quick-run", lambda: _run(out))  # its outcome is in its files, a failed run's too: never run twice
     stderr = (out / "stderr.txt").read_text(encoding="utf-8")
     assert (out / "returncode").read_text() == "0", f"the quick benchmark run failed:\n{stderr[-6000:]}"
     report = (out / "benchmarks.md").read_text(encoding="utf-8")

@@ -24,6 +24,7 @@ import orjson
 import pytest
 from conftest import EXAMPLES, ROOT, blackbox, free_port, remote_args, wait_for_port
 from fake_provider import FakeProvider, weather_answer
+from once import name_for, once, session_folder, write_once
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.codecs.verified import verify_trace
@@ -175,9 +176,7 @@ for question, _, max_tokens in conversations:
 
 
 def _scripts(tmp_path: Path) -> dict[str, list[str]]:
-    oa, an = tmp_path / "oa_stream.py", tmp_path / "an_stream.py"
-    oa.write_text(OPENAI_CLIENT)
-    an.write_text(ANTHROPIC_CLIENT)
+    oa, an = write_once(tmp_path / "oa_stream.py", OPENAI_CLIENT), write_once(tmp_path / "an_stream.py", ANTHROPIC_CLIENT)
     return {"openai": [sys.executable, str(oa)], "anthropic": [sys.executable, str(an)]}
 
 
@@ -225,16 +224,15 @@ def streamed(provider: FakeProvider) -> list[bool]:
 class Recordings:
     """The module's recordings, each made once and shared by the tests that only compare with it or replay it.
 
-    A plain (non-streamed) recording of a client in one mode is the same whichever streamed mode a test compares
-    it with: it is recorded once (per xdist worker) for all of them, not once per test. Read only: replay does not
-    write to a cassette, and no test here changes one it was given.
+    A plain (non-streamed) recording of a client's session is the same whichever streamed mode a test compares it
+    with: it is recorded once a test session for all of them — once for every xdist worker too (tests/once.py: the
+    first worker to ask records it in the session's shared folder, the others read it), not once per test or worker.
+    Read only: replay does not write to a cassette, and no test here changes one it was given.
     """
 
     def __init__(self, folder: Path, confdir: Path) -> None:
         self.folder, self.confdir = folder, confdir
         self.scripts = _scripts(folder)
-        self._made: dict[str, tuple[Path, Any]] = {}
-        self._replayed: dict[str, Any] = {}
 
     def plain(self, argv: list[str], script: list[dict[str, Any]] | None = None, **fake: Any) -> tuple[Path, Any]:
         """``argv`` recorded against a fake provider answering with ``script``; it asked for no stream."""
@@ -245,27 +243,41 @@ class Recordings:
         return self._record(argv, script, fake, streaming=True)
 
     def replayed(self, cassette: Path, argv: list[str], recorded: Any) -> Any:
-        """``assert_replays`` of ``cassette`` by ``argv``, once for every test that asks the same."""
-        key = json.dumps([str(cassette), argv])
-        if key not in self._replayed:
-            self._replayed[key] = assert_replays(cassette, self.confdir, argv, recorded)
-        return self._replayed[key]
+        """``assert_replays`` of ``cassette`` by ``argv``, once for every test (and worker) that asks the same."""
+
+        def make() -> dict[str, Any]:
+            return _run_json(assert_replays(cassette, self.confdir, argv, recorded))
+
+        return _completed(once(self.folder, json.dumps(["replay", str(cassette), argv]), make))
 
     def _record(self, argv: list[str], script: list[dict[str, Any]] | None, fake: dict[str, Any], *, streaming: bool) -> tuple[Path, Any]:
         key = json.dumps([argv, script, fake, streaming], sort_keys=True, default=lambda f: f.__name__)  # a responder by name
-        if key not in self._made:
+
+        def make() -> dict[str, Any]:
+            name = f"run-{name_for(key)}.json"
+            (self.folder / name).unlink(missing_ok=True)  # an attempt that failed (in another worker) left its file
             with FakeProvider(None if script is None else list(script), **fake) as provider:
-                made = record(self.folder, self.confdir, provider, argv, f"run-{len(self._made)}.json")
-                assert made[1].returncode == 0, made[1].stderr
+                cassette, run = record(self.folder, self.confdir, provider, argv, name)
+                assert run.returncode == 0, run.stderr
                 asked = streamed(provider)
                 assert (bool(asked) and all(asked)) if streaming else not any(asked), asked
-            self._made[key] = made
-        return self._made[key]
+            return {"cassette": str(cassette), **_run_json(run)}
+
+        made = once(self.folder, key, make)
+        return Path(made["cassette"]), _completed(made)
+
+
+def _run_json(run: Any) -> dict[str, Any]:
+    return {"returncode": run.returncode, "stdout": run.stdout, "stderr": run.stderr}
+
+
+def _completed(made: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    return subprocess.CompletedProcess([], made["returncode"], made["stdout"], made["stderr"])
 
 
 @pytest.fixture(scope="module")
 def recordings(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Recordings:
-    return Recordings(tmp_path_factory.mktemp("streaming-recordings"), confdir)
+    return Recordings(session_folder(tmp_path_factory, "streaming-recordings"), confdir)
 
 
 def record_both_ways(
