@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from conftest import EXAMPLES, ROOT, remote_args
 from fake_responses import FakeResponses
+from once import once, session_folder
 
 from blackbox_mitm.cassette import load_trace
 
@@ -101,7 +102,7 @@ def check_changed_prompt_fails(cassette: Path, confdir: Path, changed: list[str]
 
 class Session:
     """Several variants of one agent, each a ``MODE QUESTION`` pair its program runs in order in one process (one
-    import of the SDK, one record, verify and replay for all): made once per module (per xdist worker).
+    import of the SDK, one record, verify and replay for all): made once a test session, by the first xdist worker to ask (tests/once.py).
 
     Each variant's test asserts on its own part: its model calls, its steps, its line of output, and a replay whose
     prompt changed for that variant alone (the variants before it are served, it diverges at its own first call).
@@ -123,9 +124,16 @@ class Session:
         if self._made is None:
             cassette = self.folder / "session.json"
             steps = [t for _, kinds in self.variants.values() for t in kinds[:-1]] + ["metadata"]
-            rec, calls = record(cassette, self.confdir, self.argv())
-            trace = check_replays(cassette, rec, calls, self.confdir, self.argv(), steps=steps)
-            self._made = (trace, rec, calls)
+
+            def make() -> dict[str, Any]:
+                cassette.unlink(missing_ok=True)  # an attempt that failed (in another worker) left its file
+                rec, calls = record(cassette, self.confdir, self.argv())
+                check_replays(cassette, rec, calls, self.confdir, self.argv(), steps=steps)
+                return {"rec": [rec.returncode, rec.stdout, rec.stderr], "calls": calls}
+
+            made = once(self.folder, "session", make)  # by the first xdist worker to ask (tests/once.py)
+            rec = subprocess.CompletedProcess(self.argv(), *made["rec"])
+            self._made = (load_trace(cassette), rec, made["calls"])
         return self._made
 
     def part(self, mode: str) -> tuple[list[Any], str, list[Any]]:
@@ -189,7 +197,9 @@ def own_ids(steps: list[Any]) -> list[Any]:
 def py_session(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
     """The Python SDK agent in each mode, one after the other in one recorded session (tests/e2e/agents/responses_session.py)."""
     program = [sys.executable, str(AGENTS / "responses_session.py")]
-    return Session(tmp_path_factory.mktemp("responses-python-sdk"), confdir, program, {m: (QUESTION, ROUND) for m in PY_MODES}, lines=2)
+    return Session(
+        session_folder(tmp_path_factory, "responses-python-sdk"), confdir, program, {m: (QUESTION, ROUND) for m in PY_MODES}, lines=2
+    )
 
 
 @pytest.mark.parametrize("mode", PY_MODES)
@@ -311,7 +321,9 @@ def test_node_sdk_records_and_replays_offline(flags: list[str], tmp_path: Path, 
 @pytest.fixture(scope="module")
 def openai_agents(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
     program = [sys.executable, str(AGENTS / "openai_agents_weather.py")]
-    return Session(tmp_path_factory.mktemp("openai-agents"), confdir, program, {"run": (QUESTION, ROUND), "streamed": (QUESTION, ROUND)})
+    return Session(
+        session_folder(tmp_path_factory, "openai-agents"), confdir, program, {"run": (QUESTION, ROUND), "streamed": (QUESTION, ROUND)}
+    )
 
 
 @pytest.mark.parametrize("mode", ["run", "streamed"])
@@ -334,7 +346,9 @@ ONE_CALL_ROUND = ["model_input", "model_output", "tool_call", "tool_result", "mo
 def pydantic_ai(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
     # run_stream ends at the first text it is given, so the streamed run asks about one city: no narration beside its call.
     variants = {"run": ("What's the weather in Paris and Lyon?", ROUND), "stream": ("What's the weather in Paris?", ONE_CALL_ROUND)}
-    return Session(tmp_path_factory.mktemp("pydantic-ai"), confdir, [sys.executable, str(AGENTS / "pydantic_ai_weather.py")], variants)
+    return Session(
+        session_folder(tmp_path_factory, "pydantic-ai"), confdir, [sys.executable, str(AGENTS / "pydantic_ai_weather.py")], variants
+    )
 
 
 @pytest.mark.parametrize(("mode", "city"), [("run", "Paris and Lyon"), ("stream", "Paris")])
