@@ -2,21 +2,23 @@
 
 A module- or session-scoped fixture is made once per worker: under ``make test``'s ``-n 3 --dist worksteal``
 a module whose tests land on three workers records its runs three times. ``once(folder, key, make)`` runs
-``make`` in the first worker to ask and keeps its JSON result in ``folder``, a folder of the session's own
-that every worker shares (``session_folder``); any other worker asking for the same key waits for it under
-a file lock and reads the same result. A ``make`` that raises keeps nothing: the next asker runs it again
-(and fails the same way, with its own traceback).
+``make`` in the first worker to ask and keeps its result (pickled: paths, finished processes, a test module's
+dataclasses) in ``folder``, a folder of the session's own that every worker shares (``session_folder``); any
+other worker asking for the same key waits for it under a file lock and reads the same result. A ``make``
+that raises keeps nothing: the next asker runs it again (and fails the same way, with its own traceback).
+
+``shared(tmp_path_factory, name, make)`` is the usual form for a module's recording: ``make(folder)`` records
+into the shared folder ``name`` and returns what the module's tests read, once for the whole session.
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 import os
+import pickle
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -38,22 +40,29 @@ def name_for(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
-def once(folder: Path, key: str, make: Callable[[], Any]) -> Any:
-    """``make()``'s result (JSON), computed once in ``folder`` for ``key`` by whichever worker asks first."""
+def once[T](folder: Path, key: str, make: Callable[[], T]) -> T:
+    """``make()``'s result, computed once in ``folder`` for ``key`` by whichever worker asks first."""
     digest = name_for(key)
-    done = folder / f"{digest}.json"
+    done = folder / f"{digest}.pickle"
     with (folder / f"{digest}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             if done.exists():
-                return json.loads(done.read_text(encoding="utf-8"))
+                result: T = pickle.loads(done.read_bytes())
+                return result
             result = make()
             partial = done.with_suffix(".partial")
-            partial.write_text(json.dumps(result), encoding="utf-8")
+            partial.write_bytes(pickle.dumps(result))
             partial.replace(done)
             return result
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def shared[T](tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], T]) -> T:
+    """``make(folder)`` once a session, ``folder`` being the session's shared folder ``name`` (see the module's doc)."""
+    folder = session_folder(tmp_path_factory, name)
+    return once(folder, "made", lambda: make(folder))
 
 
 def write_once(path: Path, text: str) -> Path:

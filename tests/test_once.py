@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from once import once, write_once
+from once import once, shared, write_once
 
 ROOT = Path(__file__).resolve().parent
 
@@ -23,6 +23,28 @@ def test_the_second_asker_reads_the_first_ones_result(tmp_path: Path) -> None:
     assert once(tmp_path, "key", make) == {"n": 1}
     assert once(tmp_path, "other", make) == {"n": 2}
     assert len(calls) == 2
+
+
+def test_a_value_comes_back_as_made_paths_and_finished_processes_included(tmp_path: Path) -> None:
+    made = subprocess.CompletedProcess(["agent"], 0, "Paris: cloudy\n", "")
+    value = {"cassette": tmp_path / "run.json", "rec": made}
+    assert once(tmp_path, "key", lambda: value) is value
+    again = once(tmp_path, "key", lambda: {})  # read back from the shared folder, not made again
+    assert again["cassette"] == tmp_path / "run.json"
+    assert (again["rec"].args, again["rec"].returncode, again["rec"].stdout) == (["agent"], 0, "Paris: cloudy\n")
+
+
+def test_shared_makes_in_the_session_folder_of_its_name(tmp_path_factory: pytest.TempPathFactory) -> None:
+    folders: list[Path] = []
+
+    def make(folder: Path) -> Path:
+        folders.append(folder)
+        (folder / "run.json").write_text("{}")
+        return folder / "run.json"
+
+    first = shared(tmp_path_factory, "once-shared-test", make)
+    assert shared(tmp_path_factory, "once-shared-test", make) == first
+    assert folders == [first.parent] and first.parent.name == "once-shared-test" and first.read_text() == "{}"
 
 
 def test_a_failed_make_keeps_nothing_and_the_next_asker_runs_it(tmp_path: Path) -> None:

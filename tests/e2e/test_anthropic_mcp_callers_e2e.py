@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 from anthropic_script import MODEL, answer, message, record_agent, replay_agent
+from once import shared
 
 from blackbox_mitm.cassette import load_trace
 
@@ -339,7 +340,9 @@ def _model(kind: str, body: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
-    folder = tmp_path_factory.mktemp("run")
-    cassette, rec, sent = record_agent(COMBINED_AGENT, folder, confdir, _model, False, {"MCP_TOKEN": TOKEN}, args=MODES)
-    rep = replay_agent(cassette, folder, confdir, False, {"MCP_TOKEN": "another-token-at-replay"}, args=MODES)
-    return Session(cassette, rec, sent, rep)
+    def make(folder: Path) -> Session:
+        cassette, rec, sent = record_agent(COMBINED_AGENT, folder, confdir, _model, False, {"MCP_TOKEN": TOKEN}, args=MODES)
+        rep = replay_agent(cassette, folder, confdir, False, {"MCP_TOKEN": "another-token-at-replay"}, args=MODES)
+        return Session(cassette, rec, sent, rep)
+
+    return shared(tmp_path_factory, "anthropic-mcp-callers", make)  # once a test session (tests/once.py)

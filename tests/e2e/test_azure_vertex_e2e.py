@@ -23,6 +23,7 @@ from conftest import EXAMPLES, ROOT, blackbox
 from fake_clouds import FakeClouds
 from fake_provider import FakeProvider
 from fake_responses import FakeResponses
+from once import shared
 from several_runs import calls_per_run, outputs, per_run, several
 
 from blackbox_mitm.cassette import load_trace
@@ -105,14 +106,18 @@ STREAMS = [False, True]
 def azure_chat(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> RoundTrip:
     """The chat deployments' runs, whole and streamed (AzureOpenAI), then a run on the /openai/v1 paths (a plain OpenAI
     client at OPENAI_BASE_URL): one session; the changed prompt fails the first run and, on its own path, the last."""
-    runs = [["--cloud", "azure", *(["--stream"] if stream else []), QUESTION] for stream in STREAMS]
-    runs.append([f"OPENAI_BASE_URL={RESOURCE}/openai/v1", QUESTION])
-    with FakeProvider() as fake:
-        return _round_trip(
-            tmp_path_factory.mktemp("azure-chat"), confdir, fake, [AZURE_REMOTE + fake.url], OPENAI_AGENT, runs,
-            {"AZURE_OPENAI_API_KEY": AZURE_KEY, "OPENAI_API_KEY": AZURE_KEY}, secret=AZURE_KEY, replay_env=AZURE,
-            banned=AZURE_BANNED, changed_at=(0, len(STREAMS)),
-        )  # fmt: skip
+
+    def make(folder: Path) -> RoundTrip:
+        runs = [["--cloud", "azure", *(["--stream"] if stream else []), QUESTION] for stream in STREAMS]
+        runs.append([f"OPENAI_BASE_URL={RESOURCE}/openai/v1", QUESTION])
+        with FakeProvider() as fake:
+            return _round_trip(
+                folder, confdir, fake, [AZURE_REMOTE + fake.url], OPENAI_AGENT, runs,
+                {"AZURE_OPENAI_API_KEY": AZURE_KEY, "OPENAI_API_KEY": AZURE_KEY}, secret=AZURE_KEY, replay_env=AZURE,
+                banned=AZURE_BANNED, changed_at=(0, len(STREAMS)),
+            )  # fmt: skip
+
+    return shared(tmp_path_factory, "azure-chat", make)  # once a test session (tests/once.py)
 
 
 @pytest.mark.parametrize("stream", STREAMS, ids=["whole", "stream"])
@@ -139,12 +144,15 @@ RESPONSES_MODES = ["create", "stream"]
 
 @pytest.fixture(scope="module")
 def azure_responses(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> RoundTrip:
-    with FakeResponses() as fake:
-        return _round_trip(
-            tmp_path_factory.mktemp("azure-responses"), confdir, fake, [AZURE_REMOTE + fake.url], RESPONSES_AGENT,
-            [[mode, QUESTION] for mode in RESPONSES_MODES], {"AZURE_OPENAI_API_KEY": AZURE_KEY},
-            secret=AZURE_KEY, replay_env=AZURE, banned=AZURE_BANNED,
-        )  # fmt: skip
+    def make(folder: Path) -> RoundTrip:
+        with FakeResponses() as fake:
+            return _round_trip(
+                folder, confdir, fake, [AZURE_REMOTE + fake.url], RESPONSES_AGENT,
+                [[mode, QUESTION] for mode in RESPONSES_MODES], {"AZURE_OPENAI_API_KEY": AZURE_KEY},
+                secret=AZURE_KEY, replay_env=AZURE, banned=AZURE_BANNED,
+            )  # fmt: skip
+
+    return shared(tmp_path_factory, "azure-responses", make)  # once a test session (tests/once.py)
 
 
 @pytest.mark.parametrize("mode", RESPONSES_MODES)
@@ -166,14 +174,17 @@ VERTEX_RUNS = [(region, stream) for region in REGIONS for stream in STREAMS]
 
 @pytest.fixture(scope="module")
 def anthropic_vertex(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> RoundTrip:
-    runs = [[f"CLOUD_ML_REGION={region}", "--cloud", "vertex", "--model", VERTEX_MODEL, *(["--stream"] if stream else []), QUESTION]
-            for region, stream in VERTEX_RUNS]  # fmt: skip
-    with FakeClouds() as fake:
-        return _round_trip(
-            tmp_path_factory.mktemp("anthropic-vertex"), confdir, fake, [f"|https://{host}|{fake.url}" for host in REGIONS.values()],
-            VERTEX_AGENT, runs, {"CLOUDSDK_AUTH_ACCESS_TOKEN": TOKEN}, secret=TOKEN, replay_env=VERTEX,
-            banned=("acme-prod", "417203", *REGIONS, "projects/", "vertex-2023", "googleapis", "toolu_"),
-        )  # fmt: skip
+    def make(folder: Path) -> RoundTrip:
+        runs = [[f"CLOUD_ML_REGION={region}", "--cloud", "vertex", "--model", VERTEX_MODEL, *(["--stream"] if stream else []), QUESTION]
+                for region, stream in VERTEX_RUNS]  # fmt: skip
+        with FakeClouds() as fake:
+            return _round_trip(
+                folder, confdir, fake, [f"|https://{host}|{fake.url}" for host in REGIONS.values()],
+                VERTEX_AGENT, runs, {"CLOUDSDK_AUTH_ACCESS_TOKEN": TOKEN}, secret=TOKEN, replay_env=VERTEX,
+                banned=("acme-prod", "417203", *REGIONS, "projects/", "vertex-2023", "googleapis", "toolu_"),
+            )  # fmt: skip
+
+    return shared(tmp_path_factory, "anthropic-vertex", make)  # once a test session (tests/once.py)
 
 
 @pytest.mark.parametrize("stream", STREAMS, ids=["rawPredict", "streamRawPredict"])
@@ -199,14 +210,17 @@ GEMINI_MODES = ["stream", "manual"]  # a streamed call; a manual function-callin
 
 @pytest.fixture(scope="module")
 def gemini_express(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> RoundTrip:
-    from fake_gemini import FakeGemini
+    def make(folder: Path) -> RoundTrip:
+        from fake_gemini import FakeGemini
 
-    with FakeGemini() as fake:
-        return _round_trip(
-            tmp_path_factory.mktemp("gemini-express"), confdir, fake, [rf"|https://aiplatform\.googleapis\.com|{fake.url}"], GEMINI_AGENT,
-            [["--mode", mode, QUESTION] for mode in GEMINI_MODES], {"GOOGLE_API_KEY": GEMINI_KEY}, secret=GEMINI_KEY,
-            replay_env={"GOOGLE_GENAI_USE_VERTEXAI": "true"}, banned=("aiplatform", "v1beta1", "publishers", "usageMetadata", "responseId"),
-        )  # fmt: skip
+        with FakeGemini() as fake:
+            return _round_trip(
+                folder, confdir, fake, [rf"|https://aiplatform\.googleapis\.com|{fake.url}"], GEMINI_AGENT,
+                [["--mode", mode, QUESTION] for mode in GEMINI_MODES], {"GOOGLE_API_KEY": GEMINI_KEY}, secret=GEMINI_KEY,
+                replay_env={"GOOGLE_GENAI_USE_VERTEXAI": "true"}, banned=("aiplatform", "v1beta1", "publishers", "usageMetadata", "responseId"),
+            )  # fmt: skip
+
+    return shared(tmp_path_factory, "gemini-express", make)  # once a test session (tests/once.py)
 
 
 @pytest.mark.parametrize("mode", GEMINI_MODES)
@@ -281,28 +295,33 @@ class OAuthSession:
 def gemini_oauth(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> OAuthSession:
     """Both modes' runs in one agent session: recorded (each run's client refreshing its token), replayed three times
     with no credentials, and replayed with a changed prompt."""
-    from fake_gemini import FakeGemini
 
-    folder = tmp_path_factory.mktemp("gemini-oauth")
-    credentials = folder / "adc.json"
-    credentials.write_text(json.dumps({"type": "authorized_user", "client_id": "764086051850-fake.apps.googleusercontent.com",
-                                       "client_secret": CLIENT_SECRET, "refresh_token": REFRESH_TOKEN}))  # fmt: skip
-    cassette = folder / "run.json"
+    def make(folder: Path) -> OAuthSession:
+        from fake_gemini import FakeGemini
 
-    def agent(question: str) -> list[str]:
-        return several(GEMINI_AGENT, [["--mode", mode, question] for mode in GEMINI_MODES])
+        credentials = folder / "adc.json"
+        credentials.write_text(json.dumps({"type": "authorized_user", "client_id": "764086051850-fake.apps.googleusercontent.com",
+                                           "client_secret": CLIENT_SECRET, "refresh_token": REFRESH_TOKEN}))  # fmt: skip
+        cassette = folder / "run.json"
 
-    with FakeGemini() as fake, FakeTokenEndpoint() as tokens:
-        rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir),
-                       "--map-remote", rf"|https://us-central1-aiplatform\.googleapis\.com|{fake.url}",
-                       "--map-remote", rf"|https://oauth2\.googleapis\.com|{tokens.url}",
-                       "--", *agent(QUESTION), env={**GOOGLE_PROJECT, "GOOGLE_APPLICATION_CREDENTIALS": str(credentials)})  # fmt: skip
-        assert rec.returncode == 0, rec.stderr
-        requests, grants = list(fake.requests), list(tokens.grants)
-    # no credentials file, the fakes gone: the placeholder token, nothing contacted
-    replays = [blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *agent(QUESTION), env=GOOGLE_PROJECT) for _ in range(3)]
-    bad = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *agent(CHANGED), env=GOOGLE_PROJECT)
-    return OAuthSession(rec, per_run(requests, calls_per_run(load_trace(cassette))), grants, cassette, replays, bad)
+        def agent(question: str) -> list[str]:
+            return several(GEMINI_AGENT, [["--mode", mode, question] for mode in GEMINI_MODES])
+
+        with FakeGemini() as fake, FakeTokenEndpoint() as tokens:
+            rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir),
+                           "--map-remote", rf"|https://us-central1-aiplatform\.googleapis\.com|{fake.url}",
+                           "--map-remote", rf"|https://oauth2\.googleapis\.com|{tokens.url}",
+                           "--", *agent(QUESTION), env={**GOOGLE_PROJECT, "GOOGLE_APPLICATION_CREDENTIALS": str(credentials)})  # fmt: skip
+            assert rec.returncode == 0, rec.stderr
+            requests, grants = list(fake.requests), list(tokens.grants)
+        # no credentials file, the fakes gone: the placeholder token, nothing contacted
+        replays = [
+            blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *agent(QUESTION), env=GOOGLE_PROJECT) for _ in range(3)
+        ]
+        bad = blackbox("replay", str(cassette), "--confdir", str(confdir), "--", *agent(CHANGED), env=GOOGLE_PROJECT)
+        return OAuthSession(rec, per_run(requests, calls_per_run(load_trace(cassette))), grants, cassette, replays, bad)
+
+    return shared(tmp_path_factory, "gemini-oauth", make)  # once a test session (tests/once.py)
 
 
 @pytest.mark.parametrize("mode", GEMINI_MODES)

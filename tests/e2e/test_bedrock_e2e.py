@@ -20,6 +20,7 @@ from urllib.parse import unquote
 import pytest
 from conftest import EXAMPLES, blackbox, remote_args
 from fake_provider import FakeProvider
+from once import shared
 from several_runs import Session, calls_per_run, outputs, record_session, several
 
 from blackbox_mitm.cassette import load_trace
@@ -70,13 +71,16 @@ def _runs(cloud: str, variants: list[tuple[str, bool]], question: str = QUESTION
 
 @pytest.fixture(scope="module")
 def invoked(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
-    # No AWS keys in the replays: they set a placeholder Bedrock API key (AWS_BEARER_TOKEN_BEDROCK), so nothing is signed.
-    cassette = tmp_path_factory.mktemp("bedrock-invoke") / "run.json"
+    def make(folder: Path) -> Session:
+        # No AWS keys in the replays: they set a placeholder Bedrock API key (AWS_BEARER_TOKEN_BEDROCK), so nothing is signed.
+        cassette = folder / "run.json"
 
-    def agent(question: str) -> list[str]:
-        return several(AGENT, _runs("bedrock", VARIANTS, question))
+        def agent(question: str) -> list[str]:
+            return several(AGENT, _runs("bedrock", VARIANTS, question))
 
-    return record_session(cassette, confdir, BEDROCK_REMOTE, agent, QUESTION, record_env=AWS, replay_env=REGION)
+        return record_session(cassette, confdir, BEDROCK_REMOTE, agent, QUESTION, record_env=AWS, replay_env=REGION)
+
+    return shared(tmp_path_factory, "bedrock-invoke", make)  # once a test session (tests/once.py)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["invoke", "invoke-with-response-stream"])
@@ -112,18 +116,22 @@ def test_anthropic_bedrock_records_replays_offline_and_a_changed_prompt_fails(st
 @pytest.fixture(scope="module")
 def across(invoked: Session, tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> tuple[Path, Any, Any]:
     """The Bedrock session recorded again on Anthropic's API; each replayed for the agent on the other."""
-    on_anthropic = tmp_path_factory.mktemp("bedrock-across") / "anthropic.json"
-    on_profile = [(MODEL, stream) for _, stream in VARIANTS]
-    with FakeProvider() as provider:
-        rec = blackbox(
-            "record", "-o", str(on_anthropic), "--confdir", str(confdir), *remote_args(provider.url),
-            "--", *several(AGENT, _runs("anthropic", on_profile)),
-        )  # fmt: skip
-        assert rec.returncode == 0, rec.stderr
-    # Strict replays, across clouds: the neutral steps are the same.
-    to_anthropic = _replay(invoked.cassette, confdir, _runs("anthropic", on_profile))
-    to_bedrock = _replay(on_anthropic, confdir, _runs("bedrock", on_profile))
-    return on_anthropic, to_anthropic, to_bedrock
+
+    def make(folder: Path) -> tuple[Path, Any, Any]:
+        on_anthropic = folder / "anthropic.json"
+        on_profile = [(MODEL, stream) for _, stream in VARIANTS]
+        with FakeProvider() as provider:
+            rec = blackbox(
+                "record", "-o", str(on_anthropic), "--confdir", str(confdir), *remote_args(provider.url),
+                "--", *several(AGENT, _runs("anthropic", on_profile)),
+            )  # fmt: skip
+            assert rec.returncode == 0, rec.stderr
+        # Strict replays, across clouds: the neutral steps are the same.
+        to_anthropic = _replay(invoked.cassette, confdir, _runs("anthropic", on_profile))
+        to_bedrock = _replay(on_anthropic, confdir, _runs("bedrock", on_profile))
+        return on_anthropic, to_anthropic, to_bedrock
+
+    return shared(tmp_path_factory, "bedrock-across", make)  # once a test session (tests/once.py)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
@@ -152,13 +160,16 @@ STREAMS = [False, True]
 
 @pytest.fixture(scope="module")
 def conversed(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
-    cassette = tmp_path_factory.mktemp("bedrock-converse") / "run.json"
+    def make(folder: Path) -> Session:
+        cassette = folder / "run.json"
 
-    def runs(question: str) -> list[str]:
-        return several(CONVERSE, [[question, "--model", ARN, *(["--stream"] if stream else [])] for stream in STREAMS])
+        def runs(question: str) -> list[str]:
+            return several(CONVERSE, [[question, "--model", ARN, *(["--stream"] if stream else [])] for stream in STREAMS])
 
-    # No AWS keys in the replays: boto3 uses the placeholder Bedrock API key, and the fake is gone.
-    return record_session(cassette, confdir, BEDROCK_REMOTE, runs, QUESTION, record_env=AWS, replay_env=REGION)
+        # No AWS keys in the replays: boto3 uses the placeholder Bedrock API key, and the fake is gone.
+        return record_session(cassette, confdir, BEDROCK_REMOTE, runs, QUESTION, record_env=AWS, replay_env=REGION)
+
+    return shared(tmp_path_factory, "bedrock-converse", make)  # once a test session (tests/once.py)
 
 
 @pytest.mark.parametrize("stream", STREAMS, ids=["converse", "converse-stream"])

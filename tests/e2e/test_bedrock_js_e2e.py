@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from once import shared
 from several_runs import Session, calls_per_run, outputs, record_session
 
 from blackbox_mitm.cassette import load_trace
@@ -44,9 +45,12 @@ RUNS = ["--runs", ",".join("stream" if stream else "whole" for stream in STREAMS
 
 @pytest.fixture(scope="module")
 def invoked(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
-    # no AWS keys in the replays (the replay's placeholder Bedrock API key)
-    cassette = tmp_path_factory.mktemp("bedrock-js") / "run.json"
-    return record_session(cassette, confdir, REMOTE, lambda q: [*AGENT, q, *RUNS], QUESTION, record_env=AWS, replay_env=REGION)
+    def make(folder: Path) -> Session:
+        # no AWS keys in the replays (the replay's placeholder Bedrock API key)
+        cassette = folder / "run.json"
+        return record_session(cassette, confdir, REMOTE, lambda q: [*AGENT, q, *RUNS], QUESTION, record_env=AWS, replay_env=REGION)
+
+    return shared(tmp_path_factory, "bedrock-js", make)  # once a test session (tests/once.py)
 
 
 @pytest.mark.parametrize("stream", STREAMS, ids=["invoke", "invoke-with-response-stream"])

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from conftest import EXAMPLES, ROOT
 from fake_responses_ws import FakeResponsesWs
+from once import shared
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.codecs.verified import verify_trace
@@ -135,10 +136,13 @@ def _record_run(codex: Codex, cassette: Path, transport: str) -> str:
 def socket_run(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> tuple[Codex, Path, str]:
     """One Codex run recorded over its WebSocket (its home, the cassette, what it printed), shared by the tests that
     only replay or fork it: Codex is recorded once for them, not once each."""
-    root = tmp_path_factory.mktemp("codex-socket")
-    codex = Codex(root, confdir)
-    cassette = root / "run.json"
-    return codex, cassette, _record_run(codex, cassette, "websocket")
+
+    def make(folder: Path) -> tuple[Codex, Path, str]:
+        codex = Codex(folder, confdir)
+        cassette = folder / "run.json"
+        return codex, cassette, _record_run(codex, cassette, "websocket")
+
+    return shared(tmp_path_factory, "codex-socket", make)  # once a test session (tests/once.py)
 
 
 # The websocket case asks for the shared recording by name (getfixturevalue): in its xdist group by hand (tests/conftest.py).

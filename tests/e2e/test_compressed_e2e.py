@@ -16,6 +16,7 @@ import pytest
 import zstandard
 from conftest import EXAMPLES, blackbox, remote_args
 from fake_provider import FakeProvider
+from once import shared
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.codecs.verified import verify_file
@@ -29,13 +30,16 @@ SUN = '{"city": "Paris", "forecast": "sun", "celsius": 24}'
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> tuple[Path, str]:
-    cassette = tmp_path_factory.mktemp("zst") / "run.json.zst"
-    with FakeProvider() as provider:
-        rec = blackbox(
-            "record", "-o", str(cassette), "--compact", "--confdir", str(confdir), *remote_args(provider.url), "--", *AGENT, QUESTION
-        )
-        assert rec.returncode == 0, rec.stderr
-    return cassette, rec.stdout.strip()
+    def make(folder: Path) -> tuple[Path, str]:
+        cassette = folder / "run.json.zst"
+        with FakeProvider() as provider:
+            rec = blackbox(
+                "record", "-o", str(cassette), "--compact", "--confdir", str(confdir), *remote_args(provider.url), "--", *AGENT, QUESTION
+            )
+            assert rec.returncode == 0, rec.stderr
+        return cassette, rec.stdout.strip()
+
+    return shared(tmp_path_factory, "compressed-zst", make)  # once a test session (tests/once.py)
 
 
 def test_record_writes_a_zstd_cassette_that_verifies(recorded: tuple[Path, str]) -> None:

@@ -15,6 +15,7 @@ import orjson
 import pytest
 from conftest import ROOT, blackbox, remote_args
 from fake_provider import FakeProvider
+from once import shared
 
 from blackbox_mitm.cassette import load_trace
 
@@ -41,10 +42,13 @@ def _replay(path: Path, confdir: Path, tmp_path: Path, args: list[str], *options
 
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Path:
-    path = tmp_path_factory.mktemp("divergence") / "baseline.json"
-    out = _record(path, confdir, [QUESTION, *BASE])
-    assert out.strip() == "Paris: cloudy, 18°C."
-    return path
+    def make(folder: Path) -> Path:
+        path = folder / "baseline.json"
+        out = _record(path, confdir, [QUESTION, *BASE])
+        assert out.strip() == "Paris: cloudy, 18°C."
+        return path
+
+    return shared(tmp_path_factory, "divergence-baseline", make)  # once a test session (tests/once.py)
 
 
 def test_the_unchanged_agent_replays_clean(baseline: Path, confdir: Path, tmp_path: Path) -> None:

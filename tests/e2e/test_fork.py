@@ -18,6 +18,7 @@ import orjson
 import pytest
 from conftest import EXAMPLES, blackbox, remote_args
 from fake_provider import FakeProvider
+from once import shared
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.codecs.verified import verify_trace
@@ -30,23 +31,25 @@ SUN = '{"forecast": "sun", "celsius": 24}'
 
 @pytest.fixture(scope="module")
 def parent(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Path:
-    folder = tmp_path_factory.mktemp("forks")
-    cassette = folder / "parent.json"
-    with FakeProvider() as provider:
-        rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), *remote_args(provider.url), "--", *AGENT)
-    assert rec.returncode == 0, rec.stderr
-    assert rec.stdout.strip() == "Paris: cloudy, 18°C."
-    trace = load_trace(cassette)
-    assert [s.type for s in trace.steps] == [
-        "model_input",
-        "model_output",
-        "tool_call",
-        "tool_result",
-        "model_input",
-        "model_output",
-        "metadata",
-    ]
-    return cassette
+    def make(folder: Path) -> Path:
+        cassette = folder / "parent.json"
+        with FakeProvider() as provider:
+            rec = blackbox("record", "-o", str(cassette), "--confdir", str(confdir), *remote_args(provider.url), "--", *AGENT)
+        assert rec.returncode == 0, rec.stderr
+        assert rec.stdout.strip() == "Paris: cloudy, 18°C."
+        trace = load_trace(cassette)
+        assert [s.type for s in trace.steps] == [
+            "model_input",
+            "model_output",
+            "tool_call",
+            "tool_result",
+            "model_input",
+            "model_output",
+            "metadata",
+        ]
+        return cassette
+
+    return shared(tmp_path_factory, "fork-parent", make)  # once a test session (tests/once.py)
 
 
 def _fork(parent: Path, confdir: Path, out: Path, *args: str, provider: FakeProvider | None = None) -> subprocess.CompletedProcess[str]:

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from conftest import EXAMPLES, ROOT, blackbox
 from fake_gemini import FakeGemini
+from once import shared
 
 from blackbox_mitm.cassette import Trace, load_trace, save_trace
 from blackbox_mitm.cassette.media import load_media, media_path
@@ -106,15 +107,17 @@ def _session(folder: Path, confdir: Path, command: list[str], question_at: int) 
     return Session(cassette, rec, requests, rep, changed)
 
 
+# Each group's session is made once a test session, by the first xdist worker to ask (tests/once.py).
 @pytest.fixture(scope="module")
 def python_clients(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
-    return _session(tmp_path_factory.mktemp("python-clients"), confdir, [*MODES_AGENT, *PYTHON_MODES], len(MODES_AGENT))
+    command = [*MODES_AGENT, *PYTHON_MODES]
+    return shared(tmp_path_factory, "gemini-python-clients", lambda folder: _session(folder, confdir, command, len(MODES_AGENT)))
 
 
 @pytest.fixture(scope="module")
 def node_clients(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
     command = ["sh", "-c", NODE_BOTH, NODE_AGENT[-1]]
-    return _session(tmp_path_factory.mktemp("node-clients"), confdir, command, len(command))
+    return shared(tmp_path_factory, "gemini-node-clients", lambda folder: _session(folder, confdir, command, len(command)))
 
 
 def _answer(proc: Any, mode: str) -> str:
@@ -409,11 +412,14 @@ def test_a_refused_field_is_a_400_naming_it_and_is_never_forwarded(tmp_path: Pat
 
 @pytest.fixture(scope="module")
 def parent(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Path:
-    cassette = tmp_path_factory.mktemp("gemini-forks") / "parent.json"
-    with FakeGemini() as fake:
-        rec = _record(cassette, confdir, fake, [*AGENT, "--mode", "manual", QUESTION])
-    assert rec.returncode == 0, rec.stderr
-    return cassette
+    def make(folder: Path) -> Path:
+        cassette = folder / "parent.json"
+        with FakeGemini() as fake:
+            rec = _record(cassette, confdir, fake, [*AGENT, "--mode", "manual", QUESTION])
+        assert rec.returncode == 0, rec.stderr
+        return cassette
+
+    return shared(tmp_path_factory, "gemini-forks", make)  # once a test session (tests/once.py)
 
 
 def test_a_tool_result_fork_goes_live_with_what_the_model_sees_rewritten(parent: Path, confdir: Path) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLES
+from once import shared
 from several_runs import Session, calls_per_run, outputs, record_session, several
 
 from blackbox_mitm.cassette import load_trace
@@ -39,13 +40,16 @@ STREAMS = [False, True]
 
 @pytest.fixture(scope="module")
 def conversed(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Session:
-    # no AWS keys in the replays: boto3 uses the placeholder Bedrock API key
-    cassette = tmp_path_factory.mktemp("langchain-converse") / "run.json"
+    def make(folder: Path) -> Session:
+        # no AWS keys in the replays: boto3 uses the placeholder Bedrock API key
+        cassette = folder / "run.json"
 
-    def agent(question: str) -> list[str]:
-        return several(AGENT, [[question, "--model", MODEL, *(["--stream"] if stream else [])] for stream in STREAMS])
+        def agent(question: str) -> list[str]:
+            return several(AGENT, [[question, "--model", MODEL, *(["--stream"] if stream else [])] for stream in STREAMS])
 
-    return record_session(cassette, confdir, REMOTE, agent, QUESTION, record_env=AWS, replay_env=REGION)
+        return record_session(cassette, confdir, REMOTE, agent, QUESTION, record_env=AWS, replay_env=REGION)
+
+    return shared(tmp_path_factory, "langchain-converse", make)  # once a test session (tests/once.py)
 
 
 @pytest.mark.parametrize("stream", STREAMS, ids=["converse", "converse-stream"])

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from conftest import EXAMPLES, remote_args
 from fake_provider import FakeProvider
+from once import shared
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.codecs.verified import verify_trace
@@ -58,15 +59,18 @@ def project(tmp_path: Path) -> Path:
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
     """The volatile agent's session, recorded in a folder with no blackbox.toml: (its cassette, the recording run)."""
-    folder = tmp_path_factory.mktemp("recorded")
-    cassette = folder / "run.json"
-    with FakeProvider(SCRIPT) as provider:
-        rec = run(
-            ["record", "-o", str(cassette), "--confdir", str(confdir), *remote_args(provider.url), "--", *AGENT, QUESTION], cwd=folder
-        )
-    assert rec.returncode == 0, rec.stderr
-    assert rec.stdout.strip() == "Order 1234 has shipped."
-    return cassette, rec
+
+    def make(folder: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
+        cassette = folder / "run.json"
+        with FakeProvider(SCRIPT) as provider:
+            rec = run(
+                ["record", "-o", str(cassette), "--confdir", str(confdir), *remote_args(provider.url), "--", *AGENT, QUESTION], cwd=folder
+            )
+        assert rec.returncode == 0, rec.stderr
+        assert rec.stdout.strip() == "Order 1234 has shipped."
+        return cassette, rec
+
+    return shared(tmp_path_factory, "masks-recorded", make)  # once a test session (tests/once.py)
 
 
 def test_masks_make_a_volatile_agent_replay_strictly_from_flags_and_from_blackbox_toml(

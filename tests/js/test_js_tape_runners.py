@@ -21,13 +21,13 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import EXAMPLES, ROOT, blackbox, remote_args
 from fake_provider import FakeProvider
+from once import shared
 
 from blackbox_mitm.cassette import load_trace
 from blackbox_mitm.testing import TapeMismatch, replay_test
@@ -62,51 +62,54 @@ def _runner_env(confdir: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> Iterator[dict[str, Any]]:
+def runs(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> dict[str, Any]:
     """The three runners, started together, each run to its end."""
-    if not (TAPE_PKG / "node_modules" / ".bin" / "vitest").exists() or not (EXAMPLES / "node" / "node_modules" / "openai").exists():
-        pytest.fail("js/tape or examples/node has no node_modules: run `bash scripts/setup` (it runs `npm ci` in both)", pytrace=False)
-    out = tmp_path_factory.mktemp("js-runners")
-    env = _runner_env(confdir)
-    tests = [str(p.relative_to(TAPE_PKG)) for p in sorted((TAPE_PKG / "test").glob("*.test.cjs"))]
-    tests += [str(p.relative_to(TAPE_PKG)) for p in sorted((TAPE_PKG / "examples" / "node-test").glob("*.test.mjs"))]
-    commands = {
-        "node": [NODE, "--test", "--test-reporter=tap", *tests],
-        "vitest": [
-            str(TAPE_PKG / "node_modules" / ".bin" / "vitest"),
-            "run",
-            "--config",
-            "examples/vitest/vitest.config.mjs",
-            "--reporter=json",
-            f"--outputFile={out / 'vitest.json'}",
-        ],
-        "jest": [
-            str(TAPE_PKG / "node_modules" / ".bin" / "jest"),
-            "--config",
-            "examples/jest/jest.config.cjs",
-            "--json",
-            f"--outputFile={out / 'jest.json'}",
-        ],
-    }
-    procs = {}
-    for name, cmd in commands.items():  # output to files: a full pipe would stall a runner nobody is reading yet
-        with (out / f"{name}.stdout").open("w") as stdout, (out / f"{name}.stderr").open("w") as stderr:
-            procs[name] = subprocess.Popen(cmd, cwd=TAPE_PKG, env=env, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL)
-    results: dict[str, Any] = {}
-    try:
-        for name, proc in procs.items():
-            code = proc.wait(timeout=600)
-            results[name] = {
-                "code": code,
-                "stdout": (out / f"{name}.stdout").read_text(),
-                "stderr": (out / f"{name}.stderr").read_text(),
-                "json": out / f"{name}.json",
-            }
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-    yield results
+
+    def make(out: Path) -> dict[str, Any]:
+        if not (TAPE_PKG / "node_modules" / ".bin" / "vitest").exists() or not (EXAMPLES / "node" / "node_modules" / "openai").exists():
+            pytest.fail("js/tape or examples/node has no node_modules: run `bash scripts/setup` (it runs `npm ci` in both)", pytrace=False)
+        env = _runner_env(confdir)
+        tests = [str(p.relative_to(TAPE_PKG)) for p in sorted((TAPE_PKG / "test").glob("*.test.cjs"))]
+        tests += [str(p.relative_to(TAPE_PKG)) for p in sorted((TAPE_PKG / "examples" / "node-test").glob("*.test.mjs"))]
+        commands = {
+            "node": [NODE, "--test", "--test-reporter=tap", *tests],
+            "vitest": [
+                str(TAPE_PKG / "node_modules" / ".bin" / "vitest"),
+                "run",
+                "--config",
+                "examples/vitest/vitest.config.mjs",
+                "--reporter=json",
+                f"--outputFile={out / 'vitest.json'}",
+            ],
+            "jest": [
+                str(TAPE_PKG / "node_modules" / ".bin" / "jest"),
+                "--config",
+                "examples/jest/jest.config.cjs",
+                "--json",
+                f"--outputFile={out / 'jest.json'}",
+            ],
+        }
+        procs = {}
+        for name, cmd in commands.items():  # output to files: a full pipe would stall a runner nobody is reading yet
+            with (out / f"{name}.stdout").open("w") as stdout, (out / f"{name}.stderr").open("w") as stderr:
+                procs[name] = subprocess.Popen(cmd, cwd=TAPE_PKG, env=env, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL)
+        results: dict[str, Any] = {}
+        try:
+            for name, proc in procs.items():
+                code = proc.wait(timeout=600)
+                results[name] = {
+                    "code": code,
+                    "stdout": (out / f"{name}.stdout").read_text(),
+                    "stderr": (out / f"{name}.stderr").read_text(),
+                    "json": out / f"{name}.json",
+                }
+        finally:
+            for proc in procs.values():
+                if proc.poll() is None:
+                    proc.kill()
+        return results
+
+    return shared(tmp_path_factory, "js-runners", make)  # once a test session (tests/once.py)
 
 
 def _python_report(fn: Any, **options: Any) -> str:
