@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from once import once, shared, write_once
@@ -29,7 +30,7 @@ def test_a_value_comes_back_as_made_paths_and_finished_processes_included(tmp_pa
     made = subprocess.CompletedProcess(["agent"], 0, "Paris: cloudy\n", "")
     value = {"cassette": tmp_path / "run.json", "rec": made}
     assert once(tmp_path, "key", lambda: value) is value
-    again = once(tmp_path, "key", lambda: {})  # read back from the shared folder, not made again
+    again: dict[str, Any] = once(tmp_path, "key", dict)  # read back from the shared folder, not made again
     assert again["cassette"] == tmp_path / "run.json"
     assert (again["rec"].args, again["rec"].returncode, again["rec"].stdout) == (["agent"], 0, "Paris: cloudy\n")
 
