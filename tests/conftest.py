@@ -71,8 +71,8 @@ def weather_runs(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> dic
 
     folder = session_folder(tmp_path_factory, "weather-runs")
 
-    def make() -> dict[str, str]:
-        out: dict[str, str] = {}
+    def make() -> dict[str, Path]:
+        out: dict[str, Path] = {}
         with FakeProvider() as provider:
             remote = remote_args(provider.url)
             for name, question in WEATHER_QUESTIONS.items():
@@ -82,10 +82,10 @@ def weather_runs(tmp_path_factory: pytest.TempPathFactory, confdir: Path) -> dic
                     "record", "-o", str(cassette), "--confdir", str(confdir), *remote, "--", *WEATHER_AGENT, question, check=True
                 )
                 assert rec.stdout.strip() == WEATHER_ANSWERS[name]
-                out[name] = str(cassette)
+                out[name] = cassette
         return out
 
-    return {name: Path(path) for name, path in once(folder, "weather-runs", make).items()}
+    return once(folder, "weather-runs", make)
 
 
 def map_remote_for(url: str) -> list[str]:

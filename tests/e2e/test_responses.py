@@ -125,15 +125,14 @@ class Session:
             cassette = self.folder / "session.json"
             steps = [t for _, kinds in self.variants.values() for t in kinds[:-1]] + ["metadata"]
 
-            def make() -> dict[str, Any]:
+            def make() -> tuple[Any, list[Any]]:
                 cassette.unlink(missing_ok=True)  # an attempt that failed (in another worker) left its file
                 rec, calls = record(cassette, self.confdir, self.argv())
                 check_replays(cassette, rec, calls, self.confdir, self.argv(), steps=steps)
-                return {"rec": [rec.returncode, rec.stdout, rec.stderr], "calls": calls}
+                return rec, calls
 
-            made = once(self.folder, "session", make)  # by the first xdist worker to ask (tests/once.py)
-            rec = subprocess.CompletedProcess(self.argv(), *made["rec"])
-            self._made = (load_trace(cassette), rec, made["calls"])
+            rec, calls = once(self.folder, "session", make)  # by the first xdist worker to ask (tests/once.py)
+            self._made = (load_trace(cassette), rec, calls)
         return self._made
 
     def part(self, mode: str) -> tuple[list[Any], str, list[Any]]:

@@ -245,15 +245,15 @@ class Recordings:
     def replayed(self, cassette: Path, argv: list[str], recorded: Any) -> Any:
         """``assert_replays`` of ``cassette`` by ``argv``, once for every test (and worker) that asks the same."""
 
-        def make() -> dict[str, Any]:
-            return _run_json(assert_replays(cassette, self.confdir, argv, recorded))
+        def make() -> Any:
+            return assert_replays(cassette, self.confdir, argv, recorded)
 
-        return _completed(once(self.folder, json.dumps(["replay", str(cassette), argv]), make))
+        return once(self.folder, json.dumps(["replay", str(cassette), argv]), make)
 
     def _record(self, argv: list[str], script: list[dict[str, Any]] | None, fake: dict[str, Any], *, streaming: bool) -> tuple[Path, Any]:
         key = json.dumps([argv, script, fake, streaming], sort_keys=True, default=lambda f: f.__name__)  # a responder by name
 
-        def make() -> dict[str, Any]:
+        def make() -> tuple[Path, Any]:
             name = f"run-{name_for(key)}.json"
             (self.folder / name).unlink(missing_ok=True)  # an attempt that failed (in another worker) left its file
             with FakeProvider(None if script is None else list(script), **fake) as provider:
@@ -261,18 +261,9 @@ class Recordings:
                 assert run.returncode == 0, run.stderr
                 asked = streamed(provider)
                 assert (bool(asked) and all(asked)) if streaming else not any(asked), asked
-            return {"cassette": str(cassette), **_run_json(run)}
+            return cassette, run
 
-        made = once(self.folder, key, make)
-        return Path(made["cassette"]), _completed(made)
-
-
-def _run_json(run: Any) -> dict[str, Any]:
-    return {"returncode": run.returncode, "stdout": run.stdout, "stderr": run.stderr}
-
-
-def _completed(made: dict[str, Any]) -> subprocess.CompletedProcess[str]:
-    return subprocess.CompletedProcess([], made["returncode"], made["stdout"], made["stderr"])
+        return once(self.folder, key, make)
 
 
 @pytest.fixture(scope="module")
