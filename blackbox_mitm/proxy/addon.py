@@ -23,7 +23,7 @@ from blackbox_mitm.cassette.trace import now_ms
 from blackbox_mitm.codecs import codec_for, error_codec_for, host_matches, stream_content_type
 from blackbox_mitm.proxy import options
 from blackbox_mitm.proxy.exchanges import URL_KEY, ExchangeTransport, offline_refusal
-from blackbox_mitm.proxy.flows import destination, lower_headers, make_response
+from blackbox_mitm.proxy.flows import body_stream, destination, lower_headers, make_response
 from blackbox_mitm.proxy.hosts import DEFAULT_HOSTS, HostTable, host_table
 from blackbox_mitm.proxy.offline import OfflineGuard
 from blackbox_mitm.proxy.pacing import StreamPacer
@@ -263,7 +263,7 @@ class BlackboxAddon:
         if capture.decodes:  # the agent is sent the decoded events
             flow.response.headers.pop("content-encoding", None)
             flow.response.headers.pop("content-length", None)
-        flow.response.stream = capture.tee
+        flow.response.stream = body_stream(capture.tee)
 
     async def response(self, flow: http.HTTPFlow) -> None:
         self._exchanges.response(flow)

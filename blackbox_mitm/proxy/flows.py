@@ -1,4 +1,5 @@
-"""A flow on the hot path, read and answered cheaply: its headers, its destination, and a replayed answer's Response.
+"""A flow on the hot path, read and answered cheaply: its headers, its destination, and a replayed answer's Response;
+and a body tee made safe for mitmproxy's streaming (``body_stream``).
 
 Each does what a mitmproxy property or constructor does, without the per-call work
 that dominated a replayed call's profile (docs/benchmarks.md): ``lower_headers``
@@ -9,6 +10,7 @@ header twice a call, ``make_response`` instead of ``Response.make``'s type check
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from mitmproxy import http
@@ -16,7 +18,7 @@ from mitmproxy.net.http import status_codes
 
 from blackbox_mitm.session.calls import Answer
 
-__all__ = ["destination", "lower_headers", "make_response"]
+__all__ = ["body_stream", "destination", "lower_headers", "make_response"]
 
 
 def lower_headers(headers: http.Headers) -> dict[str, str]:
@@ -116,3 +118,19 @@ def make_response(answer: Answer) -> http.Response:
     response = object.__new__(http.Response)
     response.data = data
     return response
+
+
+def body_stream(tee: Callable[[bytes], bytes]) -> Callable[[bytes], bytes | list[bytes]]:
+    """``tee`` as a ``flow.response.stream``: a body chunk it turns into nothing is sent as nothing.
+
+    mitmproxy sends what a stream callable returns for a body chunk as a chunk of its own, and a chunked
+    response's chunk of ``b""`` is its last (``0\\r\\n\\r\\n``): the agent would take the body as ended, and read the
+    real end as the next response's status line. A tee returns ``b""`` for a chunk that holds half an event, or a
+    gzip member's trailer alone. At the body's end (``b""`` in) mitmproxy already sends nothing for ``b""``.
+    """
+
+    def stream(chunk: bytes) -> bytes | list[bytes]:
+        out = tee(chunk)
+        return out if out or not chunk else []
+
+    return stream

@@ -503,6 +503,11 @@ def test_gzip_encoded_stream_records_the_same_steps(provider: str, recordings: R
         assert rec.returncode == 0, rec.stderr
         # The provider really gzipped them: the SDK asked for gzip and mitmproxy passed that on.
         assert all("gzip" in r["headers"].get("accept-encoding", "") for r in fake.requests)
+        # Each body ended where the provider ended it, so Anthropic's SDK (which reads a stream to its end; OpenAI's closes
+        # a stream's connection itself, with no proxy too) kept one connection for every call. A gzip trailer decodes to
+        # nothing: sent as a chunk of its own, that was chunked encoding's end, and the real end was read as a response.
+        if provider == "anthropic":
+            assert fake.connections == 1
     assert rec.stdout == identity.run.stdout
     assert neutral(tmp_path / "gzip.json") == neutral(identity.cassette)
     assert_replays(tmp_path / "gzip.json", confdir, identity.argv, rec)
