@@ -12,6 +12,7 @@ Keys (every one optional)::
 
     mask = ["REGEX", {name = "session", pattern = "REGEX"}]   # masks for strict replay
     default_masks = true                                      # the built-in masks (blackbox masks)
+    no_mask = ["gemini-cli.pgid"]                             # built-in (or profile, or own) rules left out, by name
     redact = ["REGEX", {name = "email", pattern = "REGEX"}]   # redaction at record (and replay)
     hosts = ["llm.internal.example"]                          # more provider hosts to intercept (codec by path)
     hosts = {"llm.corp.example" = "openai"}                   # or each with the codec it speaks ([tool.blackbox.hosts])
@@ -24,7 +25,7 @@ Keys (every one optional)::
     exchanges_max_bytes = 67108864                            # the cap on all kept bodies of a run
     env_substitution = true                                   # the run's cwd, HOME, date… as placeholders (session.environment)
 
-Flags add to the lists (``--mask``, ``--redact``, ``--host HOST[=CODEC]``; a flag's
+Flags add to the lists (``--mask``, ``--no-mask``, ``--redact``, ``--host HOST[=CODEC]``; a flag's
 codec wins over the file's for the same host) and replace the single values
 (``--match``, ``--pace``, ``--order-gap``, ``--no-default-masks``,
 ``--no-env-substitution``, ``--exchanges``…): each of those is read one way
@@ -46,7 +47,18 @@ from typing import Any
 
 from blackbox_mitm.cassette.records import JSONObject
 from blackbox_mitm.codecs import host_spec
-from blackbox_mitm.config_keys import KEYS, HostSetting, Setting, check_values, host_values, parse_order_gap, parse_pace, rules, single
+from blackbox_mitm.config_keys import (
+    KEYS,
+    HostSetting,
+    Setting,
+    check_values,
+    host_values,
+    mask_names,
+    parse_order_gap,
+    parse_pace,
+    rules,
+    single,
+)
 from blackbox_mitm.errors import ConfigError
 from blackbox_mitm.matcher.masks import CompareRules, Mask, MaskError
 from blackbox_mitm.session.redact import Redaction, Redactor, rule_name
@@ -177,6 +189,7 @@ class Effective:
     config: ProjectConfig
     masks: tuple[Mask, ...]
     default_masks: Setting
+    no_mask: tuple[Setting, ...]  # rules left out by name (value: the name), each with where it was named
     redactions: tuple[Redaction, ...]
     hosts: tuple[HostSetting, ...]
     match: Setting
@@ -199,7 +212,10 @@ class Effective:
     @property
     def rules(self) -> CompareRules:
         """The compare rules: the masks (built-in ones first, when on) and the redaction rules' names."""
-        return CompareRules.build(self.masks, defaults=bool(self.default_masks.value), redactions=[r.name for r in self.redactions])
+        off = [s.value for s in self.no_mask]
+        return CompareRules.build(
+            self.masks, defaults=bool(self.default_masks.value), off=off, redactions=[r.name for r in self.redactions]
+        )
 
     @property
     def redactor(self) -> Redactor:
@@ -222,12 +238,14 @@ class Effective:
     def to_json(self) -> dict[str, Any]:
         from blackbox_mitm.matcher.masks import BUILT_IN_MASKS
 
+        off = {s.value for s in self.no_mask}
         built_in = [m.to_json() for m in BUILT_IN_MASKS] if self.default_masks.value else []
         return {
             "config": None if self.config.path is None else str(self.config.path),
             "table": self.config.table or None,
-            "mask": built_in + [m.to_json() for m in self.masks],
+            "mask": [m for m in built_in + [m.to_json() for m in self.masks] if m["name"] not in off],
             "default_masks": {"value": self.default_masks.value, "source": self.default_masks.source},
+            "no_mask": [{"name": s.value, "source": s.source} for s in self.no_mask],
             "redact": [r.to_json() for r in self.redactions],
             "hosts": [{"value": h.value, "codec": h.codec, "source": h.source} for h in self.hosts],
             "match": {"value": self.match.value, "source": self.match.source},
@@ -252,6 +270,7 @@ def effective_settings(
     *,
     masks: Sequence[str] = (),
     no_default_masks: bool = False,
+    no_mask: Sequence[str] = (),
     redact: Sequence[str] = (),
     hosts: Iterable[str] = (),
     match: str | None = None,
@@ -286,7 +305,24 @@ def effective_settings(
         "env_substitution": False if no_env_substitution else None,
     }
     found = {key: single(key, flag, values, where) for key, flag in flags.items()}
-    return Effective(config, tuple(mask_list), redactions=tuple(red_list), hosts=_host_settings(config, hosts), **found)
+    off = _no_mask(mask_names(values.get("no_mask", []), where), where, no_mask, mask_list)
+    return Effective(config, tuple(mask_list), no_mask=off, redactions=tuple(red_list), hosts=_host_settings(config, hosts), **found)
+
+
+def _no_mask(listed: list[str], where: str, flags: Sequence[str], own: Sequence[Mask]) -> tuple[Setting, ...]:
+    """The file's ``no_mask`` names, then the flags' (each once); ``ConfigError`` for a name no rule has."""
+    from blackbox_mitm.matcher.profiles import rule_names
+
+    known = (*rule_names(), *(m.name for m in own))
+    named: dict[str, Setting] = {}
+    for name, source in [*((n, where) for n in listed), *((n, "--no-mask") for n in flags)]:
+        if name not in known:
+            raise ConfigError(
+                f"{source}: no mask is named {name!r}; name a built-in mask or an agent profile's rule "
+                "(blackbox masks lists them) or one of your own masks' names"
+            )
+        named.setdefault(name, Setting(name, source))
+    return tuple(named.values())
 
 
 def _host_settings(config: ProjectConfig, flags: Iterable[str]) -> tuple[HostSetting, ...]:

@@ -27,6 +27,7 @@ __all__ = [
     "Setting",
     "check_values",
     "host_values",
+    "mask_names",
     "parse_order_gap",
     "parse_pace",
     "rules",
@@ -36,6 +37,7 @@ __all__ = [
 KEYS = (
     "mask",
     "default_masks",
+    "no_mask",
     "redact",
     "hosts",
     "match",
@@ -81,6 +83,8 @@ def check_values(values: Mapping[str, Any], where: str, table: str = "") -> None
     for key in ("mask", "redact"):
         if key in values:
             rules(values[key], key, where)
+    if "no_mask" in values:
+        mask_names(values["no_mask"], where)
     if "hosts" in values:
         host_values(values["hosts"], where, table)
     if "mcp_dirs" in values:
@@ -132,6 +136,13 @@ def rules(value: Any, key: str, where: str) -> list[tuple[str | None, str]]:
         else:
             raise ConfigError(f"{where}: {key}[{i}] must be a regular expression or a table {{name, pattern}}, e.g. {example}")
     return out
+
+
+def mask_names(value: Any, where: str) -> list[str]:
+    """The ``no_mask`` list: names of masks; ConfigError when it is not a list of names."""
+    if not isinstance(value, list) or not all(isinstance(n, str) and n for n in value):
+        raise ConfigError(f'{where}: no_mask must be a list of mask names, e.g. no_mask = ["gemini-cli.pgid"] (blackbox masks lists them)')
+    return value
 
 
 def parse_pace(value: Any) -> float | None:

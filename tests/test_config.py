@@ -55,7 +55,7 @@ def test_the_environment_names_the_file(tmp_path: Path) -> None:
         ("mask = [", "not valid TOML"),
         (
             "masks = []",
-            "unknown key 'masks'; the keys are mask, default_masks, redact, hosts, match, pace, mcp_dirs, order_gap, exchanges, exchange_max_bytes, exchanges_max_bytes",
+            "unknown key 'masks'; the keys are mask, default_masks, no_mask, redact, hosts, match, pace, mcp_dirs, order_gap, exchanges, exchange_max_bytes, exchanges_max_bytes",
         ),
         ('mask = "\\\\d+"', "mask must be a list of regular expressions"),
         ("mask = [3]", r"mask\[0\] must be a regular expression or a table"),
@@ -66,6 +66,8 @@ def test_the_environment_names_the_file(tmp_path: Path) -> None:
         ('pace = "slow"', 'pace must be "recorded", "fast" or a positive factor'),
         ("hosts = [1]", "hosts must be a list of host names"),
         ('default_masks = "no"', "default_masks must be true or false"),
+        ('no_mask = "gemini-cli.pgid"', "no_mask must be a list of mask names"),
+        ('no_mask = ["no-such-mask"]', "no mask is named 'no-such-mask'"),
     ],
 )
 def test_a_bad_config_is_a_named_error_naming_the_file(tmp_path: Path, text: str, message: str) -> None:
@@ -104,6 +106,39 @@ def test_no_default_masks_from_the_flag_or_the_file(tmp_path: Path) -> None:
     assert off.rules.masks == () and off.default_masks.source == "--no-default-masks"
 
 
+def test_no_mask_leaves_out_the_masks_it_names_from_the_file_and_the_flags(tmp_path: Path) -> None:
+    config = load_config(
+        write(tmp_path / "blackbox.toml", 'mask = [{name = "session", pattern = "sess-[0-9]+"}]\nno_mask = ["codex.wall-time"]\n')
+    )
+    settings = effective_settings(config, no_mask=["gemini-cli.pgid", "session", "codex.wall-time"])
+    assert [(s.value, s.source) for s in settings.no_mask] == [
+        ("codex.wall-time", str(tmp_path / "blackbox.toml")),
+        ("gemini-cli.pgid", "--no-mask"),
+        ("session", "--no-mask"),
+    ]
+    names = [m.name for m in settings.rules.masks]
+    assert "claude-code.billing" in names and not {"codex.wall-time", "gemini-cli.pgid", "session"} & set(names)
+    assert [m["name"] for m in settings.to_json()["mask"]] == names
+    assert settings.to_json()["no_mask"][1] == {"name": "gemini-cli.pgid", "source": "--no-mask"}
+
+
+def test_no_mask_keeps_the_agent_profile_but_for_the_rules_it_names() -> None:
+    from blackbox_mitm.matcher.profiles import PROFILES, with_profile
+
+    gemini = next(p for p in PROFILES if p.name == "gemini-cli")
+    kept = with_profile(effective_settings(ProjectConfig(), no_mask=["gemini-cli.pgid"]).rules, gemini)
+    assert {u.name for u in kept.unordered} == {"gemini-cli.skills", "gemini-cli.skill-names"}
+    assert "gemini-cli.pgid" not in {m.name for m in kept.masks}
+    fewer = with_profile(effective_settings(ProjectConfig(), no_mask=["gemini-cli.skills"]).rules, gemini)
+    assert [u.name for u in fewer.unordered] == ["gemini-cli.skill-names"]
+    assert with_profile(effective_settings(ProjectConfig(), no_default_masks=True).rules, gemini).unordered == ()
+
+
+def test_a_no_mask_flag_naming_no_mask_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"--no-mask: no mask is named 'pgid'; .*blackbox masks lists them"):
+        effective_settings(ProjectConfig(), no_mask=["pgid"])
+
+
 def test_the_json_says_where_each_value_came_from(tmp_path: Path) -> None:
     path = write(tmp_path / "pyproject.toml", '[tool.blackbox]\nmatch = "sequence"\n')
     data = effective_settings(load_config(path), match="strict").to_json()
@@ -132,9 +167,19 @@ def test_a_goldens_settings_round_trip_as_replay_flags(tmp_path: Path) -> None:
 
     golden = tmp_path / "weather.json"
     odd = 'say "hi"\\t\\\\d+ ünï'
-    kept = write_settings(golden, masks=[r"Now: \S+", odd], pace="recorded", default_masks=False)
+    kept = write_settings(golden, masks=[r"Now: \S+", odd], pace="recorded", default_masks=False, no_mask=["codex.wall-time"])
     assert kept == settings_path(golden) == tmp_path / "weather.blackbox.toml"
-    assert replay_flags(golden) == ["--mask", r"Now: \S+", "--mask", odd, "--pace", "recorded", "--no-default-masks"]
+    assert replay_flags(golden) == [
+        "--mask",
+        r"Now: \S+",
+        "--mask",
+        odd,
+        "--no-mask",
+        "codex.wall-time",
+        "--pace",
+        "recorded",
+        "--no-default-masks",
+    ]
     assert write_settings(golden) is None and not kept.exists()  # nothing to keep: no file
     assert replay_flags(golden) == []
 
@@ -146,7 +191,7 @@ def test_a_goldens_bad_settings_are_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="is not a regular expression"):
         write_settings(golden, masks=["(unclosed"])
     (tmp_path / "weather.blackbox.toml").write_text("redact = ['x']\n")
-    with pytest.raises(ConfigError, match="unknown key 'redact'; a golden's settings are mask, default_masks and pace"):
+    with pytest.raises(ConfigError, match="unknown key 'redact'; a golden's settings are mask, no_mask, default_masks and pace"):
         replay_flags(golden)
 
 
@@ -170,6 +215,17 @@ def test_the_suites_flags_come_after_a_goldens_own(tmp_path: Path) -> None:
     options = suite.session_options(golden)
     assert [m.name for m in options["rules"].masks] == ["mask-1", "mask-2"]  # no built-in masks
     assert options["pace"] == 1.0 and options["redactor"].text("key sk-abc") == f"key <redacted:{rule_name('sk-[a-z]+')}>"
+
+
+def test_a_goldens_no_mask_and_the_suites_both_apply(tmp_path: Path) -> None:
+    from blackbox_mitm.golden.settings import SuiteSettings, write_settings
+
+    golden = tmp_path / "weather.json"
+    write_settings(golden, no_mask=["gemini-cli.pgid"])
+    suite = SuiteSettings(no_mask=("codex.wall-time",))
+    assert suite.replay_args(golden) == ["--no-mask", "gemini-cli.pgid", "--no-mask", "codex.wall-time"]
+    names = {m.name for m in suite.session_options(golden)["rules"].masks}
+    assert "claude-code.billing" in names and not {"gemini-cli.pgid", "codex.wall-time"} & names
 
 
 @pytest.mark.parametrize(("value", "expected"), [(None, 25.0), ("off", None), (0, 0.0), ("40", 40.0), (12.5, 12.5)])

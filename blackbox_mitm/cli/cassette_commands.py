@@ -126,7 +126,10 @@ def _exchanges_of(file: Path, trace: Trace) -> tuple[list[ExchangeRow], list[str
 )
 @click.option("--masked", is_flag=True, help="compare as strict replay does, through the built-in masks and the config's")
 @click.option("--no-default-masks", is_flag=True, help="with --mask or --masked: leave the built-in masks out")
-def diff(a: Path, b: Path, as_json: bool, tail: int, masks: tuple[str, ...], masked: bool, no_default_masks: bool) -> None:
+@click.option("--no-mask", "no_mask", multiple=True, metavar="NAME", help="with --mask or --masked: leave the mask NAME out (repeatable)")
+def diff(
+    a: Path, b: Path, as_json: bool, tail: int, masks: tuple[str, ...], masked: bool, no_default_masks: bool, no_mask: tuple[str, ...]
+) -> None:
     """Compare two runs: where they part, why, and how each goes on.
 
     Exit 0 when the runs are identical (every step's hash), 1 when they differ, 2 when a file cannot be read
@@ -139,7 +142,7 @@ def diff(a: Path, b: Path, as_json: bool, tail: int, masks: tuple[str, ...], mas
         raise UsageProblem(f"{exc}{_journal_hint(Path(exc.path or a))}") from exc
     ta, tb, divergence = found.a, found.b, found.divergence
     if masks or masked:
-        _masked_diff(a, ta, b, tb, CompareOptions(masks=masks, no_default_masks=no_default_masks), as_json)
+        _masked_diff(a, ta, b, tb, CompareOptions(masks=masks, no_default_masks=no_default_masks, no_mask=no_mask), as_json)
     if as_json:
         _echo_json(
             {

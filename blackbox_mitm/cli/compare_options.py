@@ -1,6 +1,6 @@
-"""The options every replaying command shares — ``--mask``, ``--no-default-masks``, ``--redact``, ``--pace``, ``--order-gap`` — and ``blackbox config`` / ``blackbox masks``.
+"""The options every replaying command shares — ``--mask``, ``--no-mask``, ``--no-default-masks``, ``--redact``, ``--pace``, ``--order-gap`` — and ``blackbox config`` / ``blackbox masks``.
 
-``compare_options`` adds the five to a command, which receives them as
+``compare_options`` adds them to a command, which receives them as
 ``compare: CompareOptions`` (``record`` takes ``--redact`` alone:
 ``record_options``; ``golden add`` all but ``--redact``: ``mask_options``).
 ``CompareOptions.settings`` puts them together with the project config
@@ -31,6 +31,7 @@ class CompareOptions:
 
     masks: tuple[str, ...] = ()
     no_default_masks: bool = False
+    no_mask: tuple[str, ...] = ()
     redact: tuple[str, ...] = ()
     pace: str | None = None
     order_gap: str | None = None
@@ -43,6 +44,7 @@ class CompareOptions:
         return effective_settings(
             masks=list(self.masks),
             no_default_masks=self.no_default_masks,
+            no_mask=list(self.no_mask),
             redact=list(self.redact),
             hosts=hosts,
             match=match,
@@ -83,6 +85,13 @@ _order_gap = click.option(
 _no_default_masks = click.option(
     "--no-default-masks", is_flag=True, help="compare what the built-in masks would ignore (blackbox masks lists them)"
 )
+_no_mask = click.option(
+    "--no-mask",
+    "no_mask",
+    multiple=True,
+    metavar="NAME",
+    help="leave out the mask NAME: a built-in one, an agent profile's or the config's (repeatable; blackbox masks lists them)",
+)
 _no_env = click.option(
     "--no-env-substitution",
     is_flag=True,
@@ -107,14 +116,15 @@ def _collecting(f: Callable[..., Any], names: tuple[str, ...]) -> Callable[..., 
 
 
 def compare_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """``--mask``, ``--no-default-masks``, ``--redact``, ``--pace``, ``--order-gap`` (``replay``, ``fork``, ``test``, ``proxy``), as ``compare``."""
-    names = ("masks", "no_default_masks", "redact", "pace", "order_gap", "no_env_substitution")
-    return _mask(_no_default_masks(_redact(_pace(_order_gap(_no_env(_collecting(f, names)))))))
+    """``--mask``, ``--no-mask``, ``--no-default-masks``, ``--redact``, ``--pace``, ``--order-gap`` (``replay``, ``fork``, ``test``,
+    ``proxy``), as ``compare``."""
+    names = ("masks", "no_mask", "no_default_masks", "redact", "pace", "order_gap", "no_env_substitution")
+    return _mask(_no_mask(_no_default_masks(_redact(_pace(_order_gap(_no_env(_collecting(f, names))))))))
 
 
 def mask_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """``--mask``, ``--no-default-masks``, ``--pace`` (``golden add``: what a golden keeps beside it), as ``compare``."""
-    return _mask(_no_default_masks(_pace(_collecting(f, ("masks", "no_default_masks", "pace")))))
+    """``--mask``, ``--no-mask``, ``--no-default-masks``, ``--pace`` (``golden add``: what a golden keeps beside it), as ``compare``."""
+    return _mask(_no_mask(_no_default_masks(_pace(_collecting(f, ("masks", "no_mask", "no_default_masks", "pace"))))))
 
 
 def record_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -125,9 +135,10 @@ def record_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @command("masks")
 @click.option("--json", "as_json", is_flag=True, help="print the masks as JSON")
 def masks_command(as_json: bool) -> None:
-    """List the built-in masks: volatile text of known agents that strict replay ignores (off: --no-default-masks).
+    """List the built-in masks: volatile text of known agents that strict replay ignores (off: --no-default-masks, or one
+    by one: --no-mask NAME).
 
-    Then the agent profiles: the masks a replay adds when the agent's User-Agent names it.
+    Then the agent profiles: the masks and the lists compared sorted that a replay adds when the agent's User-Agent names it.
     """
     from blackbox_mitm.matcher.masks import BUILT_IN_MASKS
     from blackbox_mitm.matcher.profiles import PROFILES
@@ -135,6 +146,11 @@ def masks_command(as_json: bool) -> None:
     if as_json:
         listed: list[dict[str, Any]] = [m.to_json() for m in BUILT_IN_MASKS]
         listed += [{**m.to_json(), "profile": p.name, "userAgents": list(p.user_agents)} for p in PROFILES for m in p.masks]
+        listed += [
+            {"name": u.name, "list": u.block, "item": u.item, "about": u.about, "compared": "sorted", "profile": p.name}
+            for p in PROFILES
+            for u in p.unordered
+        ]
         click.echo(orjson.dumps(listed, option=orjson.OPT_INDENT_2).decode())
         return
     for mask in BUILT_IN_MASKS:
@@ -144,6 +160,8 @@ def masks_command(as_json: bool) -> None:
         click.echo(f"{profile.name}: User-Agent {', '.join(a + '…' for a in profile.user_agents)} — {profile.about}")
         for mask in profile.masks:
             click.echo(f"  {mask.name}\n    pattern: {mask.pattern}\n    {mask.about}")
+        for rule in profile.unordered:
+            click.echo(f"  {rule.name} (compared sorted)\n    list: {rule.block}\n    item: {rule.item}\n    {rule.about}")
         for prefix in profile.background:
             click.echo(f"  background request (not a divergence when a replay makes it and the recording lacks it): {prefix}…")
 
@@ -170,6 +188,8 @@ def config_command(compare: CompareOptions, hosts: tuple[str, ...], match: str |
     click.echo(f"pace: {data['pace']['value']}  ({data['pace']['source']})")
     click.echo(f"order gap: {data['order_gap']['value']}  ({data['order_gap']['source']})")
     click.echo(f"default masks: {'on' if data['default_masks']['value'] else 'off'}  ({data['default_masks']['source']})")
+    if data["no_mask"]:
+        click.echo("masks off: " + ", ".join(f"{m['name']} ({m['source']})" for m in data["no_mask"]))
     for key in ("exchanges", "exchange_max_bytes", "exchanges_max_bytes"):
         if key in data:
             click.echo(f"{key.replace('_', ' ')}: {data[key]['value']}  ({data[key]['source']})")

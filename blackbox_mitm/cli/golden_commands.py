@@ -89,7 +89,7 @@ def golden() -> None:
 def golden_add(cassette: Path, name: str | None, overwrite: bool, compare: CompareOptions, goldens: Path) -> None:
     """Copy CASSETTE into the suite, after checking that it verifies.
 
-    --mask, --no-default-masks and --pace are kept beside it (NAME.blackbox.toml): `blackbox test` replays it with them.
+    --mask, --no-mask, --no-default-masks and --pace are kept beside it (NAME.blackbox.toml): `blackbox test` replays it with them.
 
     \b
     blackbox golden add runs/weather.json --name weather
@@ -98,7 +98,9 @@ def golden_add(cassette: Path, name: str | None, overwrite: bool, compare: Compa
 
     compare.settings()  # a bad pattern is refused before anything is copied
     info = add_golden(cassette, goldens, name=name, overwrite=overwrite)
-    kept = write_settings(info.path, masks=compare.masks, pace=compare.pace, default_masks=not compare.no_default_masks)
+    kept = write_settings(
+        info.path, masks=compare.masks, pace=compare.pace, default_masks=not compare.no_default_masks, no_mask=compare.no_mask
+    )
     click.echo(f"added golden {info.name} (run {info.run}, {info.steps} steps, {info.model_calls} model calls) as {info.path}")
     if kept is not None:
         click.echo(f"its replay settings are in {kept}")
@@ -242,9 +244,8 @@ def _suite_settings(compare: CompareOptions) -> SuiteSettings:
     """The comparison flags every golden's replay gets."""
     from blackbox_mitm.golden.settings import SuiteSettings
 
-    return SuiteSettings(
-        compare.masks, compare.no_default_masks, compare.redact, compare.pace, compare.order_gap, compare.no_env_substitution
-    )
+    c = compare
+    return SuiteSettings(c.masks, c.no_default_masks, c.redact, c.pace, c.order_gap, c.no_env_substitution, c.no_mask)
 
 
 def _suite_cases(runs: tuple[str, ...], goldens: Path, shard: str | None) -> list[GoldenCase]:

@@ -2,7 +2,7 @@
 
 ``blackbox golden add RUN.json --mask REGEX --pace recorded`` copies the
 cassette in as ``<name>.json`` and writes ``<name>.blackbox.toml`` beside it
-(keys of the project config: ``mask``, ``default_masks``, ``pace``).
+(keys of the project config: ``mask``, ``no_mask``, ``default_masks``, ``pace``).
 ``blackbox test`` replays that golden with those settings added to its own
 flags (``replay_flags``), so a golden that needs a mask passes wherever it is
 tested. Redaction rules are not kept here: they belong to the project (its
@@ -38,11 +38,15 @@ def _toml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)  # a JSON string is a TOML basic string (same escapes)
 
 
-def write_settings(golden: Path, *, masks: Sequence[str] = (), pace: str | None = None, default_masks: bool = True) -> Path | None:
+def write_settings(
+    golden: Path, *, masks: Sequence[str] = (), pace: str | None = None, default_masks: bool = True, no_mask: Sequence[str] = ()
+) -> Path | None:
     """Write the golden's settings (checked first: a bad pattern raises ``ConfigError``); None and no file when there are none."""
     values: dict[str, Any] = {}
     if masks:
         values["mask"] = list(masks)
+    if no_mask:
+        values["no_mask"] = list(dict.fromkeys(no_mask))
     if pace is not None:
         values["pace"] = pace
     if not default_masks:
@@ -55,6 +59,8 @@ def write_settings(golden: Path, *, masks: Sequence[str] = (), pace: str | None 
     lines = ["# replay settings of this golden, written by `blackbox golden add` (blackbox test uses them)"]
     if "mask" in values:
         lines.append("mask = [" + ", ".join(_toml_string(p) for p in values["mask"]) + "]")
+    if "no_mask" in values:
+        lines.append("no_mask = [" + ", ".join(_toml_string(n) for n in values["no_mask"]) + "]")
     if "pace" in values:
         lines.append(f"pace = {_toml_string(str(values['pace']))}")
     if "default_masks" in values:
@@ -72,9 +78,9 @@ def read_settings(golden: Path) -> dict[str, Any]:
         values = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: the golden's settings cannot be read ({exc}); fix or delete the file") from exc
-    unknown = sorted(set(values) - {"mask", "pace", "default_masks"})
+    unknown = sorted(set(values) - {"mask", "no_mask", "pace", "default_masks"})
     if unknown:
-        raise ConfigError(f"{path}: unknown key {unknown[0]!r}; a golden's settings are mask, default_masks and pace")
+        raise ConfigError(f"{path}: unknown key {unknown[0]!r}; a golden's settings are mask, no_mask, default_masks and pace")
     effective_settings(ProjectConfig(path, "", values))
     return values
 
@@ -85,6 +91,8 @@ def replay_flags(golden: Path) -> list[str]:
     flags: list[str] = []
     for pattern in values.get("mask", []):
         flags += ["--mask", pattern if isinstance(pattern, str) else str(pattern.get("pattern"))]
+    for name in values.get("no_mask", []):
+        flags += ["--no-mask", name]
     if "pace" in values:
         flags += ["--pace", str(values["pace"])]
     if values.get("default_masks") is False:
@@ -94,7 +102,7 @@ def replay_flags(golden: Path) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class SuiteSettings:
-    """``blackbox test``'s own --mask / --no-default-masks / --redact / --pace, applied to every golden with its own settings."""
+    """``blackbox test``'s own --mask / --no-mask / --no-default-masks / --redact / --pace, applied to every golden with its own settings."""
 
     masks: tuple[str, ...] = ()
     no_default_masks: bool = False
@@ -102,6 +110,7 @@ class SuiteSettings:
     pace: str | None = None
     order_gap: str | None = None
     no_env_substitution: bool = False
+    no_mask: tuple[str, ...] = ()
 
     def replay_args(self, golden: Path) -> list[str]:
         """The flags of a golden's own ``blackbox replay`` (``--proxy-per-golden``): its settings, then the suite's."""
@@ -110,6 +119,7 @@ class SuiteSettings:
             args += ["--pace", self.pace]
         if self.order_gap is not None:
             args += ["--order-gap", self.order_gap]
+        args += [a for n in self.no_mask for a in ("--no-mask", n)]
         if self.no_default_masks and "--no-default-masks" not in args:
             args.append("--no-default-masks")
         if self.no_env_substitution:
@@ -122,6 +132,7 @@ class SuiteSettings:
         settings = effective_settings(
             masks=[*values.get("mask", []), *self.masks],
             no_default_masks=self.no_default_masks or values.get("default_masks") is False,
+            no_mask=[*values.get("no_mask", []), *self.no_mask],
             redact=list(self.redact),
             pace=self.pace if self.pace is not None else values.get("pace"),
             order_gap=self.order_gap,

@@ -31,12 +31,13 @@ did), put that part in a group named ``mask`` — ``Today's date is (?P<mask>\\d
 ``mask2``, ``mask3``, … in other branches: the first such group that took part in a match is masked, a match
 with none is masked whole. ``rule_spans`` is that rule, shared with redaction. ``_gate``: the needs, in one pass.
 
-``BUILT_IN_MASKS`` are on by default (``CompareRules.build(defaults=False)``
-turns them off); ``blackbox masks`` lists them.
+``BUILT_IN_MASKS`` are on by default (``CompareRules.build(defaults=False)`` turns them off and the agent
+profiles with them, ``off=NAMES`` the rules so named); ``blackbox masks`` lists them.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -284,6 +285,8 @@ class CompareRules:
     redactions: tuple[str, ...] = ()
     unordered: tuple[Unordered, ...] = ()  # an agent profile's lists in no fixed order (``Unordered``)
     one_turn: tuple[str, ...] = ()  # roles whose adjacent messages compare as one (``matcher.turns``; the agent's codec says)
+    profiles: bool = False  # an agent's profile adds its rules (``matcher.profiles.with_profile``): on with the built-in masks
+    off: tuple[str, ...] = ()  # built-in or profile rules turned off by name (--no-mask NAME)
     gate: Any = field(init=False, repr=False, compare=False)  # _gate(masks), made once with the rules
 
     def __post_init__(self) -> None:
@@ -295,23 +298,22 @@ class CompareRules:
         patterns: Iterable[str | Mask] = (),
         *,
         defaults: bool = True,
+        off: Iterable[str] = (),
         source: str = "--mask",
         redactions: Iterable[str] = (),
     ) -> CompareRules:
-        """Built-in masks (unless ``defaults`` is False) and ``patterns`` (``mask-1``, ``mask-2``, … unless given as ``Mask``)."""
-        masks: list[Mask] = list(BUILT_IN_MASKS) if defaults else []
-        n = 0
-        for p in patterns:
-            if isinstance(p, Mask):
-                masks.append(p)
-            else:
-                n += 1
-                masks.append(Mask(f"mask-{n}", p, source=source))
+        """Built-in masks (unless ``defaults`` is False) and ``patterns`` (``mask-1``, ``mask-2``, … unless given as ``Mask``),
+        but those named in ``off`` (built-in ones, an agent profile's or the patterns' own: ``--no-mask NAME``)."""
+        off, unnamed = tuple(off), itertools.count(1)
+        masks = [
+            *(BUILT_IN_MASKS if defaults else ()),
+            *(p if isinstance(p, Mask) else Mask(f"mask-{next(unnamed)}", p, source=source) for p in patterns),
+        ]
         names = [m.name for m in masks]
-        for name in names:
-            if names.count(name) > 1:
-                raise MaskError(f"two masks are named {name!r}; give each mask its own name")
-        return cls(tuple(masks), tuple(redactions))
+        if twice := next((name for name in names if names.count(name) > 1), None):
+            raise MaskError(f"two masks are named {twice!r}; give each mask its own name")
+        kept = tuple(m for m in masks if m.name not in off)
+        return cls(kept, tuple(redactions), profiles=defaults, off=off)
 
     def __bool__(self) -> bool:
         return bool(self.masks or self.unordered)

@@ -26,10 +26,20 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from blackbox_mitm.matcher.masks import CompareRules, Mask
+from blackbox_mitm.matcher.masks import BUILT_IN_MASKS, CompareRules, Mask
 from blackbox_mitm.matcher.unordered import Unordered
 
-__all__ = ["LABELLED", "LABELS", "PROFILES", "PROVIDER_ID", "Profile", "background_profile", "profile_for", "with_profile"]
+__all__ = [
+    "LABELLED",
+    "LABELS",
+    "PROFILES",
+    "PROVIDER_ID",
+    "Profile",
+    "background_profile",
+    "profile_for",
+    "rule_names",
+    "with_profile",
+]
 
 PROVIDER_ID = "<provider-id>"  # what a labelled provider id is written as
 
@@ -149,13 +159,20 @@ def background_profile(method: str, url: str) -> Profile | None:
     return next((p for p in PROFILES if p.makes_in_background(method, url)), None)
 
 
+def rule_names() -> tuple[str, ...]:
+    """The names of every built-in rule: the built-in masks, then each profile's masks and unordered lists (``--no-mask``)."""
+    own = [m.name for p in PROFILES for m in p.masks] + [u.name for p in PROFILES for u in p.unordered]
+    return (*(m.name for m in BUILT_IN_MASKS), *own)
+
+
 def with_profile(rules: CompareRules, profile: Profile | None) -> CompareRules:
-    """``rules`` plus ``profile``'s masks and unordered lists, when the built-in masks are on (``--no-default-masks`` turns profiles off too)."""
-    if profile is None or not (profile.masks or profile.unordered) or not any(m.source == "built-in" for m in rules.masks):
+    """``rules`` plus ``profile``'s masks and unordered lists but those turned off (``rules.off``), when the built-in masks
+    are on (``--no-default-masks`` turns profiles off too)."""
+    if profile is None or not (profile.masks or profile.unordered) or not rules.profiles:
         return rules
     have = {m.name for m in rules.masks}
-    extra = tuple(m for m in profile.masks if m.name not in have)
-    unordered = tuple(u for u in profile.unordered if u not in rules.unordered)
+    extra = tuple(m for m in profile.masks if m.name not in have and m.name not in rules.off)
+    unordered = tuple(u for u in profile.unordered if u not in rules.unordered and u.name not in rules.off)
     if not extra and not unordered:
         return rules
     return replace(rules, masks=rules.masks + extra, unordered=rules.unordered + unordered)

@@ -36,6 +36,7 @@ SESSION_OPTIONS = frozenset(
         "blackbox_overwrite",
         "blackbox_mask",
         "blackbox_default_masks",
+        "blackbox_no_mask",
         "blackbox_redact",
         "blackbox_pace",
         "blackbox_order_gap",
@@ -61,6 +62,7 @@ def declare(loader: Any) -> None:
     loader.add_option("blackbox_stream_delay_ms", int, 0, "Replay: pause between streamed events (0: as fast as possible).")
     loader.add_option("blackbox_mask", Sequence[str], [], "Replay: a regular expression strict matching ignores (repeatable).")
     loader.add_option("blackbox_default_masks", bool, True, "Replay: use the built-in masks for known agents (blackbox masks).")
+    loader.add_option("blackbox_no_mask", Sequence[str], [], "Replay: leave out the mask of this name (repeatable; blackbox masks).")
     loader.add_option("blackbox_redact", Sequence[str], [], "A regular expression replaced in every payload before hashing (repeatable).")
     loader.add_option(
         "blackbox_exchanges", str, "", "Record: other HTTP exchanges kept: all | model-hosts | none (empty: the config's, else all)."
@@ -123,6 +125,7 @@ def _build(opts: Options, hosts: Sequence[str], use: Callable[[HostTable], None]
     settings = effective_settings(
         masks=list(opts.blackbox_mask),
         no_default_masks=not opts.blackbox_default_masks,
+        no_mask=list(opts.blackbox_no_mask),
         redact=list(opts.blackbox_redact),
         match=None if opts.blackbox_match == "strict" else opts.blackbox_match,
         pace=opts.blackbox_pace or None,

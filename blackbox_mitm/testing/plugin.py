@@ -67,7 +67,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        'blackbox_tape(path, mode="strict", mask=[], redact=[], pace=None, default_masks=True): '
+        'blackbox_tape(path, mode="strict", mask=[], redact=[], pace=None, default_masks=True, no_mask=[]): '
         "run the test against a replay of a recorded cassette",
     )
     record = config.getoption("--blackbox-record")
@@ -107,10 +107,10 @@ def _start_tape(item: pytest.Item) -> Any:
             f"tape {path} does not exist; record it with `blackbox record -o {path} -- ...` or run pytest with --blackbox-record",
             pytrace=False,
         )
-    unknown = sorted(set(marker.kwargs) - {"mode", "mask", "redact", "pace", "default_masks"})
+    unknown = sorted(set(marker.kwargs) - {"mode", "mask", "redact", "pace", "default_masks", "no_mask"})
     if unknown:
         raise pytest.UsageError(
-            f"{item.nodeid}: @pytest.mark.blackbox_tape has no {unknown[0]!r}; it takes mode, mask, redact, pace, default_masks"
+            f"{item.nodeid}: @pytest.mark.blackbox_tape has no {unknown[0]!r}; it takes mode, mask, redact, pace, default_masks, no_mask"
         )
     from blackbox_mitm.errors import BlackboxError
 
@@ -125,6 +125,7 @@ def _start_tape(item: pytest.Item) -> Any:
             redact=marker.kwargs.get("redact", ()),
             pace=marker.kwargs.get("pace"),
             default_masks=marker.kwargs.get("default_masks", True),
+            no_mask=marker.kwargs.get("no_mask", ()),
             rerecord=item.config.getoption("--blackbox-record") == "all",
             update=item.config.getoption("--blackbox-record") == "divergent",
         )

@@ -13,7 +13,7 @@ with its own proxies; the first tapes of several workers create the CA once.
 ``mask`` (regular expressions strict matching ignores), ``redact`` (the rules
 the tape was recorded with) and ``pace`` (``"recorded"`` or a factor) add to
 the project config (``blackbox_mitm.config``, found from the working
-directory); ``default_masks=False`` turns the built-in masks off.
+directory); ``default_masks=False`` turns the built-in masks off, ``no_mask=[NAME]`` one of them.
 
 With ``record=True`` a missing tape is recorded instead (against the real
 upstream, or wherever ``map_remote`` sends it) so a suite can be bootstrapped.
@@ -67,6 +67,7 @@ class Tape:
         redact: Sequence[str] = (),
         pace: str | float | None = None,
         default_masks: bool = True,
+        no_mask: Sequence[str] = (),  # names of masks left out (blackbox masks lists them)
         rerecord: bool = False,  # record it afresh even when it exists (--blackbox-record=all)
         update: bool = False,  # re-record it from where the agent parted when it diverges (--blackbox-record=divergent)
     ) -> None:
@@ -74,10 +75,17 @@ class Tape:
             raise ValueError(f"mode must be 'strict' or 'sequence', not {mode!r}")
         if isinstance(mask, str) or isinstance(redact, str):
             raise ValueError("mask and redact are lists of regular expressions: mask=[r'...']")
+        if isinstance(no_mask, str):
+            raise ValueError("no_mask is a list of mask names: no_mask=['gemini-cli.pgid']")
         from blackbox_mitm.config import effective_settings
 
         self.settings = effective_settings(
-            masks=list(mask), redact=list(redact), no_default_masks=not default_masks, hosts=hosts, pace=None if pace is None else str(pace)
+            masks=list(mask),
+            redact=list(redact),
+            no_default_masks=not default_masks,
+            no_mask=list(no_mask),
+            hosts=hosts,
+            pace=None if pace is None else str(pace),
         )
         self.cassette = Path(cassette)
         self.mode = mode

@@ -1,4 +1,4 @@
-"""The addon's blackbox_mask / blackbox_redact / blackbox_pace options, without sockets (taddons/tflow)."""
+"""The addon's blackbox_mask / blackbox_no_mask / blackbox_redact / blackbox_pace options, without sockets (taddons/tflow)."""
 
 from __future__ import annotations
 
@@ -88,6 +88,9 @@ async def _record_then_replay(cassette: Path) -> None:
     masked = await _replay(cassette, blackbox_mask=[r"Now: (?P<mask>\d\d:\d\d)"])
     assert masked.response is not None and masked.response.status_code == 200
     assert b"<redacted:" in (masked.response.content or b"")
+    left_out = await _replay(cassette, blackbox_mask=[r"Now: (?P<mask>\d\d:\d\d)"], blackbox_no_mask=["mask-1"])
+    assert left_out.response is not None and left_out.response.status_code == 400  # the mask named by blackbox_no_mask is off
+    assert b"system prompt differs" in (left_out.response.content or b"")
     paced = await _replay(cassette, blackbox_mask=[r"Now: (?P<mask>\d\d:\d\d)"], blackbox_pace="recorded")
     assert paced.response is None  # sent to the loopback pacer, which delivers it after the recorded call's time
     assert paced.request.host == "127.0.0.1" and paced.request.path.startswith("/blackbox-stream/")
@@ -99,6 +102,7 @@ async def _record_then_replay(cassette: Path) -> None:
         ({"blackbox_mask": ["(unclosed"]}, "is not a regular expression"),
         ({"blackbox_redact": ["a*"]}, "matches the empty string"),
         ({"blackbox_pace": "slowly"}, "pace must be"),
+        ({"blackbox_no_mask": ["pgid"]}, "no mask is named 'pgid'"),
     ],
 )
 def test_bad_values_stop_mitmdump_with_a_named_error(
