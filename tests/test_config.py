@@ -228,6 +228,19 @@ def test_a_goldens_no_mask_and_the_suites_both_apply(tmp_path: Path) -> None:
     assert "claude-code.billing" in names and not {"gemini-cli.pgid", "codex.wall-time"} & names
 
 
+def test_the_suites_no_mask_leaves_a_mask_out_of_the_goldens_that_have_it(tmp_path: Path) -> None:
+    from blackbox_mitm.golden.settings import SuiteSettings, write_settings
+
+    two, bare = tmp_path / "two.json", tmp_path / "bare.json"
+    write_settings(two, masks=["x-[0-9]+", "y-[0-9]+"])
+    suite = SuiteSettings(no_mask=("mask-2",))
+    assert suite.replay_args(two) == ["--mask", "x-[0-9]+", "--mask", "y-[0-9]+", "--no-mask", "mask-2"]
+    assert suite.replay_args(bare) == []  # it has no mask-2: nothing to leave out
+    assert [m.name for m in suite.session_options(two)["rules"].masks if m.source != "built-in"] == ["mask-1"]
+    assert suite.unknown_no_mask([bare, two]) is None
+    assert SuiteSettings(no_mask=("mask-2", "mask-3")).unknown_no_mask([bare, two]) == "mask-3"
+
+
 @pytest.mark.parametrize(("value", "expected"), [(None, 25.0), ("off", None), (0, 0.0), ("40", 40.0), (12.5, 12.5)])
 def test_order_gap_is_milliseconds_or_off(value: object, expected: float | None) -> None:
     from blackbox_mitm.config import parse_order_gap

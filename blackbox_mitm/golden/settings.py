@@ -10,7 +10,9 @@ config, or ``blackbox test --redact``), as they did when the run was recorded.
 The file is plain TOML, read with ``tomllib``; the cassette is never changed.
 ``SuiteSettings`` adds ``blackbox test``'s own flags, for a golden replayed by its
 own ``blackbox replay`` (``replay_args``) or by the suite's shared proxy
-(``session_options``).
+(``session_options``). The suite's ``--no-mask NAME`` leaves NAME out of each golden
+that has such a mask; a name that no golden, config or built-in rule has is refused
+(``unknown_no_mask``).
 """
 
 from __future__ import annotations
@@ -112,6 +114,26 @@ class SuiteSettings:
     no_env_substitution: bool = False
     no_mask: tuple[str, ...] = ()
 
+    def _no_mask_for(self, values: dict[str, Any]) -> list[str]:
+        """The suite's --no-mask names that this golden (its settings, the config, the built-in rules) has a mask of."""
+        if not self.no_mask:
+            return []
+        from blackbox_mitm.matcher.profiles import rule_names
+
+        own = effective_settings(masks=[*values.get("mask", []), *self.masks], no_mask=values.get("no_mask", []))
+        known = {*rule_names(), *(m.name for m in own.masks)}
+        return [name for name in self.no_mask if name in known]
+
+    def unknown_no_mask(self, goldens: Sequence[Path]) -> str | None:
+        """The first suite --no-mask name that none of ``goldens`` has a mask of (None: every one is some golden's)."""
+        left = list(self.no_mask)
+        for golden in goldens:
+            found = set(self._no_mask_for(read_settings(golden)))
+            left = [name for name in left if name not in found]
+            if not left:
+                return None
+        return left[0] if left else None
+
     def replay_args(self, golden: Path) -> list[str]:
         """The flags of a golden's own ``blackbox replay`` (``--proxy-per-golden``): its settings, then the suite's."""
         args = replay_flags(golden) + [a for m in self.masks for a in ("--mask", m)] + [a for r in self.redact for a in ("--redact", r)]
@@ -119,7 +141,7 @@ class SuiteSettings:
             args += ["--pace", self.pace]
         if self.order_gap is not None:
             args += ["--order-gap", self.order_gap]
-        args += [a for n in self.no_mask for a in ("--no-mask", n)]
+        args += [a for n in self._no_mask_for(read_settings(golden)) for a in ("--no-mask", n)]
         if self.no_default_masks and "--no-default-masks" not in args:
             args.append("--no-default-masks")
         if self.no_env_substitution:
@@ -132,7 +154,7 @@ class SuiteSettings:
         settings = effective_settings(
             masks=[*values.get("mask", []), *self.masks],
             no_default_masks=self.no_default_masks or values.get("default_masks") is False,
-            no_mask=[*values.get("no_mask", []), *self.no_mask],
+            no_mask=[*values.get("no_mask", []), *self._no_mask_for(values)],
             redact=list(self.redact),
             pace=self.pace if self.pace is not None else values.get("pace"),
             order_gap=self.order_gap,

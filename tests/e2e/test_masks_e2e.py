@@ -223,6 +223,11 @@ def test_a_golden_keeps_its_masks_and_blackbox_test_uses_them(
     passing = run(test, cwd=project)
     assert passing.returncode == 0, passing.stderr
     assert "1 golden, 1 passed" in passing.stderr
+    # The suite's own --no-mask leaves out the golden's third mask (named mask-3 in its settings): its trace id differs.
+    fewer = run([*test[:5], "--no-mask", "mask-3", *test[5:]], cwd=project)
+    assert fewer.returncode == 1 and "trace-" in fewer.stderr, fewer.stderr
+    unknown = run([*test[:5], "--no-mask", "mask-4", *test[5:]], cwd=project)
+    assert unknown.returncode == 2 and "no golden, config or built-in rule has a mask named 'mask-4'" in unknown.stderr
 
 
 # One call with a prompt of 1 MB; prints the status and the answer.
