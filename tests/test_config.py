@@ -239,6 +239,7 @@ def test_the_suites_no_mask_leaves_a_mask_out_of_the_goldens_that_have_it(tmp_pa
     assert [m.name for m in suite.session_options(two)["rules"].masks if m.source != "built-in"] == ["mask-1"]
     assert suite.unknown_no_mask([bare, two]) is None
     assert SuiteSettings(no_mask=("mask-2", "mask-3")).unknown_no_mask([bare, two]) == "mask-3"
+    assert SuiteSettings(no_mask=("gemini-cli.pgid",)).unknown_no_mask([]) is None  # a built-in name, with no goldens
 
 
 @pytest.mark.parametrize(("value", "expected"), [(None, 25.0), ("off", None), (0, 0.0), ("40", 40.0), (12.5, 12.5)])

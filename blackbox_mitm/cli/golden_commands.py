@@ -227,13 +227,8 @@ def test_command(
     refusal = update_refusal(update, os.environ)
     if refusal is not None:
         raise UsageProblem(refusal)
-    suite_settings = _suite_settings(compare)
     cases = _suite_cases(runs, goldens, shard)
-    unknown = suite_settings.unknown_no_mask([c.path for c in cases])
-    if unknown is not None:  # a name may be one golden's own mask: it is left out of those that have it
-        raise UsageProblem(
-            f"--no-mask: no golden, config or built-in rule has a mask named {unknown!r} (blackbox masks lists the built-in ones)"
-        )
+    suite_settings = _suite_settings(compare, cases)
     say = functools.partial(click.echo, err=junit is None)  # with the XML on stdout, people read stderr
     if not cases:
         _empty_suite(junit, "the --run cassettes" if runs else str(goldens), allow_empty, say)
@@ -246,12 +241,16 @@ def test_command(
     sys.exit(0 if all_passed else 1)
 
 
-def _suite_settings(compare: CompareOptions) -> SuiteSettings:
-    """The comparison flags every golden's replay gets."""
+def _suite_settings(compare: CompareOptions, cases: list[GoldenCase]) -> SuiteSettings:
+    """The comparison flags every golden's replay gets; a --no-mask name none of ``cases`` has a mask of is refused."""
     from blackbox_mitm.golden.settings import SuiteSettings
 
     c = compare
-    return SuiteSettings(c.masks, c.no_default_masks, c.redact, c.pace, c.order_gap, c.no_env_substitution, c.no_mask)
+    found = SuiteSettings(c.masks, c.no_default_masks, c.redact, c.pace, c.order_gap, c.no_env_substitution, c.no_mask)
+    unknown = found.unknown_no_mask([case.path for case in cases])
+    if unknown is not None:  # a name may be one golden's own mask: it is left out of those that have it
+        raise UsageProblem(f"--no-mask: no golden, config or built-in rule has a mask named {unknown!r} (blackbox masks lists them)")
+    return found
 
 
 def _suite_cases(runs: tuple[str, ...], goldens: Path, shard: str | None) -> list[GoldenCase]:

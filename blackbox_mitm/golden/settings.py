@@ -126,13 +126,17 @@ class SuiteSettings:
 
     def unknown_no_mask(self, goldens: Sequence[Path]) -> str | None:
         """The first suite --no-mask name that none of ``goldens`` has a mask of (None: every one is some golden's)."""
-        left = list(self.no_mask)
+        known = set(self._no_mask_for({}))  # built-in rules, the config's masks and the suite's own
+        left = [name for name in self.no_mask if name not in known]
         for golden in goldens:
-            found = set(self._no_mask_for(read_settings(golden)))
+            try:
+                found = set(self._no_mask_for(read_settings(golden)))
+            except ConfigError:
+                continue  # that golden's settings are unusable: its own replay reports why
             left = [name for name in left if name not in found]
             if not left:
                 return None
-        return left[0] if left else None
+        return left[0] if left else None  # (with no goldens, only a name some rule has)
 
     def replay_args(self, golden: Path) -> list[str]:
         """The flags of a golden's own ``blackbox replay`` (``--proxy-per-golden``): its settings, then the suite's."""
