@@ -235,15 +235,16 @@ class Effective:
         """Each host named with a codec: the codec's name (``codecs.codec_for``'s ``named``)."""
         return {h.value: h.codec for h in self.hosts if h.codec is not None}
 
-    def to_json(self) -> dict[str, Any]:
-        from blackbox_mitm.matcher.masks import BUILT_IN_MASKS
+    @property
+    def mask_names_known(self) -> frozenset[str]:
+        """The names ``--no-mask`` takes here: every built-in rule's (``matcher.profiles.rule_names``) and these masks'."""
+        return _known_mask_names(self.masks)
 
-        off = {s.value for s in self.no_mask}
-        built_in = [m.to_json() for m in BUILT_IN_MASKS] if self.default_masks.value else []
+    def to_json(self) -> dict[str, Any]:
         return {
             "config": None if self.config.path is None else str(self.config.path),
             "table": self.config.table or None,
-            "mask": [m for m in built_in + [m.to_json() for m in self.masks] if m["name"] not in off],
+            "mask": [m.to_json() for m in self.rules.masks],  # built-in ones first, when on; those off left out
             "default_masks": {"value": self.default_masks.value, "source": self.default_masks.source},
             "no_mask": [{"name": s.value, "source": s.source} for s in self.no_mask],
             "redact": [r.to_json() for r in self.redactions],
@@ -311,9 +312,7 @@ def effective_settings(
 
 def _no_mask(listed: list[str], where: str, flags: Sequence[str], own: Sequence[Mask]) -> tuple[Setting, ...]:
     """The file's ``no_mask`` names, then the flags' (each once); ``ConfigError`` for a name no rule has."""
-    from blackbox_mitm.matcher.profiles import rule_names
-
-    known = (*rule_names(), *(m.name for m in own))
+    known = _known_mask_names(own)
     named: dict[str, Setting] = {}
     for name, source in [*((n, where) for n in listed), *((n, "--no-mask") for n in flags)]:
         if name not in known:
@@ -323,6 +322,12 @@ def _no_mask(listed: list[str], where: str, flags: Sequence[str], own: Sequence[
             )
         named.setdefault(name, Setting(name, source))
     return tuple(named.values())
+
+
+def _known_mask_names(own: Iterable[Mask]) -> frozenset[str]:
+    from blackbox_mitm.matcher.profiles import rule_names
+
+    return frozenset((*rule_names(), *(m.name for m in own)))
 
 
 def _host_settings(config: ProjectConfig, flags: Iterable[str]) -> tuple[HostSetting, ...]:

@@ -89,7 +89,10 @@ def read_settings(golden: Path) -> dict[str, Any]:
 
 def replay_flags(golden: Path) -> list[str]:
     """The ``blackbox replay`` flags that apply a golden's settings."""
-    values = read_settings(golden)
+    return _flags(read_settings(golden))
+
+
+def _flags(values: dict[str, Any]) -> list[str]:
     flags: list[str] = []
     for pattern in values.get("mask", []):
         flags += ["--mask", pattern if isinstance(pattern, str) else str(pattern.get("pattern"))]
@@ -118,10 +121,8 @@ class SuiteSettings:
         """The suite's --no-mask names that this golden (its settings, the config, the built-in rules) has a mask of."""
         if not self.no_mask:
             return []
-        from blackbox_mitm.matcher.profiles import rule_names
-
         own = effective_settings(masks=[*values.get("mask", []), *self.masks], no_mask=values.get("no_mask", []))
-        known = {*rule_names(), *(m.name for m in own.masks)}
+        known = own.mask_names_known
         return [name for name in self.no_mask if name in known]
 
     def unknown_no_mask(self, goldens: Sequence[Path]) -> str | None:
@@ -140,12 +141,13 @@ class SuiteSettings:
 
     def replay_args(self, golden: Path) -> list[str]:
         """The flags of a golden's own ``blackbox replay`` (``--proxy-per-golden``): its settings, then the suite's."""
-        args = replay_flags(golden) + [a for m in self.masks for a in ("--mask", m)] + [a for r in self.redact for a in ("--redact", r)]
+        values = read_settings(golden)
+        args = _flags(values) + [a for m in self.masks for a in ("--mask", m)] + [a for r in self.redact for a in ("--redact", r)]
         if self.pace is not None:
             args += ["--pace", self.pace]
         if self.order_gap is not None:
             args += ["--order-gap", self.order_gap]
-        args += [a for n in self._no_mask_for(read_settings(golden)) for a in ("--no-mask", n)]
+        args += [a for n in self._no_mask_for(values) for a in ("--no-mask", n)]
         if self.no_default_masks and "--no-default-masks" not in args:
             args.append("--no-default-masks")
         if self.no_env_substitution:
