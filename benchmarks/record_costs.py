@@ -11,6 +11,7 @@ the fsync. Used by ``proxy_calls`` (section 1) and runnable alone::
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import statistics
@@ -26,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.workload import CHAT_PATH, MODEL, TOOLS, simple_expected, simple_messages
 
-__all__ = ["overlapping_record", "record_step_costs"]
+__all__ = ["overlapping_on_a_loop", "overlapping_record", "record_step_costs"]
 
 HEADERS = {"content-type": "application/json", "authorization": "Bearer sk-bench-0123456789abcdefghij", "user-agent": "OpenAI/Python"}
 
@@ -136,6 +137,61 @@ def overlapping_record(*, clients: int = 8, per_client: int = 40) -> dict[str, f
     return out
 
 
+def overlapping_on_a_loop(*, clients: int = 8, per_client: int = 40, passes: int = 3) -> dict[str, float]:
+    """``clients`` coroutines recording at once on one event loop, as the proxy's overlapping calls are, fsync on.
+
+    Two ways to finish each answer, timed in turns: ``thread`` — the whole of ``Session.on_response`` hops to a
+    worker thread (``asyncio.to_thread``, how the proxy did it before); ``awaited`` — the answer is recorded on the
+    loop and its fsync awaited (``take_response(...).settle_async()``, how the proxy does it). Returns, per way, the
+    median over ``passes`` of process CPU seconds and wall seconds a call, and the calls an fsync covered.
+    """
+    from blackbox_mitm.cassette.trace import now_ms
+    from blackbox_mitm.config import effective_settings
+    from blackbox_mitm.session.build import record_session
+    from blackbox_mitm.session.engine import Forward, ModelRequest, Session
+    from blackbox_mitm.session.environment import RunEnvironment
+
+    n = clients * per_client
+    requests, answers = _bodies(n)
+    settings = effective_settings()
+
+    async def finish(session: Session, way: str, ticket: Any, i: int) -> Any:
+        if way == "thread":
+            return await asyncio.to_thread(session.on_response, ticket, 200, answers[i], response_ms=now_ms())
+        return await session.take_response(ticket, 200, answers[i], response_ms=now_ms()).settle_async()
+
+    async def run(session: Session, way: str) -> tuple[float, float]:
+        todo = iter(range(n))
+
+        async def client() -> None:
+            for i in todo:  # shared: each call is taken once
+                action = session.on_request(ModelRequest(CHAT_PATH, HEADERS, requests[i], received_ms=now_ms()))
+                if not isinstance(action, Forward):
+                    raise RuntimeError(f"a recorded call was not forwarded: {action!r}")
+                await asyncio.sleep(0)  # the upstream round trip: the other clients run meanwhile
+                if await finish(session, way, action.ticket, i) is not None:
+                    raise RuntimeError("a recorded call was refused")
+
+        cpu, wall = time.process_time(), time.perf_counter()
+        await asyncio.gather(*(client() for _ in range(clients)))
+        return (time.process_time() - cpu) / n, (time.perf_counter() - wall) / n
+
+    figures: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="bb-on-a-loop-") as tmp:
+        for k in range(passes):
+            for way in ("thread", "awaited") if k % 2 == 0 else ("awaited", "thread"):
+                path = Path(tmp) / f"{way}-{k}.json"
+                session = record_session(path, overwrite=True, redactor=settings.redactor, environment=RunEnvironment.capture())
+                cpu_s, wall_s = asyncio.run(run(session, way))
+                assert session.recorder is not None and session.recorder.journal is not None
+                lines, fsyncs = session.recorder.journal.fsyncs
+                session.recorder.finish(path, exit_code=0)
+                figures.setdefault(f"{way}_cpu_s", []).append(cpu_s)
+                figures.setdefault(f"{way}_wall_s", []).append(wall_s)
+                figures.setdefault(f"{way}_calls_per_fsync", []).append((lines - 1) / max(1, fsyncs - 1))  # less the header
+    return {key: statistics.median(values) for key, values in figures.items()}
+
+
 def record_step_costs(*, n: int = 300, passes: int = 5) -> list[tuple[str, float]]:
     """(step, seconds per call) for each step of a recorded call, then the whole path with and without the fsync."""
     from blackbox_mitm.cassette.canonical import canonical_bytes, step_hash_from_canonical_payload
@@ -224,3 +280,4 @@ if __name__ == "__main__":
     for name, seconds in record_step_costs():
         print(f"{seconds * 1e6:9.1f} µs  {name}")
     print({k: round(v, 5) for k, v in overlapping_record().items()})
+    print({k: round(v, 6) for k, v in overlapping_on_a_loop().items()})

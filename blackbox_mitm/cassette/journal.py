@@ -169,12 +169,24 @@ class Journal:
         try:
             self._group.wait(seq)
         except OSError as exc:
-            self._cut_to_durable()
-            raise CassetteError(
-                f"the journal could not be fsynced ({exc.strerror or exc}); this call and any later one in this run "
-                "are not recorded (the journal keeps every call answered before it)",
-                path=str(self.path),
-            ) from exc
+            raise self._not_durable(exc) from exc
+
+    async def wait_durable_async(self, seq: int) -> None:
+        """``wait_durable`` on an event loop, which it never blocks (``GroupCommit.wait_async``)."""
+        if not self.fsync or seq == 0:
+            return
+        try:
+            await self._group.wait_async(seq)
+        except OSError as exc:
+            raise self._not_durable(exc) from exc
+
+    def _not_durable(self, exc: OSError) -> CassetteError:
+        self._cut_to_durable()
+        return CassetteError(
+            f"the journal could not be fsynced ({exc.strerror or exc}); this call and any later one in this run "
+            "are not recorded (the journal keeps every call answered before it)",
+            path=str(self.path),
+        )
 
     @property
     def fsyncs(self) -> tuple[int, int]:

@@ -12,7 +12,6 @@ the run when the proxy itself stops (``mitmdump -s addon/blackbox_addon.py``).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -288,13 +287,15 @@ class BlackboxAddon:
                 session.call_done()
                 flow.response = http.Response.make(err.status, err.body, err.headers)
                 return
+        # Recorded here on the loop (decode, steps, journal line); then the wait for the fsync. The run's only call
+        # in flight waits right here, as nothing else waits on the loop, and a hop to a worker thread costs more than
+        # the fsync itself (benchmarks/record_slice.py). Overlapping calls await it instead, so that no fsync holds
+        # up the others' traffic: they share one, run on a worker thread (a hop per fsync, not per call).
+        settling = session.take_response(ticket, status, body, response_ms=now_ms())
         if self.router is None and session.in_flight <= 1:
-            # The run's only call in flight: recorded (fsynced) here on the loop, as nothing waits on it; a hop to a
-            # worker thread costs more than the fsync itself (benchmarks/record_slice.py). Overlapping calls take the
-            # hop, so that one call's fsync never holds up the others' traffic.
-            answer = session.on_response(ticket, status, body, response_ms=now_ms())
+            answer = settling.settle()
         else:
-            answer = await asyncio.to_thread(session.on_response, ticket, status, body, response_ms=now_ms())
+            answer = await settling.settle_async()
         if answer is not None:
             flow.response = make_response(answer)
 

@@ -26,7 +26,6 @@ session notes why.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable
@@ -178,7 +177,7 @@ class WebSocketTransport:
         if turn.ticket is None:
             return
         # The final frame waits in this hook until the call is durable (or refused): the session's one entry for an answer.
-        instead = await asyncio.to_thread(session.on_response, turn.ticket, 200, turn.events)
+        instead = await session.take_response(turn.ticket, 200, turn.events).settle_async()
         if instead is not None:
             frames = sock.ws.frames(instead.body)
             if frames:

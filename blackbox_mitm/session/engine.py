@@ -16,7 +16,7 @@ response to ``on_response``). The same engine serves every mode, as the run's
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +26,14 @@ from blackbox_mitm.cassette.media import collecting, resolving
 from blackbox_mitm.cassette.payloads import order_tool_results
 from blackbox_mitm.cassette.trace import now_ms
 from blackbox_mitm.codecs import codec_for, one_turn_roles, stream_content_type, unservable_stop
-from blackbox_mitm.codecs.base import CallIds, ChainingCodec, Codec, DecodedRequest, SseEvent
+from blackbox_mitm.codecs.base import CallIds, ChainingCodec, Codec, DecodedRequest
 from blackbox_mitm.errors import BlackboxError, BlackboxUnsupportedError
 from blackbox_mitm.matcher import Divergence, Exhausted, RecordedCalls, Served
 from blackbox_mitm.matcher.outcomes import RecordedCall
 from blackbox_mitm.matcher.profiles import profile_for, with_profile
 from blackbox_mitm.matcher.turns import with_one_turn
+from blackbox_mitm.session.answers import AnswerIntake
+from blackbox_mitm.session.answers import error_answer as _error
 from blackbox_mitm.session.calls import Answer, Forward, ModelRequest, Ticket
 from blackbox_mitm.session.echoed_ids import EchoedIds
 from blackbox_mitm.session.exchanges import ExchangeServer
@@ -39,17 +41,17 @@ from blackbox_mitm.session.numbers import refuse_unrepresentable_numbers
 from blackbox_mitm.session.plan import Refuse, RunMode, RunPlan, Script, Upstream
 from blackbox_mitm.session.recorder import Privacy, RecordFailed, RunRecorder, SecretLeak, scrub, secrets_from_request
 from blackbox_mitm.session.release import DEFAULT_SETTLE_MS, Hold, ReleaseOrder
-from blackbox_mitm.session.run_log import RunLog
 
 __all__ = ["Answer", "Forward", "ModelRequest", "Session", "Ticket"]
 
 log = logging.getLogger(__name__)
 
 
-class Session(RunLog):
+class Session(AnswerIntake):
     """The decisions of one run, as its ``RunPlan`` says (session/plan.py). Thread-safe: concurrent flows may call it.
 
-    What went wrong along the way (refusals, answers not written or not recorded, notes) is kept by ``RunLog``.
+    What went wrong along the way (refusals, answers not written or not recorded, notes) is kept by ``RunLog``; a
+    forwarded call's answer becomes steps by ``AnswerIntake`` (session/answers.py).
     """
 
     def __init__(
@@ -314,72 +316,6 @@ class Session(RunLog):
 
     # -- responses to forwarded calls -------------------------------------------------
 
-    def on_response(
-        self, ticket: Ticket, status: int, answer: bytes | Sequence[SseEvent] | None, *, response_ms: int | None = None
-    ) -> Answer | None:
-        """The one entry for a forwarded call's finished answer: a whole body, or a stream's events (server-sent
-        events, WebSocket frames) once its final event arrived. The answer is recorded before the agent sees its end.
-
-        None: pass the answer on as it came (recorded; or an error status, or a stream that did not complete: not
-        recorded). An Answer: what the agent gets instead — the API's error, or for a stream the codec's in-stream
-        error event, sent in place of the final event.
-        """
-        try:
-            if status >= 400 or answer is None:
-                log.info("blackbox: provider answered %s; passed to the agent, not recorded", status)
-                return None
-            streamed = not isinstance(answer, bytes)
-            whole = self._aggregate(ticket, answer) if not isinstance(answer, bytes) else answer
-            if whole is None:
-                return None
-            refusal = self._record_answer(ticket, whole, response_ms)
-            if refusal is None:
-                return None
-            message, code = refusal
-            if streamed:
-                body = ticket.codec.encode_stream_error(message)
-                return Answer(code, {"content-type": stream_content_type(ticket.codec)}, body, stream=True)
-            return _error(ticket.codec, message, status=code)
-        finally:
-            self.call_done()
-
-    def _aggregate(self, ticket: Ticket, events: Sequence[SseEvent]) -> Mapping[str, Any] | None:
-        """The object a stream's events add up to; None for one that is not a completed call (passed on as sent)."""
-        try:
-            return ticket.codec.aggregate_stream(list(events))
-        except BlackboxError as exc:  # StreamIncomplete: the provider's own error event, or a stream that never completed
-            self._note_failed(ticket, str(exc), streamed=True)
-            return None
-
-    def _record_answer(self, ticket: Ticket, body: bytes | Mapping[str, Any], response_ms: int | None) -> tuple[str, int] | None:
-        """The one path by which an answer becomes steps: None when recorded, else why the agent gets an error (and its status)."""
-        try:
-            if isinstance(body, bytes):
-                refuse_unrepresentable_numbers(body, what="response")
-            with collecting() as media:  # an answer's media (a Gemini image) join the request's
-                output = ticket.codec.decode_response(body, self.ids, ticket.request)
-            ticket.request.media.update(media)
-            if self.recorder is not None:
-                self.recorder.record_call(
-                    ticket.request, output, request_ms=ticket.received_ms, response_ms=response_ms, secrets=ticket.secrets
-                )
-            return None
-        except BlackboxUnsupportedError as exc:
-            self._note_refusal(exc.client_message)
-            return exc.client_message, 400
-        except SecretLeak as exc:
-            self._note_refusal(str(exc))
-            return str(exc), 400
-        except RecordFailed as exc:
-            return self._note_write_failed(exc), 500
-        except RecursionError:
-            message = BlackboxUnsupportedError("body", "the response is nested too deeply to be recorded").client_message
-            self._note_refusal(message)
-            return message, 400
-        except Exception as exc:  # never pass an answer on that the cassette does not hold
-            log.exception("blackbox: an answer could not be recorded")
-            return self._note_write_failed(exc), 500
-
     # -- helpers ------------------------------------------------------------------------
 
     def _write_failed(self, codec: Codec, exc: BaseException) -> Answer:
@@ -392,8 +328,3 @@ class Session(RunLog):
         except BlackboxError:
             return body
         return body if rewritten is None else rewritten
-
-
-def _error(codec: Codec, message: str, *, status: int = 400, error_type: str | None = None) -> Answer:
-    err = codec.encode_error(message, status=status, error_type=error_type)
-    return Answer(err.status, dict(err.headers), err.body)

@@ -48,11 +48,21 @@ __all__ = [
     "RecordFailed",
     "RunRecorder",
     "SecretLeak",
+    "Written",
     "scrub",
     "secret_env_names",
     "secrets_from_environ",
     "secrets_from_request",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """A call's steps as written to the journal: its line (to wait for) and where its steps begin in the trace."""
+
+    steps: list[TraceStep]
+    line: int
+    before: int
 
 
 @dataclass(slots=True)
@@ -90,12 +100,26 @@ class RunRecorder:
         response_ms: int | None = None,
         secrets: set[str] | None = None,
     ) -> list[TraceStep]:
-        """Write the steps one completed model call adds; fsynced before returning.
+        """Write the steps one completed model call adds; fsynced before returning (``write_call``, then ``wait_durable``)."""
+        written = self.write_call(request, output, request_ms=request_ms, response_ms=response_ms, secrets=secrets)
+        self.wait_durable(written)
+        return written.steps
+
+    def write_call(
+        self,
+        request: DecodedRequest,
+        output: Mapping[str, Any],
+        *,
+        request_ms: int,
+        response_ms: int | None = None,
+        secrets: set[str] | None = None,
+    ) -> Written:
+        """Write the steps one completed model call adds, not yet fsynced: pass the result to ``wait_durable``.
 
         ``request.model_input`` is redacted already (the session redacts each request once, before it is matched);
         the answer is redacted here, once, and the tool steps are taken from the two. The helpers below run under
-        the recorder's lock, in this order: neutral answer, tool steps, leak check, media, journal, settle; then, outside
-        it, the wait for the fsync that covers the batch (overlapping calls share one).
+        the recorder's lock, in this order: neutral answer, tool steps, leak check, media, journal, settle. The wait
+        for the fsync that covers the batch comes after, outside it (overlapping calls share one).
         """
         with self._lock:
             self.privacy.learn(secrets or set())
@@ -108,19 +132,30 @@ class RunRecorder:
                 self.media.add(request.media, secrets=self.privacy.secrets)  # once per digest, however often re-sent
             steps, line, before = self._write(staged)
             self._settle(done, written, output)
-        self._wait_durable(line, before)  # outside the lock: calls that overlap share one fsync (cassette/group_commit.py)
-        return steps
+        return Written(steps, line, before)
 
-    def _wait_durable(self, line: int, before: int) -> None:
+    def wait_durable(self, written: Written) -> None:
         """Return once the call's journal line is fsynced; if it cannot be, its steps leave the trace too."""
         if self.journal is None:
             return
         try:
-            self.journal.wait_durable(line)
+            self.journal.wait_durable(written.line)
         except BlackboxError as exc:
-            with self._lock:  # every call after the last durable one fails alike, so the trace ends with what the journal holds
-                del self.trace.steps[before:]
-            raise RecordFailed(f"the call could not be written to the journal ({exc})") from exc
+            raise self._not_durable(written, exc) from exc
+
+    async def wait_durable_async(self, written: Written) -> None:
+        """``wait_durable`` on an event loop, which it never blocks: the fsync runs on a worker thread, shared."""
+        if self.journal is None:
+            return
+        try:
+            await self.journal.wait_durable_async(written.line)
+        except BlackboxError as exc:
+            raise self._not_durable(written, exc) from exc
+
+    def _not_durable(self, written: Written, exc: BlackboxError) -> RecordFailed:
+        with self._lock:  # every call after the last durable one fails alike, so the trace ends with what the journal holds
+            del self.trace.steps[written.before :]
+        return RecordFailed(f"the call could not be written to the journal ({exc})")
 
     def _neutral_answer(self, output: Mapping[str, Any]) -> tuple[Callable[[Any], Any], Any]:
         """The environment's placeholders as a function, and the answer as it is written (neutral, then redacted)."""
@@ -159,7 +194,7 @@ class RunRecorder:
         return staged, done
 
     def _write(self, staged: list[tuple[str, Any, int]]) -> tuple[list[TraceStep], int, int]:
-        """Append ``staged`` to the trace and write it to the journal as one batch (fsynced by ``_wait_durable``).
+        """Append ``staged`` to the trace and write it to the journal as one batch (fsynced by ``wait_durable``).
 
         Returns the steps, the batch's journal line and the trace's length before it; on failure the trace is as it was.
         """

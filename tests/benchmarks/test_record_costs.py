@@ -10,7 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.record_costs import record_step_costs  # noqa: E402
+from benchmarks.record_costs import overlapping_on_a_loop, record_step_costs  # noqa: E402
 
 pytestmark = [pytest.mark.bench]
 
@@ -23,3 +23,10 @@ def test_every_step_of_a_recorded_call_is_measured_and_the_fsync_is_its_own_row(
     assert "journal `os.write` + `os.fsync`" in steps and "journal `os.write`" in steps
     assert "the whole path, with the fsync" in steps and "the whole path, no fsync (`on_request` + `on_response`)" in steps
     assert all(seconds > 0 for seconds in steps.values())
+
+
+def test_overlapping_calls_on_a_loop_are_recorded_both_ways_and_each_way_is_measured() -> None:
+    figures = overlapping_on_a_loop(clients=4, per_client=2, passes=1)  # raises if a call was not recorded
+    for way in ("thread", "awaited"):
+        assert figures[f"{way}_cpu_s"] > 0 and figures[f"{way}_wall_s"] > 0
+        assert figures[f"{way}_calls_per_fsync"] >= 1

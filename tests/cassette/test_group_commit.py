@@ -1,8 +1,10 @@
-"""Group commit: calls that overlap share one fsync, none is answered before an fsync covers its line, a lone call pays
-one fsync of its own, and a failed fsync fails the journal for the rest of the run (cut back to its durable lines)."""
+"""Group commit: calls that overlap share one fsync (threads and coroutines alike), none is answered before an fsync
+covers its line, a lone call pays one fsync of its own, and a failed fsync fails the journal for the rest of the run
+(cut back to its durable lines)."""
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import json
 import os
@@ -164,3 +166,99 @@ def test_a_failed_fsync_refuses_the_call_cuts_the_journal_back_and_refuses_later
     prompts = [s.payload["messages"][0]["content"] for s in session.recorder.trace.steps if s.type == "model_input"]
     assert prompts == ["first"]  # the trace holds what the journal holds
     session.recorder.journal.close()
+
+
+# -- waiting on an event loop (wait_async: the proxy's overlapping calls) -----------------------------------------
+
+
+def test_coroutines_that_overlap_share_one_fsync_run_off_the_loop_and_none_returns_before_it_covers_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = _HeldFsync()
+    threads: list[int] = []
+    real_call = fake.__call__
+
+    def noting(fd: int) -> None:
+        threads.append(threading.get_ident())
+        real_call(fd)
+
+    monkeypatch.setattr(os, "fsync", noting)
+    journal = _journal(tmp_path)
+    ends: dict[int, int] = {}
+
+    async def call(n: int) -> None:
+        seq = journal.write(_step_line(journal, n))  # on the loop, in order: the loop is the recorder's lock here
+        ends[n] = os.path.getsize(journal.path)
+        await journal.wait_durable_async(seq)
+        with fake.lock:
+            assert any(size >= ends[n] for size in fake.covered), f"call {n} returned before an fsync covered its line"
+
+    async def main() -> None:
+        fake.armed = True
+        first = asyncio.ensure_future(call(0))
+        while not fake.started.is_set():  # call 0 leads an fsync, held on a worker thread: the loop runs on
+            await asyncio.sleep(0.005)
+        others = [asyncio.ensure_future(call(n)) for n in range(1, CALLS)]
+        while journal._group._written < CALLS + 1:  # the header and every call's line written
+            await asyncio.sleep(0.005)
+        fake.release.set()
+        await asyncio.wait_for(asyncio.gather(first, *others), 30)
+
+    loop_thread = threading.get_ident()
+    threads.clear()  # the header's fsync, made by the journal's constructor on this thread
+    asyncio.run(main())
+    assert journal.fsyncs == (CALLS + 1, 3)  # the header's, call 0's, then one for the seven that queued behind it
+    assert len(threads) == 2 and loop_thread not in threads
+    journal.close()
+
+
+def test_a_thread_and_a_coroutine_wait_for_the_same_fsync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _HeldFsync()
+    monkeypatch.setattr(os, "fsync", fake)
+    journal = _journal(tmp_path)
+    fake.armed = True
+    leader = threading.Thread(target=journal.append, args=(_step_line(journal, 0),))
+    leader.start()
+    assert fake.started.wait(30)  # the thread leads an fsync, held
+
+    async def follower() -> None:
+        seq = journal.write(_step_line(journal, 1))
+        waiting = asyncio.ensure_future(journal.wait_durable_async(seq))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()  # its line came after the held fsync began: not covered by it
+        fake.release.set()
+        await asyncio.wait_for(waiting, 30)
+
+    asyncio.run(follower())
+    leader.join(30)
+    assert journal.fsyncs == (3, 3)  # the header, the thread's line, then the coroutine's own
+    assert fake.covered[-1] == os.path.getsize(journal.path)
+    journal.close()
+
+
+def test_a_failed_fsync_reaches_every_waiting_coroutine_and_every_later_one() -> None:
+    started, release = threading.Event(), threading.Event()
+
+    def sync() -> None:
+        started.set()
+        assert release.wait(30)
+        raise OSError(errno.EIO, "I/O error")
+
+    group = GroupCommit(sync)
+
+    async def main() -> list[BaseException | None]:
+        leader = asyncio.ensure_future(group.wait_async(group.wrote(10)))
+        while not started.is_set():
+            await asyncio.sleep(0.005)
+        follower = asyncio.ensure_future(group.wait_async(group.wrote(20)))
+        await asyncio.sleep(0.01)
+        release.set()
+        outcomes = await asyncio.gather(leader, follower, return_exceptions=True)
+        with pytest.raises(OSError, match="I/O error"):  # and nothing later ever is durable
+            await group.wait_async(group.wrote(30))
+        return list(outcomes)
+
+    outcomes = asyncio.run(main())
+    assert [type(o) for o in outcomes] == [OSError, OSError]
+    assert all("I/O error" in str(o) for o in outcomes)
+    assert group.durable_offset == 0
