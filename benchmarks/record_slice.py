@@ -2,7 +2,7 @@
 
     python benchmarks/record_slice.py --rounds 3            # ratios e/b (wall and proxy CPU), sequential and concurrent
     python benchmarks/record_slice.py --rounds 1 --spy      # and a py-spy profile of (e) (an extra, untimed run)
-    python benchmarks/record_slice.py --baseline DIR        # and (e0): the same recording by the blackbox_mitm under DIR
+    python benchmarks/record_slice.py --baseline DIR        # and (e0): the same recording by the blackbox_mitm under DIR, and e/e0
 
 It runs the same processes, client and workload as ``proxy_calls`` (section 1), only variants (b) and (e), in
 alternating order per round, so that a change to the recording path can be measured before and after without the
@@ -105,6 +105,10 @@ def main() -> None:
                 for key, name in (("per_call_s", "wall"), ("proxy_cpu_per_call_s", "proxy CPU")):
                     values = _ratios(results, phase, key, num)
                     print(f"{num}/b {phase} {name}: median {statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})")
+        for phase in ("seq", "conc") if args.baseline else ():  # this tree's recording against the baseline's, round by round
+            for key, name in (("per_call_s", "wall"), ("proxy_cpu_per_call_s", "proxy CPU")):
+                values = [e[phase][key] / e0[phase][key] for e, e0 in zip(results["e"], results["e0"], strict=True)]
+                print(f"e/e0 {phase} {name}: median {statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})")
         e_seq = [e["seq"]["per_call_s"] for e in results["e"]]
         b_seq = [b["seq"]["per_call_s"] for b in results["b"]]
         no_sync = [(e - with_sync) / b for e, b in zip(e_seq, b_seq, strict=True)]
