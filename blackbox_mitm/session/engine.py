@@ -314,7 +314,7 @@ class Session(AnswerIntake):
             obj = codec.encode_response(output, request=decoded, ids=self.ids, created_ms=created)
         return Answer(200, {"content-type": "application/json"}, orjson.dumps(obj), replayed=True, delay_ms=delay_ms, hold=hold)
 
-    # -- responses to forwarded calls -------------------------------------------------
+    # -- responses to forwarded calls: AnswerIntake (session/answers.py) ----------------
 
     # -- helpers ------------------------------------------------------------------------
 
