@@ -6,6 +6,7 @@ Plain Python, no mitmproxy import. One job per module:
 * ``turns`` — adjacent messages compared as one turn, when the agent's codec declares it;
 * ``difference`` — ``first_difference`` and the ``Difference`` record;
 * ``outcomes`` — what a match answers: ``Served``, ``Divergence``, ``Exhausted``;
+* ``pairing`` — ``recorded_calls_of``: a run's model_input steps paired with the model_outputs that answered them;
 * ``recorded`` — ``RecordedCalls``: a run's calls, served in strict or sequence mode;
 * ``report`` — the end-of-replay ``verdict`` and ``render_report``.
 """

@@ -93,6 +93,40 @@ class PieceDigester:
         pieces = self._message_pieces(model_input)
         return b"".join([b'{"messages":[', b",".join(pieces), b"]", *(b"," + m for m in self._after_messages(model_input)), b"}"])
 
+    def same(self, recorded: Mapping[str, Any], live: Mapping[str, Any]) -> bool:
+        """Whether two model_inputs (tool results in call order) have the same digest, found with no hash taken.
+
+        The canonical view is its pieces joined, each piece one JSON value, so two views are the same bytes exactly
+        when their pieces are, place by place. A piece whose exact JSON is the same on both sides is the same
+        (``orjson.dumps``: types included, so ``true`` is not ``1``); another is compared by its masked canonical
+        bytes, from the memo. An agent replayed on another day differs from its recording in the masked parts
+        only (a date in the system prompt): those pieces are masked, the rest of the request costs a serialization.
+        The last messages are compared first: a request for another call differs there, and is told apart at once.
+        """
+        a = fold_turns(_as_list(recorded.get("messages")), self.rules.one_turn)
+        b = fold_turns(_as_list(live.get("messages")), self.rules.one_turn)
+        tools_a, tools_b = _as_list(recorded.get("tools")), _as_list(live.get("tools"))
+        if len(a) != len(b) or len(tools_a) != len(tools_b):
+            return False
+        if not all(self._same_piece("m", x, y, self._message_bytes) for x, y in zip(reversed(a), reversed(b), strict=True)):
+            return False
+        if _head_bytes(recorded) != _head_bytes(live):
+            return False
+        system_a, system_b = recorded.get("systemPrompt"), live.get("systemPrompt")
+        if (system_a is None) != (system_b is None):
+            return False
+        if system_a is not None and not self._same_piece("s", system_a, system_b, self._system_bytes):
+            return False
+        return all(self._same_piece("t", x, y, self._tool_bytes) for x, y in zip(tools_a, tools_b, strict=True))
+
+    def _same_piece(self, kind: str, a: Any, b: Any, make: Callable[[Any], bytes]) -> bool:
+        """Whether two pieces of one kind have the same masked canonical bytes (``same``)."""
+        try:
+            key_a, key_b = orjson.dumps(a), orjson.dumps(b)
+        except (TypeError, orjson.JSONEncodeError):
+            return make(a) == make(b)  # not memoizable (lone surrogate, huge integer): made the slow, exact way
+        return key_a == key_b or self._keyed_piece((kind, key_a), a, make) == self._keyed_piece((kind, key_b), b, make)
+
     def _hashed(self, model_input: Mapping[str, Any]) -> str:
         """``sha256(self.canonical(model_input, ordered=True))``, the history's part hashed once (``_messages_hash``)."""
         h = self._messages_hash(self._message_pieces(model_input))
@@ -219,3 +253,15 @@ class PieceDigester:
 
 def _same(value: Any) -> Any:
     return value
+
+
+def _head_bytes(model_input: Mapping[str, Any]) -> bytes:
+    """The canonical bytes of the small members of the view (model, params, systemMedia), as present in it (``same``)."""
+    params = model_input.get("params")
+    return canonical_bytes(
+        [
+            model_input.get("model"),  # None: absent from the view
+            _neutral_params(params) if params is not None and params != {} else None,
+            model_input.get("systemMedia") or None,
+        ]
+    )

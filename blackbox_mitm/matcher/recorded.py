@@ -1,13 +1,16 @@
 """The recorded model calls of a run, served to a replaying agent in strict or sequence mode.
 
 Built once from a ``Trace``: every model_input step paired with the model_output
-that answered it (outputs pair with pending inputs first-in first-out, so a
-recording of one call at a time pairs each input with the next output). A
-model_input that no model_output answered is not a call (nothing could be served).
+that answered it (``matcher.pairing``: outputs pair with pending inputs first-in
+first-out; a model_input that no model_output answered is not a call).
 
 Matching one request costs the same whatever the cassette's length: one digest
 of the request, one dictionary lookup ``digest -> deque of unserved calls``, and
-a cursor on the earliest unserved call that only moves forward. The recorded
+a cursor on the earliest unserved call that only moves forward. A request that has
+the earliest unserved call's digest (the same request, or one differing only where
+a mask hides it, as an agent replayed in order sends it) is served by that call
+with no digest made at all: compared piece by piece (``PieceDigester.same``), as
+every mode would serve it; the digests are most of an agent-sized call's cost. The recorded
 calls are digested as matching reaches them, in recorded order, each once: a
 replay in recorded order digests one recorded call per request, and a replay's
 start-up none (a request that matches no call digests the rest of the run).
@@ -55,13 +58,13 @@ from typing import Any, Literal
 
 import orjson
 
-from blackbox_mitm.cassette.payloads import ModelInput, tokens_of
-from blackbox_mitm.cassette.trace import Trace, TraceStep
+from blackbox_mitm.cassette.payloads import ModelInput, order_tool_results, tokens_of
+from blackbox_mitm.cassette.trace import Trace
 from blackbox_mitm.matcher.difference import Difference, first_difference
 from blackbox_mitm.matcher.digests import PieceDigester
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules
-from blackbox_mitm.matcher.normalize import request_digest
 from blackbox_mitm.matcher.outcomes import Divergence, Exhausted, RecordedCall, Served
+from blackbox_mitm.matcher.pairing import recorded_calls_of
 from blackbox_mitm.matcher.report import ReplayCounts, ReplayStatus, render_report, verdict
 
 __all__ = ["DIVERGENCE_CACHE_SIZE", "HIGH_USAGE_TOKENS", "MATCH_MODES", "MatchMode", "RecordedCalls", "recorded_calls_of"]
@@ -76,8 +79,6 @@ DIVERGENCE_CACHE_SIZE = 256
 # after it says so, since agents compact their context (Claude Code, Codex) or stop on budgets near there.
 HIGH_USAGE_TOKENS = 100_000
 
-_TOOL_STEPS = ("tool_call", "tool_result")
-
 
 def _identical(recorded: Mapping[str, Any], live: Mapping[str, Any]) -> bool:
     """The same JSON value, types included: Python's ``==`` holds ``True == 1`` and ``1 == 1.0``, JSON does not.
@@ -91,69 +92,6 @@ def _identical(recorded: Mapping[str, Any], live: Mapping[str, Any]) -> bool:
         return orjson.dumps(recorded, option=orjson.OPT_SORT_KEYS) == orjson.dumps(live, option=orjson.OPT_SORT_KEYS)
     except TypeError:
         return False
-
-
-def recorded_calls_of(
-    trace: Trace,
-    *,
-    upto: int | None = None,
-    rules: CompareRules = NO_RULES,
-    digester: PieceDigester | None = None,
-    digests: bool = True,
-) -> list[RecordedCall]:
-    """The recorded model calls of ``trace`` in recorded order (see the module docstring); digests under ``rules``.
-
-    ``digester`` (for ``rules``) makes the digests with its memo: a recorded run's history repeats call after call.
-    ``digests=False``: every call's ``digest`` is ``""`` (counting the calls, or ``RecordedCalls`` digesting them as needed).
-    """
-    digest_of = _digest_of(rules, digester, digests)
-    calls: list[RecordedCall] = []
-    pending: deque[tuple[int, int]] = deque()  # (model_input step, tool steps before it)
-    tool_steps = 0
-    for step in trace.steps:
-        if upto is not None and step.index >= upto:
-            break
-        if step.type in _TOOL_STEPS:
-            tool_steps += 1
-        elif step.type == "model_input":
-            pending.append((step.index, tool_steps))
-            tool_steps = 0
-        elif step.type == "model_output":
-            tool_steps = 0
-            if not pending:
-                continue  # an output with no input: nothing asked for it
-            input_index, before = pending.popleft()
-            calls.append(_recorded_call(len(calls), trace.steps[input_index], step, before, digest_of))
-    return calls
-
-
-def _digest_of(rules: CompareRules, digester: PieceDigester | None, digests: bool) -> Callable[[Mapping[str, Any]], str]:
-    """How a recorded model_input is digested: not at all (``""``), with ``digester``'s memo, or under ``rules``."""
-    if not digests:
-        return lambda model_input: ""
-    if digester is not None:
-        return digester.digest
-    return lambda model_input: request_digest(model_input, rules)
-
-
-def _recorded_call(
-    number: int, input_step: TraceStep, output_step: TraceStep, before: int, digest_of: Callable[[Mapping[str, Any]], str]
-) -> RecordedCall:
-    """Call ``number``: the model_input step and the model_output step that answered it."""
-    payload = input_step.payload
-    model_input: Mapping[str, Any] = payload if isinstance(payload, Mapping) else {}
-    output: Mapping[str, Any] = output_step.payload if isinstance(output_step.payload, Mapping) else {}
-    return RecordedCall(
-        number=number,
-        input_step=input_step.index,
-        output_step=output_step.index,
-        input=model_input,
-        output=output,
-        digest=digest_of(model_input),
-        timestamp=output_step.timestamp,
-        tool_steps_before=before,
-        input_timestamp=input_step.timestamp,
-    )
 
 
 class RecordedCalls:
@@ -207,7 +145,11 @@ class RecordedCalls:
         """Call ``number``'s digest (under the current rules), digesting the calls before it first if need be."""
         with self._lock:
             self._index_until(lambda: self._indexed > number)
-            return self._calls[number].digest
+            call = self._calls[number]
+            if not call.digest:  # served before matching reached it (``_serve_if_expected``): made now
+                call = self._calls[number] = replace(call, digest=self._digester.digest(call.input))
+                self._calls_view = None
+            return call.digest
 
     def __len__(self) -> int:
         return len(self._calls)
@@ -220,15 +162,19 @@ class RecordedCalls:
         """
         if mode not in MATCH_MODES:
             raise ValueError(f"unknown match mode {mode!r}; expected one of {', '.join(MATCH_MODES)}")
+        live = model_input if ordered else order_tool_results(model_input)
+        in_order = self._serve_if_expected(live)
+        if in_order is not None:
+            return in_order
         # Outside the lock: it is the costly part.
-        digest = self._digester.digest_ordered(model_input) if ordered else self._digester.digest(model_input)
+        digest = self._digester.digest_ordered(live)
         with self._lock:
             expected = self._earliest_unserved()
             if expected is None:
                 return self._exhausted_now()
             if mode == "sequence":
                 self._index_until(lambda: self._indexed > expected)  # the expected call has its digest
-                self._index_until(lambda: digest in self._index, (model_input, digest))  # the earliest such call, if any
+                self._index_until(lambda: digest in self._index, (live, digest))  # the earliest such call, if any
                 call = self._calls[expected]
                 same = self._same_request(digest, call)
                 if same is not None:
@@ -239,7 +185,7 @@ class RecordedCalls:
                 if not queue:
                     del self._index[call.digest]
                 return self._serve(expected, expected, matched=digest == call.digest)
-            self._index_until(lambda: digest in self._index, (model_input, digest))
+            self._index_until(lambda: digest in self._index, (live, digest))
             waiting = self._index.get(digest)
             if waiting:
                 number = waiting.popleft()
@@ -293,20 +239,49 @@ class RecordedCalls:
 
     # --- under the lock --------------------------------------------------------------------
 
-    def _index_until(self, done: Callable[[], bool], live: tuple[ModelInput, str] | None = None) -> None:
+    def _index_until(self, done: Callable[[], bool], live: tuple[Mapping[str, Any], str] | None = None) -> None:
         """Digest and index the next calls, in recorded order, until ``done()`` or every call is indexed.
 
-        Every call before ``_indexed`` is in the index and none after it: the earliest unserved
-        call with a digest, when the index has one, is the earliest of the whole run. ``live``:
-        the request being matched and its digest — a recorded input equal to it has that digest.
+        Every unserved call before ``_indexed`` is in the index and none after it: the earliest unserved
+        call with a digest, when the index has one, is the earliest of the whole run. A call served before
+        it was reached (``_serve_if_expected``) is passed over, undigested. ``live``: the request being
+        matched and its digest — a recorded input equal to it has that digest.
         """
         while self._indexed < len(self._calls) and not done():
             call = self._calls[self._indexed]
-            digest = live[1] if live is not None and _identical(call.input, live[0]) else self._digester.digest(call.input)
-            call = self._calls[self._indexed] = replace(call, digest=digest)
-            self._index.setdefault(call.digest, deque()).append(call.number)
             self._indexed += 1
+            if self._served[call.number]:
+                continue
+            digest = live[1] if live is not None and _identical(call.input, live[0]) else self._digester.digest(call.input)
+            call = self._calls[call.number] = replace(call, digest=digest)
+            self._index.setdefault(call.digest, deque()).append(call.number)
             self._calls_view = None
+
+    def _serve_if_expected(self, live: Mapping[str, Any]) -> Served | None:
+        """The earliest unserved call, served, when ``live`` has its digest (``PieceDigester.same``); else None.
+
+        Strict and sequence mode alike would serve it: its digest is the request's, and no unserved call comes
+        before it. So neither digest is made: an agent replayed in order sends that call's request, call after
+        call, the same or differing only where a mask hides it, and on an agent-sized request the two digests
+        are most of a call's cost (issue #28).
+        """
+        with self._lock:
+            expected = self._earliest_unserved()
+            if expected is None:
+                return None
+            recorded = self._calls[expected].input
+        if not self._digester.same(order_tool_results(recorded), live):  # outside the lock: the costly part
+            return None
+        with self._lock:
+            if self._earliest_unserved() != expected:
+                return None  # another request took it meanwhile: matched the usual way
+            if expected < self._indexed:  # in the index: it leads its digest's queue (every earlier call is served)
+                digest = self._calls[expected].digest
+                queue = self._index[digest]
+                queue.remove(expected)
+                if not queue:
+                    del self._index[digest]
+            return self._serve(expected, expected, matched=True)
 
     def _same_request(self, digest: str, expected: RecordedCall) -> int | None:
         """Sequence mode: the earliest unserved call with this very request, when it is not ``expected`` (taken), else None."""

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from blackbox_mitm.cassette.canonical import canonical_bytes
+from blackbox_mitm.cassette.payloads import order_tool_results
 from blackbox_mitm.matcher.digests import PieceDigester
 from blackbox_mitm.matcher.masks import NO_RULES, CompareRules, Mask
 from blackbox_mitm.matcher.normalize import compared_view, request_digest
@@ -145,3 +146,53 @@ def test_the_next_call_hashes_only_its_new_messages() -> None:
     pieces, after = digester._prefix
     assert all(a is b for a, b in zip(after[:6], states[:6], strict=True))  # the five messages' states reused, not remade
     assert len(after) == 7 and pieces[:5] == first_pieces
+
+
+def _mapped(value: Any, scalar: Any) -> Any:
+    """``value`` with ``scalar`` applied to every scalar (keys kept)."""
+    if isinstance(value, dict):
+        return {k: _mapped(v, scalar) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mapped(v, scalar) for v in value]
+    return scalar(value)
+
+
+def _keys_reversed(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _keys_reversed(value[k]) for k in reversed(list(value))}
+    if isinstance(value, list):
+        return [_keys_reversed(v) for v in value]
+    return value
+
+
+# What a replay may send for a recorded request: the same, its keys in another order, another day where the built-in
+# masks hide it, Python-equal but not JSON-equal (true for 1), or another request altogether.
+VARIANTS: tuple[Any, ...] = (
+    lambda mi: orjson.loads(orjson.dumps(mi)) if _memoizable(mi) else mi,
+    _keys_reversed,
+    lambda mi: _mapped(mi, lambda s: s.replace("2026-12-01", "2027-03-09").replace("3f9a", "0b1c") if isinstance(s, str) else s),
+    lambda mi: _mapped(mi, lambda s: 1 if s is True else 0 if s is False else s),
+    lambda mi: _mapped(mi, lambda s: s + "!" if isinstance(s, str) and s else s),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(MODEL_INPUT, st.sampled_from(range(len(RULES))), st.sampled_from(range(len(VARIANTS))), st.one_of(st.none(), MODEL_INPUT))
+def test_same_holds_exactly_when_the_digests_are_equal(recorded: dict[str, Any], which: int, variant: int, other: Any) -> None:
+    """``PieceDigester.same``, the replay's short cut past both digests, says what comparing the digests says."""
+    rules = RULES[which]
+    live = VARIANTS[variant](recorded) if other is None else other
+    recorded, live = dict(order_tool_results(recorded)), dict(order_tool_results(live))  # as the replay hands them over
+    digester = PieceDigester(rules)
+    equal = request_digest(recorded, rules) == request_digest(live, rules)
+    assert digester.same(recorded, live) is equal
+    assert digester.same(recorded, live) is equal  # again: the pieces from the memo
+    assert digester.same(live, recorded) is equal
+
+
+def test_same_tells_true_from_1_and_ignores_what_a_mask_hides() -> None:
+    digester = PieceDigester(CompareRules.build())
+    recorded = {"systemPrompt": "Today's date is 2026-12-01.", "messages": [{"role": "user", "content": "hi"}], "params": {"x": True}}
+    assert digester.same(recorded, {**recorded, "systemPrompt": "Today's date is 2027-01-02."})
+    assert not digester.same(recorded, {**recorded, "params": {"x": 1}})
+    assert not digester.same(recorded, {**recorded, "messages": [{"role": "user", "content": "hi!"}]})
