@@ -40,50 +40,45 @@ def recorded_calls_of(
     ``digests=False``: every call's ``digest`` is ``""`` (counting the calls, or ``RecordedCalls`` digesting them as needed).
     """
     digest_of = _digest_of(rules, digester, digests)
+    steps = trace.steps
     calls: list[RecordedCall] = []
     pending: deque[tuple[int, int]] = deque()  # (model_input step, tool steps before it)
     tool_steps = 0
-    for step in trace.steps:
+    for step in steps:  # one pass; a long run's tens of thousands of steps, so the loop does as little as it can
+        kind = step.type
         if upto is not None and step.index >= upto:
             break
-        if step.type in _TOOL_STEPS:
-            tool_steps += 1
-        elif step.type == "model_input":
+        if kind == "model_input":
             pending.append((step.index, tool_steps))
             tool_steps = 0
-        elif step.type == "model_output":
+        elif kind == "model_output":
             tool_steps = 0
-            if not pending:
-                continue  # an output with no input: nothing asked for it
-            input_index, before = pending.popleft()
-            calls.append(_recorded_call(len(calls), trace.steps[input_index], step, before, digest_of))
+            if pending:  # else an output with no input: nothing asked for it
+                input_index, before = pending.popleft()
+                calls.append(_recorded_call(len(calls), steps[input_index], step, before, digest_of))
+        elif kind in _TOOL_STEPS:
+            tool_steps += 1
     return calls
 
 
-def _digest_of(rules: CompareRules, digester: PieceDigester | None, digests: bool) -> Callable[[Mapping[str, Any]], str]:
-    """How a recorded model_input is digested: not at all (``""``), with ``digester``'s memo, or under ``rules``."""
+def _digest_of(rules: CompareRules, digester: PieceDigester | None, digests: bool) -> Callable[[Mapping[str, Any]], str] | None:
+    """How a recorded model_input is digested: not at all (None: ``""``), with ``digester``'s memo, or under ``rules``."""
     if not digests:
-        return lambda model_input: ""
+        return None
     if digester is not None:
         return digester.digest
     return lambda model_input: request_digest(model_input, rules)
 
 
 def _recorded_call(
-    number: int, input_step: TraceStep, output_step: TraceStep, before: int, digest_of: Callable[[Mapping[str, Any]], str]
+    number: int, input_step: TraceStep, output_step: TraceStep, before: int, digest_of: Callable[[Mapping[str, Any]], str] | None
 ) -> RecordedCall:
     """Call ``number``: the model_input step and the model_output step that answered it."""
-    payload = input_step.payload
-    model_input: Mapping[str, Any] = payload if isinstance(payload, Mapping) else {}
-    output: Mapping[str, Any] = output_step.payload if isinstance(output_step.payload, Mapping) else {}
+    payload, answer = input_step.payload, output_step.payload
+    model_input: Mapping[str, Any] = payload if isinstance(payload, dict | Mapping) else {}  # dict first: a loaded step's
+    output: Mapping[str, Any] = answer if isinstance(answer, dict | Mapping) else {}
+    digest = digest_of(model_input) if digest_of is not None else ""
+    # number, input_step, output_step, input, output, digest, timestamp, tool_steps_before, input_timestamp
     return RecordedCall(
-        number=number,
-        input_step=input_step.index,
-        output_step=output_step.index,
-        input=model_input,
-        output=output,
-        digest=digest_of(model_input),
-        timestamp=output_step.timestamp,
-        tool_steps_before=before,
-        input_timestamp=input_step.timestamp,
+        number, input_step.index, output_step.index, model_input, output, digest, output_step.timestamp, before, input_step.timestamp
     )
