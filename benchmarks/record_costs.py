@@ -260,9 +260,12 @@ def record_step_costs(*, n: int = 300, passes: int = 5) -> list[tuple[str, float
         fd = os.open(work / "probe.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         line = encode_json([inputs[0], outputs[0]]) + b"\n"
         try:
-            out.append(("journal `os.write`", _per_call(lambda i: os.write(fd, line), n, passes)))
+            out.append(("a line appended (`os.write`)", _per_call(lambda i: os.write(fd, line), n, passes)))
             out.append(
-                ("journal `os.write` + `os.fsync`", _per_call(lambda i: _seq(lambda: os.write(fd, line), lambda: os.fsync(fd)), n, passes))
+                (
+                    "a line appended + `os.fsync` (the journal writes its lines over zeros instead: section 1's fsync paragraph)",
+                    _per_call(lambda i: _seq(lambda: os.write(fd, line), lambda: os.fsync(fd)), n, passes),
+                )
             )
         finally:
             os.close(fd)

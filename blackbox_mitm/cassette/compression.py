@@ -160,13 +160,18 @@ def _refuse_nested(kind: str, plain: bytes, *, path: str) -> None:
 def journal_plain(cassette: str | os.PathLike[str], data: bytes, *, path: str, limit: int | None = None) -> tuple[bytes, bool]:
     """A journal's plain lines, and whether its last member was cut off (and dropped).
 
-    A plain journal is returned as it is (its torn last line is ``recovery``'s to
-    drop); a compressed one is read member by member, and only complete members
+    A plain journal is returned up to its first NUL byte (its lines never hold
+    one: what follows is the zeros written ahead of them, or, after a crash, writes
+    no ``fsync`` covered: ``cassette/journal.py``), its torn last line ``recovery``'s
+    to drop; a compressed one is read member by member, and only complete members
     count.
     """
     kind = kind_of(cassette)
     if kind == PLAIN:
-        return data, False
+        end = data.find(b"\0")
+        if end < 0:
+            return data, False
+        return data[:end], bool(data[end:].strip(b"\0"))  # a write past the zeros: dropped
     chunks, cut = _members(kind, data, path=path, limit=_limit(limit))
     return b"".join(chunks), cut
 

@@ -11,6 +11,17 @@ for the rest of the run: the file is cut back to its last durable line, and ever
 call not yet covered, and every later one, is refused (``RecordFailed``). At the end of the run
 the journal becomes the cassette (one atomic write) and is removed.
 
+A plain journal that is fsynced is written over zeros: before a line would go past
+them, the recorder writes zeros ahead of it (64 KiB, doubling up to 1 MiB a time),
+and each line is written in place over them. An ``fsync`` then flushes the line's
+data only, not the file's new size and new blocks as an appended line's does: on
+ext4 about 110 µs against 160-240 µs, paid before every answer. A file that takes no
+more zeros (a full disk, a size limit) is appended to as before. The zeros are not
+part of the journal: its lines never hold a NUL byte (JSON escapes it), so a
+reader cuts the file at the first one (``compression.journal_plain``); after a
+crash the first NUL is past every line an ``fsync`` covered, since an ``fsync``
+writes out every earlier line too.
+
 If the recorder dies (``kill -9``), ``recover_journal`` — run by ``blackbox
 recover`` and by every loader that meets a journal — keeps every complete batch
 whose hashes chain, drops a torn last line, appends a ``run_failed`` marker and
@@ -49,6 +60,10 @@ from blackbox_mitm.errors import CassetteError, CassetteExistsError
 __all__ = ["INTERRUPTED", "Journal", "file_identity", "journal_path", "live_owner", "recover_journal"]
 
 JOURNAL_VERSION = 1
+#: Zeros written ahead of a plain, fsynced journal's lines (the module docstring): the first time, and the most at once.
+ZEROS_FIRST = 64 << 10
+ZEROS_MOST = 1 << 20
+_ZEROS = bytes(ZEROS_MOST)
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +91,9 @@ class Journal:
         self._refuse_existing_journal()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd: int | None = None
+        self.end = 0  # the journal's lines end here; the file may go on with zeros (the module docstring)
+        self._zeroed = 0  # the zeros ahead of the lines end here
+        self._zeros_ahead = False
         self._write_lock = threading.Lock()  # one line at a time; the recorder's lock orders them
         self._group = GroupCommit(self._fsync)
         self._open_locked(
@@ -127,11 +145,14 @@ class Journal:
             tmp.unlink(missing_ok=True)
 
     def _create(self, path: Path, header: dict[str, object]) -> None:
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        # Not O_APPEND: lines are written in place (``os.pwrite`` at ``end``), over the zeros ahead of them.
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         st = os.fstat(self._fd)
         self._identity = (st.st_dev, st.st_ino)
         self._group = GroupCommit(self._fsync)  # a fresh file: nothing of the private name's attempt counts
+        self.end = self._zeroed = 0  # a fresh file
+        self._zeros_ahead = self.fsync and self._plain
         self.wait_durable(self._write(encode_json(header) + b"\n"))
 
     def _refuse_existing_journal(self) -> None:
@@ -200,14 +221,19 @@ class Journal:
         os.fsync(fd)
 
     def _cut_to_durable(self) -> None:
-        """After a failed fsync: the file holds only lines that a completed fsync covered."""
+        """After a failed fsync: the file holds only lines that a completed fsync covered (and no zeros)."""
         with self._write_lock:
             if self._fd is not None:
-                try:
-                    os.ftruncate(self._fd, self._group.durable_offset)
-                    os.lseek(self._fd, self._group.durable_offset, os.SEEK_SET)
-                except OSError:
-                    pass
+                self._cut(self._group.durable_offset)
+
+    def _cut(self, end: int) -> None:
+        """The file cut back to ``end``, its zeros ahead with it (best effort: the journal has failed already)."""
+        if self._fd is not None:
+            try:
+                os.ftruncate(self._fd, end)
+            except OSError:
+                pass
+        self.end = self._zeroed = end
 
     def _write(self, data: bytes) -> int:
         if not self._plain:
@@ -221,21 +247,32 @@ class Journal:
                     "nothing more can be recorded durably in this run",
                     path=str(self.path),
                 )
-            start = os.lseek(self._fd, 0, os.SEEK_CUR)
-            view = memoryview(data)
+            start = self.end
+            if self._zeros_ahead and start + len(data) > self._zeroed:
+                self._write_zeros(self._fd, start + len(data))
             try:
-                while view:
-                    n = os.write(self._fd, view)
-                    view = view[n:]
+                _write_at(self._fd, data, start)
             except OSError:
-                # A full disk: never leave half a line that would swallow the next batch.
-                try:
-                    os.ftruncate(self._fd, start)
-                    os.lseek(self._fd, start, os.SEEK_SET)
-                except OSError:
-                    pass
+                self._cut(start)  # a full disk: never leave half a line that would swallow the next batch
                 raise
-            return self._group.wrote(start + len(data)) if self.fsync else 0
+            self.end = start + len(data)
+            return self._group.wrote(self.end) if self.fsync else 0
+
+    def _write_zeros(self, fd: int, needed: int) -> None:
+        """Zeros from the last ones to past ``needed`` (the module docstring); none from now on if the file takes no more."""
+        size = max(needed - self._zeroed, min(ZEROS_MOST, max(ZEROS_FIRST, self._zeroed)))
+        try:
+            for at in range(self._zeroed, self._zeroed + size, ZEROS_MOST):
+                _write_at(fd, memoryview(_ZEROS)[: min(ZEROS_MOST, self._zeroed + size - at)], at)
+        except OSError:  # a full disk or a size limit: appended as before (its own write says if the line fits)
+            self._zeros_ahead = False
+            try:
+                os.ftruncate(fd, self.end)
+            except OSError:
+                pass
+            self._zeroed = self.end
+            return
+        self._zeroed += size
 
     def finish(self) -> Path:
         """Write the cassette from the trace and remove this recorder's own journal; the cassette's path.
@@ -288,6 +325,14 @@ class Journal:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _write_at(fd: int, data: bytes | memoryview, at: int) -> None:
+    """All of ``data`` at offset ``at`` (a short write is continued)."""
+    view = memoryview(data)
+    while view:
+        n = os.pwrite(fd, view, at)
+        view, at = view[n:], at + n
 
 
 def _beside(cassette: Path, run_id: str) -> Path:

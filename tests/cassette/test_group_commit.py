@@ -25,18 +25,18 @@ CALLS = 8
 
 
 class _HeldFsync:
-    """``os.fsync`` that notes the file size each completed fsync covered; the first one after ``arm`` waits for a signal."""
+    """``os.fsync`` that notes where the lines ended each completed fsync covered; the first one after ``arm`` waits for a signal."""
 
     def __init__(self) -> None:
         self.real = os.fsync
-        self.covered: list[int] = []  # the file's size when each completed fsync began
+        self.covered: list[int] = []  # where the journal's lines ended when each completed fsync began
         self.started = threading.Event()
         self.release = threading.Event()
         self.armed = False
         self.lock = threading.Lock()
 
     def __call__(self, fd: int) -> None:
-        size = os.fstat(fd).st_size
+        size = _lines_end(fd)
         if self.armed:
             self.armed = False
             self.started.set()
@@ -44,6 +44,13 @@ class _HeldFsync:
         self.real(fd)
         with self.lock:
             self.covered.append(size)
+
+
+def _lines_end(fd: int) -> int:
+    """Where the journal's lines end in the file: its size, less the zeros written ahead of them (cassette/journal.py)."""
+    data = Path(f"/proc/self/fd/{fd}").read_bytes()  # the journal's descriptor is write-only
+    end = data.find(b"\0")
+    return len(data) if end < 0 else end
 
 
 def _journal(tmp_path: Path) -> Journal:
@@ -66,7 +73,7 @@ def test_overlapping_calls_share_one_fsync_and_none_returns_before_one_covers_it
         try:
             with order:
                 seq = journal.write(_step_line(journal, n))
-                ends[n] = os.path.getsize(journal.path)
+                ends[n] = journal.end
             journal.wait_durable(seq)
             with fake.lock:
                 assert any(size >= ends[n] for size in fake.covered), f"call {n} returned before an fsync covered its line"
@@ -98,7 +105,7 @@ def test_a_lone_call_pays_one_fsync_of_its_own(tmp_path: Path, monkeypatch: pyte
     journal = _journal(tmp_path)
     for n in range(5):
         journal.append(_step_line(journal, n))
-        assert fake.covered[-1] == os.path.getsize(journal.path)  # fsynced before append returned
+        assert fake.covered[-1] == journal.end  # fsynced before append returned
     assert journal.fsyncs == (6, 6)
     journal.close()
 
@@ -162,7 +169,7 @@ def test_a_failed_fsync_refuses_the_call_cuts_the_journal_back_and_refuses_later
     monkeypatch.setattr(os, "fsync", real)
     later = record("third")  # the disk may say yes now, but the run can no longer promise it
     assert later is not None and later.status == 500 and b"earlier fsync of the journal failed" in later.body
-    assert journal_file.read_bytes() == durable  # only what a completed fsync covered
+    assert journal_file.read_bytes() == durable.split(b"\0")[0]  # only what a completed fsync covered (the zeros ahead go too)
     prompts = [s.payload["messages"][0]["content"] for s in session.recorder.trace.steps if s.type == "model_input"]
     assert prompts == ["first"]  # the trace holds what the journal holds
     session.recorder.journal.close()
@@ -188,7 +195,7 @@ def test_coroutines_that_overlap_share_one_fsync_run_off_the_loop_and_none_retur
 
     async def call(n: int) -> None:
         seq = journal.write(_step_line(journal, n))  # on the loop, in order: the loop is the recorder's lock here
-        ends[n] = os.path.getsize(journal.path)
+        ends[n] = journal.end
         await journal.wait_durable_async(seq)
         with fake.lock:
             assert any(size >= ends[n] for size in fake.covered), f"call {n} returned before an fsync covered its line"
@@ -232,7 +239,7 @@ def test_a_thread_and_a_coroutine_wait_for_the_same_fsync(tmp_path: Path, monkey
     asyncio.run(follower())
     leader.join(30)
     assert journal.fsyncs == (3, 3)  # the header, the thread's line, then the coroutine's own
-    assert fake.covered[-1] == os.path.getsize(journal.path)
+    assert fake.covered[-1] == journal.end
     journal.close()
 
 

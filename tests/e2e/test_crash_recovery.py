@@ -45,6 +45,7 @@ def test_kill_9_mid_run_then_recover(tmp_path: Path, confdir: Path) -> None:
 
     assert not cassette.exists()
     assert journal_path(cassette).exists()
+    assert journal_path(cassette).read_bytes().endswith(b"\0")  # its lines were written over zeros (cassette/journal.py)
 
     rec = blackbox("recover", str(cassette))
     assert rec.returncode == 0, rec.stderr

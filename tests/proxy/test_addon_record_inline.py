@@ -48,6 +48,13 @@ class _Seen:
     synced_size: int = 0
 
 
+def _lines_end(fd: int) -> int:
+    """Where the journal's lines end in the file: its size, less the zeros written ahead of them (cassette/journal.py)."""
+    data = Path(f"/proc/self/fd/{fd}").read_bytes()  # the journal's descriptor is write-only
+    end = data.find(b"\0")
+    return len(data) if end < 0 else end
+
+
 async def _record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, overlapping: int) -> tuple[_Seen, int]:
     """Two rounds: forward ``overlapping`` calls, then answer them all at once; what was seen, and the lines journaled."""
     seen = _Seen()
@@ -58,7 +65,7 @@ async def _record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, overlappin
         return await real_hop(fn, *args, **kwargs)
 
     def noting(fd: int) -> None:
-        size = os.fstat(fd).st_size
+        size = _lines_end(fd)
         real_fsync(fd)
         seen.fsync_threads.append(threading.get_ident())
         seen.synced_size = max(seen.synced_size, size)
@@ -85,7 +92,7 @@ async def _record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, overlappin
                 addon.request(f)
                 assert f.response is None  # forwarded upstream
             await asyncio.gather(*(answer(f, n) for f, n in zip(flows, numbers, strict=True)))
-        journaled = len(journal.read_bytes().splitlines()) - 1  # the header line, then a line per call
+        journaled = len(journal.read_bytes().split(b"\0")[0].splitlines()) - 1  # the header line, then a line per call (then zeros)
         monkeypatch.setattr(os, "fsync", real_fsync)  # the cassette's own write at the end is not a call's
         addon.done()
     assert len([s for s in load_trace(cassette).steps if s.type == "model_output"]) == 2 * overlapping
