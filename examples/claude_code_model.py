@@ -257,6 +257,10 @@ def _task_image(body: Json) -> Answer:
     if not results:
         reads = [{"name": "Read", "arguments": {"file_path": f"{_working_directory(body)}/{name}"}} for name in ("img.png", "doc.pdf")]
         return {"thinking": "The user asks about an image and a PDF: read both first.", "text": "I'll look at both.", "tool_calls": reads}
+    # In the order the model asked for them: Claude Code runs the two Reads at once and may send their results in
+    # the order they finished, so the answer would otherwise depend on which file was read first.
+    asked = [b.get("id") for b in _blocks(messages[-2].get("content")) if b.get("type") == "tool_use"] if len(messages) > 1 else []
+    results.sort(key=lambda r: asked.index(r.get("tool_use_id")) if r.get("tool_use_id") in asked else len(asked))
     held = []
     for result in results:
         content = result.get("content")
