@@ -266,11 +266,7 @@ class Journal:
                 _write_at(fd, memoryview(_ZEROS)[: min(ZEROS_MOST, self._zeroed + size - at)], at)
         except OSError:  # a full disk or a size limit: appended as before (its own write says if the line fits)
             self._zeros_ahead = False
-            try:
-                os.ftruncate(fd, self.end)
-            except OSError:
-                pass
-            self._zeroed = self.end
+            self._cut(self.end)  # the zeros that were written go too
             return
         self._zeroed += size
 

@@ -164,8 +164,6 @@ class CallIds:
 
     def register_calls(self, output: Any) -> None:
         """Register every tool call of a recorded model_output (either shape)."""
-        if not isinstance(output, dict) or output.get("type") not in ("tool_call", "tool_calls"):
-            return  # a final answer: the common case of a long run's outputs, and nothing to register
         for call in tool_calls_of(output):
             self.register(str(call.get("toolCallId")), call.get("toolName"))
 

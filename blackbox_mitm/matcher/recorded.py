@@ -11,9 +11,10 @@ the earliest unserved call's digest (the same request, or one differing only whe
 a mask hides it, as an agent replayed in order sends it) is served by that call
 with no digest made at all: compared piece by piece (``PieceDigester.same``), as
 every mode would serve it; the digests are most of an agent-sized call's cost. The recorded
-calls are digested as matching reaches them, in recorded order, each once: a
-replay in recorded order digests one recorded call per request, and a replay's
-start-up none (a request that matches no call digests the rest of the run).
+calls are digested as matching reaches them, in recorded order, each once, and a
+call served that way is passed over undigested: a replay in recorded order digests
+none, nor does a replay's start-up (a request that matches no call digests the rest
+of the run).
 
 * ``strict``: the request is served by the earliest unserved call with the same
   digest. Identical parallel calls are therefore handed out in the order they
